@@ -1,0 +1,175 @@
+//! Administrative commands that work directly against the control database.
+
+use anyhow::Context;
+
+use super::output::{print_json, print_table};
+use super::{KeysCommand, PolicyCommand, SourceAddArgs, SourcesCommand};
+use crate::config::Settings;
+use crate::control::{
+    self, identities, keys, migrate as migrations, policy_file, sources, ControlPool,
+};
+
+fn pool(settings: &Settings) -> anyhow::Result<ControlPool> {
+    control::connect_pool(&settings.control).context("connecting to the control database")
+}
+
+pub async fn migrate(settings: &Settings) -> anyhow::Result<()> {
+    let applied = migrations::migrate(&pool(settings)?).await?;
+    if applied.is_empty() {
+        println!("control database is up to date");
+    } else {
+        println!("applied migrations: {applied:?}");
+    }
+    Ok(())
+}
+
+pub async fn keys(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<()> {
+    let pool = pool(settings)?;
+    match cmd {
+        KeysCommand::Create {
+            identity,
+            kind,
+            rate,
+            burst,
+            label,
+        } => {
+            let rate = rate.map(|mut r| {
+                if let Some(b) = burst {
+                    r.burst = b;
+                }
+                r
+            });
+            identities::ensure_identity(&pool, &identity, kind, rate).await?;
+            let key = keys::create_key(&pool, &identity, &label).await?;
+            println!("{}", key.key);
+            eprintln!(
+                "Key {} for {identity} ({kind}) created. It is shown only this once; store it now.",
+                key.prefix
+            );
+        }
+        KeysCommand::List { identity } => {
+            let rows = keys::list_keys(&pool, identity.as_deref()).await?;
+            print_table(
+                &["PREFIX", "IDENTITY", "KIND", "LABEL", "CREATED", "REVOKED"],
+                rows.iter().map(|k| {
+                    vec![
+                        k.prefix.clone(),
+                        k.identity.clone(),
+                        k.kind.clone(),
+                        k.label.clone(),
+                        k.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                        k.revoked_at
+                            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                            .unwrap_or_else(|| "-".into()),
+                    ]
+                }),
+            );
+        }
+        KeysCommand::Revoke { prefix } => {
+            let k = keys::revoke_key(&pool, &prefix).await?;
+            println!(
+                "revoked {} of {}; it stops working within {} ms on every replica",
+                k.prefix, k.identity, settings.identity.cache_ttl_ms
+            );
+        }
+    }
+    Ok(())
+}
+
+pub async fn sources(settings: &Settings, cmd: SourcesCommand) -> anyhow::Result<()> {
+    let pool = pool(settings)?;
+    match cmd {
+        SourcesCommand::Add(args) => {
+            let s = sources::add_source(&pool, &new_source(*args)).await?;
+            println!(
+                "registered source {} ({}:{})",
+                s.id,
+                s.host.unwrap_or_default(),
+                s.port.unwrap_or(0)
+            );
+        }
+        SourcesCommand::List => {
+            let rows = sources::list_sources(&pool).await?;
+            print_table(
+                &[
+                    "ID",
+                    "KIND",
+                    "ENABLED",
+                    "DATABASE",
+                    "TLS",
+                    "CACHE_TTL_MS",
+                    "DESCRIPTION",
+                ],
+                rows.iter().map(|s| {
+                    vec![
+                        s.id.clone(),
+                        s.kind.as_str().into(),
+                        s.enabled.to_string(),
+                        match (&s.host, s.port, &s.dbname) {
+                            (Some(h), Some(p), Some(d)) => format!("{h}:{p}/{d}"),
+                            _ => "-".into(),
+                        },
+                        s.tls_mode.as_str().into(),
+                        s.cache_ttl_ms.to_string(),
+                        s.description.clone(),
+                    ]
+                }),
+            );
+        }
+        SourcesCommand::Enable { id } => {
+            sources::set_enabled(&pool, &id, true).await?;
+            println!("source {id} enabled");
+        }
+        SourcesCommand::Disable { id } => {
+            sources::set_enabled(&pool, &id, false).await?;
+            println!("source {id} disabled; governed calls to it are refused as unavailable");
+        }
+        SourcesCommand::Test { id } => {
+            let source = sources::get_source(&pool, &id).await?;
+            let probe = crate::sources::postgres::probe(&source).await;
+            print_json(&probe)?;
+            if !probe.ok {
+                anyhow::bail!("source {id} is not reachable");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn new_source(a: SourceAddArgs) -> sources::NewSource {
+    sources::NewSource {
+        id: a.id,
+        kind: Some(sources::SourceKind::Postgres),
+        description: a.description,
+        host: Some(a.host),
+        port: Some(a.port),
+        dbname: Some(a.dbname),
+        user: Some(a.user),
+        password_env: a.password_env,
+        password_file: a.password_file,
+        write_user: a.write_user,
+        write_password_env: a.write_password_env,
+        write_password_file: a.write_password_file,
+        tls_mode: Some(a.tls),
+        tls_ca_file: a.tls_ca_file,
+        search_path: Some(a.search_path),
+        statement_timeout_ms: a.statement_timeout_ms,
+        max_rows: a.max_rows,
+        cache_ttl_ms: a.cache_ttl_ms,
+        approvals_required: a.approvals_required,
+        ..Default::default()
+    }
+}
+
+pub async fn policy(settings: &Settings, cmd: PolicyCommand) -> anyhow::Result<()> {
+    match cmd {
+        PolicyCommand::Apply { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let parsed = policy_file::AccessFile::parse(&text)?;
+            let applied = policy_file::apply(&pool(settings)?, &parsed).await?;
+            print_json(&applied)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! The `interlock` command line.
+
+mod admin;
+mod dev;
+mod output;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{LogFormat, Settings};
+use crate::control::identities::{IdentityKind, RateLimit};
+use crate::control::sources::TlsMode;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "interlock",
+    version,
+    about = "InterLock: a governed MCP gateway between AI agents and company data",
+    long_about = "InterLock serves MCP at POST /mcp and governs every call: API-key identity, \
+                  per-source roles, policies, SQL safety, approvals for writes, redaction and a \
+                  tamper-evident audit log.\n\nStart with `interlock dev` for a local demo."
+)]
+pub struct Cli {
+    /// Configuration file layered over the built-in defaults (see config/default.toml).
+    #[arg(long, global = true, env = "INTERLOCK_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Log format on stderr: text or json (overrides log.format).
+    #[arg(long, global = true, value_name = "FORMAT", value_parser = parse_log_format)]
+    pub log_format: Option<LogFormat>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+fn parse_log_format(s: &str) -> Result<LogFormat, String> {
+    match s {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        other => Err(format!("{other:?} is not a log format (text or json)")),
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the gateway with the configured control database.
+    Serve,
+    /// Run a local demo: private PostgreSQL, demo source `shop`, demo keys, gateway.
+    Dev(DevArgs),
+    /// Apply pending control-database migrations and exit.
+    Migrate,
+    /// Create, list and revoke API keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Register and manage sources.
+    #[command(subcommand)]
+    Sources(SourcesCommand),
+    /// Apply access files (identities, roles, grants, approvers, policies, redactions).
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Directory for the private PostgreSQL cluster and demo secrets (reused across runs).
+    #[arg(long, default_value = ".interlock/dev", value_name = "DIR")]
+    pub data_dir: PathBuf,
+    /// Port of the gateway on 127.0.0.1.
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Port of the private PostgreSQL on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub pg_port: u16,
+    /// Write endpoint, demo keys and the demo source DSN to this JSON file (mode 0600).
+    #[arg(long, value_name = "PATH")]
+    pub credentials_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Mint a key (shown once). Creates the identity when it does not exist.
+    Create {
+        /// Identity name, e.g. billing-agent.
+        identity: String,
+        /// What the identity is: agent, approver or operator.
+        #[arg(long, default_value = "agent", value_parser = |s: &str| s.parse::<IdentityKind>())]
+        kind: IdentityKind,
+        /// Sustained rate limit such as 50/s, 3000/m (default: rate_limit in config).
+        #[arg(long, value_parser = |s: &str| s.parse::<RateLimit>())]
+        rate: Option<RateLimit>,
+        /// Burst size for the rate limit (default: one second's worth).
+        #[arg(long, requires = "rate")]
+        burst: Option<u32>,
+        /// Free-text label shown in listings.
+        #[arg(long, default_value = "")]
+        label: String,
+    },
+    /// List keys by prefix (secrets are never shown again).
+    List {
+        /// Only this identity's keys.
+        #[arg(long)]
+        identity: Option<String>,
+    },
+    /// Revoke a key by its prefix; it stops working within identity.cache_ttl_ms.
+    Revoke {
+        /// The prefix shown by `keys list`, e.g. ilk_AbCdEfGh.
+        prefix: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SourcesCommand {
+    /// Register a PostgreSQL source. Passwords are given by reference, never inline.
+    Add(Box<SourceAddArgs>),
+    /// List registered sources.
+    List,
+    /// Enable a source.
+    Enable { id: String },
+    /// Disable a source: governed calls to it are refused as unavailable.
+    Disable { id: String },
+    /// Connect to a source with its read login and report the server and latency.
+    Test { id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct SourceAddArgs {
+    /// Source id agents use, e.g. shop (lowercase letters, digits, - and _).
+    pub id: String,
+    #[arg(long)]
+    pub host: String,
+    #[arg(long, default_value_t = 5432)]
+    pub port: u16,
+    #[arg(long)]
+    pub dbname: String,
+    /// Database login of the read pool (grant it SELECT only).
+    #[arg(long)]
+    pub user: String,
+    /// Environment variable holding the read login's password.
+    #[arg(long, conflicts_with = "password_file")]
+    pub password_env: Option<String>,
+    /// File holding the read login's password.
+    #[arg(long)]
+    pub password_file: Option<String>,
+    /// Database login that executes approved writes (default: the read login).
+    #[arg(long)]
+    pub write_user: Option<String>,
+    #[arg(long, conflicts_with = "write_password_file", requires = "write_user")]
+    pub write_password_env: Option<String>,
+    #[arg(long, requires = "write_user")]
+    pub write_password_file: Option<String>,
+    /// TLS to the source.
+    #[arg(long, value_enum, default_value_t = TlsMode::Disable)]
+    pub tls: TlsMode,
+    /// CA certificate file (PEM) for --tls verify-full.
+    #[arg(long)]
+    pub tls_ca_file: Option<String>,
+    /// Schemas for unqualified names, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "public")]
+    pub search_path: Vec<String>,
+    /// Server-side statement timeout in milliseconds.
+    #[arg(long)]
+    pub statement_timeout_ms: Option<u32>,
+    /// Most rows a read returns.
+    #[arg(long)]
+    pub max_rows: Option<u32>,
+    /// Result-cache TTL in milliseconds (0: no caching).
+    #[arg(long)]
+    pub cache_ttl_ms: Option<u32>,
+    /// Approvals needed before a write runs (1 to 5).
+    #[arg(long)]
+    pub approvals_required: Option<u32>,
+    #[arg(long, default_value = "")]
+    pub description: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Apply an access file atomically (see src/control/policy_file.rs for the format).
+    Apply { file: PathBuf },
+}
+
+/// Loads settings for a command, applying `--log-format`.
+pub fn load_settings(cli: &Cli) -> Result<Settings, crate::config::ConfigError> {
+    let mut settings = Settings::load(cli.config.as_deref())?;
+    if let Some(f) = cli.log_format {
+        settings.log.format = f;
+    }
+    Ok(settings)
+}
+
+/// Runs the parsed command to completion; the caller turns the error into an exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let settings = load_settings(&cli)?;
+    crate::telemetry::init(&settings.log);
+    match cli.command {
+        Command::Serve => {
+            let gateway = crate::Gateway::start(settings).await?;
+            gateway.wait().await?;
+            Ok(())
+        }
+        Command::Dev(args) => dev::run(settings, args).await,
+        Command::Migrate => admin::migrate(&settings).await,
+        Command::Keys(cmd) => admin::keys(&settings, cmd).await,
+        Command::Sources(cmd) => admin::sources(&settings, cmd).await,
+        Command::Policy(cmd) => admin::policy(&settings, cmd).await,
+    }
+}

@@ -1,0 +1,306 @@
+//! Typed settings, loaded with the `config` crate.
+//!
+//! Layers, later wins: `config/default.toml` (compiled in), an optional file, then
+//! `INTERLOCK__SECTION__KEY` environment variables. Unknown keys are rejected so a typo
+//! cannot silently fall back to a default, and [`Settings::validate`] names the key of every
+//! value it refuses.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::secrets::SecretRef;
+
+/// The defaults, compiled in so the binary never depends on the working directory.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration could not be loaded: {0}")]
+    Load(#[from] config::ConfigError),
+    #[error("invalid configuration: `{key}`: {problem}")]
+    Invalid { key: &'static str, problem: String },
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub control: ControlSettings,
+    pub log: LogSettings,
+    pub sql: SqlSettings,
+    pub identity: IdentitySettings,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    pub listen: String,
+    pub workers: usize,
+    pub allowed_hosts: Vec<String>,
+    pub allowed_origins: Vec<String>,
+    pub max_body_bytes: usize,
+    pub client_request_timeout_secs: u64,
+    pub shutdown_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSettings {
+    pub host: String,
+    pub port: u16,
+    pub dbname: String,
+    pub user: String,
+    pub password_env: String,
+    pub password_file: String,
+    pub pool_size: usize,
+    pub connect_timeout_secs: u64,
+    pub migrate_on_start: bool,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SqlSettings {
+    pub max_sql_bytes: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdentitySettings {
+    pub cache_ttl_ms: u64,
+}
+
+impl Settings {
+    /// Loads defaults, then `file` when given, then the process environment.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_with_env(file, std::env::vars())
+    }
+
+    /// As [`Settings::load`], with the environment given explicitly (tests use this so they
+    /// never depend on, or change, the process environment).
+    pub fn load_with_env(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut builder = config::Config::builder().add_source(config::File::from_str(
+            DEFAULT_TOML,
+            config::FileFormat::Toml,
+        ));
+        if let Some(path) = file {
+            if !path.is_file() {
+                return Err(ConfigError::Invalid {
+                    key: "--config",
+                    problem: format!("{} is not a readable file", path.display()),
+                });
+            }
+            builder = builder.add_source(config::File::from(path).required(true));
+        }
+        let env: config::Map<String, String> = env
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("INTERLOCK__"))
+            .collect();
+        builder = builder.add_source(
+            config::Environment::with_prefix("INTERLOCK")
+                .prefix_separator("__")
+                .separator("__")
+                .list_separator(",")
+                .with_list_parse_key("server.allowed_hosts")
+                .with_list_parse_key("server.allowed_origins")
+                .try_parsing(true)
+                .source(Some(env)),
+        );
+        let settings: Settings = builder.build()?.try_deserialize()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Checks values the types alone cannot, naming the offending key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
+            ConfigError::Invalid {
+                key,
+                problem: problem.into(),
+            }
+        }
+        self.listen_addr()?;
+        if self.server.max_body_bytes < 1024 {
+            return Err(invalid(
+                "server.max_body_bytes",
+                "must be at least 1024 bytes",
+            ));
+        }
+        if self.server.client_request_timeout_secs == 0 {
+            return Err(invalid(
+                "server.client_request_timeout_secs",
+                "must be at least 1",
+            ));
+        }
+        if self.control.host.trim().is_empty() {
+            return Err(invalid("control.host", "must not be empty"));
+        }
+        if self.control.port == 0 {
+            return Err(invalid("control.port", "must be between 1 and 65535"));
+        }
+        if self.control.dbname.trim().is_empty() {
+            return Err(invalid("control.dbname", "must not be empty"));
+        }
+        if self.control.user.trim().is_empty() {
+            return Err(invalid("control.user", "must not be empty"));
+        }
+        if !self.control.password_env.is_empty() && !self.control.password_file.is_empty() {
+            return Err(invalid(
+                "control.password_env",
+                "set either control.password_env or control.password_file, not both",
+            ));
+        }
+        if self.control.pool_size == 0 {
+            return Err(invalid("control.pool_size", "must be at least 1"));
+        }
+        if self.control.connect_timeout_secs == 0 {
+            return Err(invalid(
+                "control.connect_timeout_secs",
+                "must be at least 1",
+            ));
+        }
+        if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
+            return Err(invalid(
+                "log.level",
+                format!(
+                    "{:?} is not a valid filter (try \"info\" or \"interlock=debug\")",
+                    self.log.level
+                ),
+            ));
+        }
+        if !(256..=16 * 1024 * 1024).contains(&self.sql.max_sql_bytes) {
+            return Err(invalid(
+                "sql.max_sql_bytes",
+                "must be between 256 and 16777216",
+            ));
+        }
+        if !(100..=60_000).contains(&self.identity.cache_ttl_ms) {
+            return Err(invalid(
+                "identity.cache_ttl_ms",
+                "must be between 100 and 60000",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The parsed `server.listen` address.
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.server
+            .listen
+            .parse()
+            .map_err(|_| ConfigError::Invalid {
+                key: "server.listen",
+                problem: format!(
+                    "{:?} is not an IP address and port such as 127.0.0.1:8080",
+                    self.server.listen
+                ),
+            })
+    }
+
+    /// The control database password reference.
+    pub fn control_password(&self) -> SecretRef {
+        SecretRef::from_parts(&self.control.password_env, &self.control.password_file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_load_and_validate() {
+        let s = Settings::load_with_env(None, env(&[])).expect("defaults are valid");
+        assert_eq!(s.server.listen, "127.0.0.1:8080");
+        assert_eq!(s.sql.max_sql_bytes, 65536);
+        assert_eq!(s.identity.cache_ttl_ms, 5000);
+    }
+
+    #[test]
+    fn environment_overrides_and_lists() {
+        let s = Settings::load_with_env(
+            None,
+            env(&[
+                ("INTERLOCK__SERVER__LISTEN", "127.0.0.1:9999"),
+                ("INTERLOCK__SERVER__ALLOWED_HOSTS", "gw.internal,gw.example"),
+                ("INTERLOCK__CONTROL__PORT", "6543"),
+                ("INTERLOCK_API_KEY", "ignored: single underscore"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(s.server.listen, "127.0.0.1:9999");
+        assert_eq!(s.server.allowed_hosts, vec!["gw.internal", "gw.example"]);
+        assert_eq!(s.control.port, 6543);
+    }
+
+    #[test]
+    fn invalid_values_name_their_key() {
+        let cases: &[(&[(&str, &str)], &str)] = &[
+            (
+                &[("INTERLOCK__SERVER__LISTEN", "localhost")],
+                "server.listen",
+            ),
+            (&[("INTERLOCK__CONTROL__PORT", "seventy")], "port"),
+            (
+                &[("INTERLOCK__CONTROL__POOL_SIZE", "0")],
+                "control.pool_size",
+            ),
+            (&[("INTERLOCK__LOG__FORMAT", "xml")], "format"),
+            (
+                &[("INTERLOCK__SQL__MAX_SQL_BYTES", "10")],
+                "sql.max_sql_bytes",
+            ),
+            (&[("INTERLOCK__SERVER__NO_SUCH_KEY", "1")], "no_such_key"),
+            (
+                &[
+                    ("INTERLOCK__CONTROL__PASSWORD_ENV", "A"),
+                    ("INTERLOCK__CONTROL__PASSWORD_FILE", "/x"),
+                ],
+                "control.password_env",
+            ),
+        ];
+        for (vars, key) in cases {
+            let err = Settings::load_with_env(None, env(vars)).expect_err("must be refused");
+            assert!(
+                err.to_string().contains(key),
+                "error for {vars:?} should name {key}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_file_layers_over_defaults() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, "[server]\nlisten = \"127.0.0.1:7000\"\n").expect("write");
+        let s = Settings::load_with_env(Some(&path), env(&[])).expect("valid");
+        assert_eq!(s.server.listen, "127.0.0.1:7000");
+        assert_eq!(s.control.dbname, "interlock");
+        let missing = Settings::load_with_env(Some(&dir.path().join("nope.toml")), env(&[]));
+        assert!(missing.is_err());
+    }
+}

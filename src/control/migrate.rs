@@ -1,0 +1,118 @@
+//! Forward-only migrations of the control database.
+//!
+//! The numbered files in `migrations/` are compiled into the binary. They are applied in
+//! order inside one transaction per file, while holding a transaction-level advisory lock,
+//! so several replicas starting together apply each migration exactly once. A migration
+//! whose recorded checksum differs from the shipped file stops start-up: shipped
+//! migrations are never edited.
+
+use sha2::{Digest, Sha256};
+
+use super::{ControlError, ControlPool};
+
+/// One migration file.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    pub version: i32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in order.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "0001_control_schema",
+    sql: include_str!("../../migrations/0001_control_schema.sql"),
+}];
+
+/// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").
+const MIGRATION_LOCK: i64 = 0x494c_4d49_4752_4154;
+
+/// Applies every pending migration; returns the versions applied by this call.
+pub async fn migrate(pool: &ControlPool) -> Result<Vec<i32>, ControlError> {
+    let mut client = pool.get().await?;
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (
+                 version    integer PRIMARY KEY,
+                 name       text NOT NULL,
+                 checksum   text NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await
+        .or_else(ignore_concurrent_create)?;
+    let mut applied = Vec::new();
+    for m in MIGRATIONS {
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .await?;
+        let checksum = checksum(m.sql);
+        let existing = tx
+            .query_opt(
+                "SELECT checksum FROM schema_migrations WHERE version = $1",
+                &[&m.version],
+            )
+            .await?;
+        match existing {
+            Some(row) => {
+                let recorded: String = row.get(0);
+                if recorded != checksum {
+                    return Err(ControlError::Invalid(format!(
+                        "migration {} was changed after it was applied (recorded checksum {recorded}, \
+                         shipped {checksum}); shipped migrations must never be edited",
+                        m.name
+                    )));
+                }
+            }
+            None => {
+                tx.batch_execute(m.sql).await?;
+                tx.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                    &[&m.version, &m.name, &checksum],
+                )
+                .await?;
+                applied.push(m.version);
+            }
+        }
+        tx.commit().await?;
+    }
+    Ok(applied)
+}
+
+/// The state readiness reports: `Ok(None)` when up to date, `Ok(Some(reason))` otherwise.
+pub async fn pending_reason(pool: &ControlPool) -> Result<Option<String>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT version FROM schema_migrations ORDER BY version",
+            &[],
+        )
+        .await;
+    let applied: Vec<i32> = match rows {
+        Ok(rows) => rows.iter().map(|r| r.get(0)).collect(),
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let missing: Vec<i32> = MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| !applied.contains(v))
+        .collect();
+    Ok((!missing.is_empty()).then(|| {
+        format!("control database migrations not applied: {missing:?}; run `interlock migrate`")
+    }))
+}
+
+fn checksum(sql: &str) -> String {
+    hex::encode(Sha256::digest(sql.as_bytes()))
+}
+
+/// Two replicas racing on `CREATE TABLE IF NOT EXISTS` can collide on the catalog's unique
+/// index; the loser can carry on because the table now exists.
+fn ignore_concurrent_create(e: tokio_postgres::Error) -> Result<(), tokio_postgres::Error> {
+    if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+        Ok(())
+    } else {
+        Err(e)
+    }
+}

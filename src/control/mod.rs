@@ -1,0 +1,71 @@
+//! The control database: connection pool, migrations, and one repository per table group.
+//!
+//! Every operation an operator can perform (CLI, admin API, policy files, the demo seeder)
+//! goes through these functions, so there is one implementation of each.
+
+pub mod identities;
+pub mod keys;
+pub mod migrate;
+pub mod policy_file;
+pub mod pool;
+pub mod roles;
+pub mod sources;
+
+pub use pool::{connect_pool, ControlPool};
+
+/// Errors of the control-database repositories.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("control database: {0}")]
+    Db(#[from] tokio_postgres::Error),
+    #[error("control database pool: {0}")]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ControlError {
+    /// True when the database itself could not be reached (as opposed to a refused operation).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            ControlError::Pool(_) => true,
+            ControlError::Db(e) => e.is_closed() || e.as_db_error().is_none(),
+            _ => false,
+        }
+    }
+}
+
+/// Maps a unique-violation to a readable conflict, anything else stays a database error.
+pub(crate) fn conflict_on_unique(
+    e: tokio_postgres::Error,
+    what: impl FnOnce() -> String,
+) -> ControlError {
+    if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
+        ControlError::Conflict(what())
+    } else if e.code() == Some(&tokio_postgres::error::SqlState::CHECK_VIOLATION) {
+        ControlError::Invalid(format!(
+            "rejected by the control database: {}",
+            db_message(&e)
+        ))
+    } else if e.code() == Some(&tokio_postgres::error::SqlState::FOREIGN_KEY_VIOLATION) {
+        ControlError::NotFound(format!(
+            "a referenced object does not exist: {}",
+            db_message(&e)
+        ))
+    } else {
+        ControlError::Db(e)
+    }
+}
+
+fn db_message(e: &tokio_postgres::Error) -> String {
+    e.as_db_error()
+        .map(|d| {
+            d.constraint()
+                .map_or_else(|| d.message().to_string(), |c| format!("constraint {c}"))
+        })
+        .unwrap_or_else(|| e.to_string())
+}

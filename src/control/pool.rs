@@ -1,0 +1,50 @@
+//! The control-database connection pool.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+
+use crate::config::ControlSettings;
+use crate::secrets::SecretRef;
+
+pub type ControlPool = Pool;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PoolSetupError {
+    #[error("control database password: {0}")]
+    Secret(#[from] crate::secrets::SecretError),
+    #[error("control database pool could not be built: {0}")]
+    Build(String),
+}
+
+/// Builds the pool. No connection is made until the first checkout.
+pub fn connect_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
+    let mut pg = tokio_postgres::Config::new();
+    pg.host(&settings.host)
+        .port(settings.port)
+        .dbname(&settings.dbname)
+        .user(&settings.user)
+        .application_name("interlock-control")
+        .connect_timeout(Duration::from_secs(settings.connect_timeout_secs));
+    let password =
+        SecretRef::from_parts(&settings.password_env, &settings.password_file).resolve()?;
+    if let Some(p) = password {
+        pg.password(p);
+    }
+    let manager = Manager::from_config(
+        pg,
+        tokio_postgres::NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    let timeout = Some(Duration::from_secs(settings.connect_timeout_secs));
+    Pool::builder(manager)
+        .max_size(settings.pool_size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(timeout)
+        .create_timeout(timeout)
+        .recycle_timeout(timeout)
+        .build()
+        .map_err(|e| PoolSetupError::Build(e.to_string()))
+}

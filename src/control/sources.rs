@@ -1,0 +1,321 @@
+//! Registered sources.
+
+use chrono::{DateTime, Utc};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use super::{conflict_on_unique, ControlError, ControlPool};
+use crate::secrets::SecretRef;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    Postgres,
+    Documents,
+}
+
+impl SourceKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Postgres => "postgres",
+            SourceKind::Documents => "documents",
+        }
+    }
+}
+
+/// How the gateway protects its connection to a source (libpq's `sslmode` meanings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsMode {
+    /// Plain TCP (loopback or trusted networks only).
+    Disable,
+    /// Encrypted, server certificate not verified.
+    Require,
+    /// Encrypted, certificate chain verified against the CA file and the host name checked.
+    VerifyFull,
+}
+
+impl TlsMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsMode::Disable => "disable",
+            TlsMode::Require => "require",
+            TlsMode::VerifyFull => "verify-full",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Self, ControlError> {
+        match s {
+            "disable" => Ok(TlsMode::Disable),
+            "require" => Ok(TlsMode::Require),
+            "verify-full" => Ok(TlsMode::VerifyFull),
+            other => Err(ControlError::Invalid(format!("unknown tls mode {other:?}"))),
+        }
+    }
+}
+
+/// Database login of one of a source's pools. `password` is a reference, never a secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Login {
+    pub user: String,
+    pub password: SecretRef,
+}
+
+/// A registered source as stored in the control database.
+#[derive(Debug, Clone, Serialize)]
+pub struct Source {
+    pub id: String,
+    pub kind: SourceKind,
+    pub description: String,
+    pub enabled: bool,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub dbname: Option<String>,
+    /// Login of the read pool (least privilege: SELECT only).
+    pub read_login: Option<Login>,
+    /// Login used to execute approved writes; the read login when absent.
+    pub write_login: Option<Login>,
+    pub tls_mode: TlsMode,
+    pub tls_ca_file: Option<String>,
+    pub search_path: Vec<String>,
+    pub statement_timeout_ms: u32,
+    pub max_rows: u32,
+    pub max_bytes: u64,
+    pub pool_size: u32,
+    pub cache_ttl_ms: u32,
+    pub approval_ttl_secs: u32,
+    pub approvals_required: u32,
+    #[serde(skip)]
+    pub mask_key: Vec<u8>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What an operator supplies to register a source. Limits left `None` take the defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSource {
+    pub id: String,
+    pub kind: Option<SourceKind>,
+    #[serde(default)]
+    pub description: String,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub dbname: Option<String>,
+    pub user: Option<String>,
+    pub password_env: Option<String>,
+    pub password_file: Option<String>,
+    pub write_user: Option<String>,
+    pub write_password_env: Option<String>,
+    pub write_password_file: Option<String>,
+    pub tls_mode: Option<TlsMode>,
+    pub tls_ca_file: Option<String>,
+    pub search_path: Option<Vec<String>>,
+    pub statement_timeout_ms: Option<u32>,
+    pub max_rows: Option<u32>,
+    pub max_bytes: Option<u64>,
+    pub pool_size: Option<u32>,
+    pub cache_ttl_ms: Option<u32>,
+    pub approval_ttl_secs: Option<u32>,
+    pub approvals_required: Option<u32>,
+}
+
+const COLUMNS: &str =
+    "id, kind, description, enabled, host, port, dbname, read_user, read_password_env,
+    read_password_file, write_user, write_password_env, write_password_file, tls_mode, tls_ca_file,
+    search_path, statement_timeout_ms, max_rows, max_bytes, pool_size, cache_ttl_ms,
+    approval_ttl_secs, approvals_required, mask_key, created_at, updated_at";
+
+fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
+    let kind: String = r.get("kind");
+    let login = |user: &str, env: &str, file: &str| {
+        r.get::<_, Option<String>>(user).map(|user| Login {
+            user,
+            password: SecretRef::from_options(
+                r.get::<_, Option<String>>(env).as_deref(),
+                r.get::<_, Option<String>>(file).as_deref(),
+            ),
+        })
+    };
+    let non_negative = |name: &str| u32::try_from(r.get::<_, i32>(name)).unwrap_or(0);
+    Ok(Source {
+        id: r.get("id"),
+        kind: match kind.as_str() {
+            "postgres" => SourceKind::Postgres,
+            "documents" => SourceKind::Documents,
+            other => {
+                return Err(ControlError::Invalid(format!(
+                    "unknown source kind {other:?}"
+                )))
+            }
+        },
+        description: r.get("description"),
+        enabled: r.get("enabled"),
+        host: r.get("host"),
+        port: r
+            .get::<_, Option<i32>>("port")
+            .and_then(|p| u16::try_from(p).ok()),
+        dbname: r.get("dbname"),
+        read_login: login("read_user", "read_password_env", "read_password_file"),
+        write_login: login("write_user", "write_password_env", "write_password_file"),
+        tls_mode: TlsMode::parse(r.get("tls_mode"))?,
+        tls_ca_file: r.get("tls_ca_file"),
+        search_path: r.get("search_path"),
+        statement_timeout_ms: non_negative("statement_timeout_ms"),
+        max_rows: non_negative("max_rows"),
+        max_bytes: u64::try_from(r.get::<_, i64>("max_bytes")).unwrap_or(0),
+        pool_size: non_negative("pool_size"),
+        cache_ttl_ms: non_negative("cache_ttl_ms"),
+        approval_ttl_secs: non_negative("approval_ttl_secs"),
+        approvals_required: non_negative("approvals_required"),
+        mask_key: r.get("mask_key"),
+        created_at: r.get("created_at"),
+        updated_at: r.get("updated_at"),
+    })
+}
+
+fn check_new(s: &NewSource) -> Result<SourceKind, ControlError> {
+    let kind = s.kind.unwrap_or(SourceKind::Postgres);
+    if s.password_env.is_some() && s.password_file.is_some() {
+        return Err(ControlError::Invalid(
+            "give the password either by environment variable or by file, not both".into(),
+        ));
+    }
+    if s.write_password_env.is_some() && s.write_password_file.is_some() {
+        return Err(ControlError::Invalid(
+            "give the write password either by environment variable or by file, not both".into(),
+        ));
+    }
+    if kind == SourceKind::Postgres {
+        for (what, v) in [("host", &s.host), ("dbname", &s.dbname), ("user", &s.user)] {
+            if v.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                return Err(ControlError::Invalid(format!(
+                    "a postgres source needs {what}"
+                )));
+            }
+        }
+        if s.port.is_none() {
+            return Err(ControlError::Invalid("a postgres source needs port".into()));
+        }
+    }
+    if s.tls_mode == Some(TlsMode::VerifyFull) && s.tls_ca_file.is_none() {
+        return Err(ControlError::Invalid(
+            "tls mode verify-full needs a CA file (tls_ca_file) to verify the server against"
+                .into(),
+        ));
+    }
+    Ok(kind)
+}
+
+/// Registers a source.
+pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, ControlError> {
+    let kind = check_new(s)?;
+    let mut mask_key = vec![0u8; 32];
+    rand::thread_rng().fill_bytes(&mut mask_key);
+    let client = pool.get().await?;
+    let to_i32 =
+        |v: Option<u32>, default: i32| v.map_or(default, |v| i32::try_from(v).unwrap_or(i32::MAX));
+    let port = s.port.map(i32::from);
+    let max_bytes = s
+        .max_bytes
+        .map_or(4_194_304, |v| i64::try_from(v).unwrap_or(i64::MAX));
+    let search_path = s
+        .search_path
+        .clone()
+        .unwrap_or_else(|| vec!["public".into()]);
+    let tls = s.tls_mode.unwrap_or(TlsMode::Disable).as_str();
+    let row = client
+        .query_one(
+            &format!(
+                "INSERT INTO sources (id, kind, description, host, port, dbname, read_user,
+                    read_password_env, read_password_file, write_user, write_password_env,
+                    write_password_file, tls_mode, tls_ca_file, search_path, statement_timeout_ms,
+                    max_rows, max_bytes, pool_size, cache_ttl_ms, approval_ttl_secs,
+                    approvals_required, mask_key)
+                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23)
+                 RETURNING {COLUMNS}"
+            ),
+            &[
+                &s.id,
+                &kind.as_str(),
+                &s.description,
+                &s.host,
+                &port,
+                &s.dbname,
+                &s.user,
+                &s.password_env,
+                &s.password_file,
+                &s.write_user,
+                &s.write_password_env,
+                &s.write_password_file,
+                &tls,
+                &s.tls_ca_file,
+                &search_path,
+                &to_i32(s.statement_timeout_ms, 30_000),
+                &to_i32(s.max_rows, 1000),
+                &max_bytes,
+                &to_i32(s.pool_size, 8),
+                &to_i32(s.cache_ttl_ms, 0),
+                &to_i32(s.approval_ttl_secs, 86_400),
+                &to_i32(s.approvals_required, 1),
+                &mask_key,
+            ],
+        )
+        .await
+        .map_err(|e| conflict_on_unique(e, || format!("a source with id {:?} already exists", s.id)))?;
+    from_row(&row)
+}
+
+pub async fn list_sources(pool: &ControlPool) -> Result<Vec<Source>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(&format!("SELECT {COLUMNS} FROM sources ORDER BY id"), &[])
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+pub async fn get_source(pool: &ControlPool, id: &str) -> Result<Source, ControlError> {
+    let client = pool.get().await?;
+    let row = client
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM sources WHERE id = $1"),
+            &[&id],
+        )
+        .await?
+        .ok_or_else(|| ControlError::NotFound(format!("no source with id {id:?}")))?;
+    from_row(&row)
+}
+
+/// Enables or disables a source; returns the updated source.
+pub async fn set_enabled(
+    pool: &ControlPool,
+    id: &str,
+    enabled: bool,
+) -> Result<Source, ControlError> {
+    let client = pool.get().await?;
+    let row = client
+        .query_opt(
+            &format!("UPDATE sources SET enabled = $2, updated_at = now() WHERE id = $1 RETURNING {COLUMNS}"),
+            &[&id, &enabled],
+        )
+        .await?
+        .ok_or_else(|| ControlError::NotFound(format!("no source with id {id:?}")))?;
+    from_row(&row)
+}
+
+/// Sets the result-cache TTL of a source (0 turns caching off).
+pub async fn set_cache_ttl(pool: &ControlPool, id: &str, ttl_ms: u32) -> Result<(), ControlError> {
+    let client = pool.get().await?;
+    let ttl =
+        i32::try_from(ttl_ms).map_err(|_| ControlError::Invalid("cache TTL too large".into()))?;
+    let n = client
+        .execute(
+            "UPDATE sources SET cache_ttl_ms = $2, updated_at = now() WHERE id = $1",
+            &[&id, &ttl],
+        )
+        .await?;
+    if n == 0 {
+        return Err(ControlError::NotFound(format!("no source with id {id:?}")));
+    }
+    Ok(())
+}

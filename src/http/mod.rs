@@ -1,0 +1,39 @@
+//! The only module that knows actix-web: routes, guards, request ids.
+
+mod health;
+pub mod request_id;
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::{web, App, HttpServer};
+
+use crate::AppState;
+
+/// Builds the HTTP server on an already bound listener (so tests can bind port 0).
+pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Server> {
+    let settings = state.settings.server.clone();
+    let workers = if settings.workers == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        settings.workers
+    };
+    let data = web::Data::from(state);
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .app_data(web::JsonConfig::default().limit(settings.max_body_bytes))
+            .app_data(web::PayloadConfig::new(settings.max_body_bytes))
+            .wrap(request_id::RequestId)
+            .route("/healthz", web::get().to(health::healthz))
+            .route("/readyz", web::get().to(health::readyz))
+    })
+    .workers(workers)
+    .client_request_timeout(Duration::from_secs(settings.client_request_timeout_secs))
+    .shutdown_timeout(settings.shutdown_timeout_secs)
+    .listen(listener)?
+    .run();
+    Ok(server)
+}

@@ -1,0 +1,24 @@
+//! InterLock: a governed MCP gateway between AI agents and company data.
+//!
+//! [`Gateway::start`] builds the whole application from a [`Settings`] value; `main`, the
+//! `dev` demo and the integration tests all use it, so they run the same code.
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod cli;
+pub mod config;
+pub mod control;
+pub mod demo;
+pub mod governance;
+pub mod http;
+pub mod pgcluster;
+pub mod secrets;
+pub mod sources;
+pub mod telemetry;
+
+mod gateway;
+
+pub use config::Settings;
+pub use gateway::{AppState, Gateway, StartError};
+
+/// The gateway's version, as reported in health checks and MCP server info.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

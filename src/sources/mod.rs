@@ -1,0 +1,3 @@
+//! Connectors to registered sources.
+
+pub mod postgres;

@@ -1,0 +1,168 @@
+//! Connecting to a PostgreSQL source with one of its logins.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use tokio_postgres::config::SslMode;
+
+use super::tls::{client_config, TlsSetupError};
+use crate::control::sources::{Login, Source, TlsMode};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("source {0} is not a PostgreSQL source")]
+    NotPostgres(String),
+    #[error("source {0} has no login configured")]
+    NoLogin(String),
+    #[error("password reference: {0}")]
+    Secret(#[from] crate::secrets::SecretError),
+    #[error(transparent)]
+    Tls(#[from] TlsSetupError),
+    #[error("upstream TLS refused")]
+    TlsRefused,
+    #[error("connection failed: {0}")]
+    Upstream(String),
+}
+
+/// The session settings every source connection pins at start-up, so agent SQL cannot
+/// depend on (or change) them: see SQL-SAFETY.md §8.
+pub fn session_options(source: &Source) -> String {
+    let path = source
+        .search_path
+        .iter()
+        .map(|s| format!("\"{}\"", s.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(",");
+    format!(
+        "-c search_path={} -c standard_conforming_strings=on -c statement_timeout={} -c lock_timeout={} \
+         -c idle_in_transaction_session_timeout={}",
+        path.replace(' ', "\\ "),
+        source.statement_timeout_ms,
+        source.statement_timeout_ms.min(5_000),
+        source.statement_timeout_ms.saturating_mul(2),
+    )
+}
+
+/// tokio-postgres configuration for `login` on `source`.
+pub fn pg_config(source: &Source, login: &Login) -> Result<tokio_postgres::Config, ConnectError> {
+    let (Some(host), Some(port), Some(dbname)) = (&source.host, source.port, &source.dbname) else {
+        return Err(ConnectError::NotPostgres(source.id.clone()));
+    };
+    let mut c = tokio_postgres::Config::new();
+    c.host(host)
+        .port(port)
+        .dbname(dbname)
+        .user(&login.user)
+        .application_name("interlock")
+        .options(session_options(source))
+        .connect_timeout(Duration::from_secs(5))
+        .ssl_mode(match source.tls_mode {
+            TlsMode::Disable => SslMode::Disable,
+            TlsMode::Require | TlsMode::VerifyFull => SslMode::Require,
+        });
+    if let Some(p) = login.password.resolve()? {
+        c.password(p);
+    }
+    Ok(c)
+}
+
+/// Opens one connection and spawns its driver task on the current runtime.
+pub async fn connect_once(
+    source: &Source,
+    login: &Login,
+) -> Result<tokio_postgres::Client, ConnectError> {
+    let config = pg_config(source, login)?;
+    match client_config(source.tls_mode, source.tls_ca_file.as_deref())? {
+        None => {
+            let (client, conn) = config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(classify)?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Ok(client)
+        }
+        Some(tls) => {
+            let tls = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+            let (client, conn) = config.connect(tls).await.map_err(classify)?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Ok(client)
+        }
+    }
+}
+
+/// Sorts connection failures into TLS refusals and other upstream failures, without
+/// carrying addresses into the message.
+fn classify(e: tokio_postgres::Error) -> ConnectError {
+    let text = format!("{e:?}").to_ascii_lowercase();
+    if text.contains("tls")
+        || text.contains("certificate")
+        || text.contains("ssl")
+        || text.contains("handshake")
+    {
+        return ConnectError::TlsRefused;
+    }
+    if let Some(db) = e.as_db_error() {
+        return ConnectError::Upstream(format!("{} ({})", db.message(), db.code().code()));
+    }
+    let kind = if text.contains("refused") {
+        "connection refused"
+    } else if text.contains("timed out") || text.contains("timeout") {
+        "connection timed out"
+    } else if text.contains("reset") {
+        "connection reset"
+    } else {
+        "could not connect"
+    };
+    ConnectError::Upstream(kind.to_string())
+}
+
+/// What `interlock sources test` reports.
+#[derive(Debug, Serialize)]
+pub struct Probe {
+    pub source: String,
+    pub ok: bool,
+    pub server_version: Option<String>,
+    pub user: Option<String>,
+    pub tls: &'static str,
+    pub latency_ms: f64,
+    pub error: Option<String>,
+}
+
+/// Connects with the read login and asks the server who it is.
+pub async fn probe(source: &Source) -> Probe {
+    let started = Instant::now();
+    let result = async {
+        let login = source
+            .read_login
+            .as_ref()
+            .ok_or_else(|| ConnectError::NoLogin(source.id.clone()))?;
+        let client = connect_once(source, login).await?;
+        let row = client
+            .query_one(
+                "SELECT current_setting('server_version'), current_user::text",
+                &[],
+            )
+            .await
+            .map_err(classify)?;
+        Ok::<_, ConnectError>((row.get::<_, String>(0), row.get::<_, String>(1)))
+    }
+    .await;
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let (ok, server_version, user, error) = match result {
+        Ok((v, u)) => (true, Some(v), Some(u), None),
+        Err(e) => (false, None, None, Some(e.to_string())),
+    };
+    Probe {
+        source: source.id.clone(),
+        ok,
+        server_version,
+        user,
+        tls: source.tls_mode.as_str(),
+        latency_ms,
+        error,
+    }
+}

@@ -1,0 +1,25 @@
+//! Logging: `tracing` to stderr, human-readable or JSON.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{LogFormat, LogSettings};
+
+/// Installs the global subscriber. `RUST_LOG` overrides the configured level. Safe to call
+/// more than once (later calls are ignored).
+pub fn init(settings: &LogSettings) {
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new(&settings.level))
+        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match settings.format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .try_init(),
+    };
+}

@@ -1,0 +1,25 @@
+//! Raw HTTP helpers over loopback.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// Sends raw request bytes on a new connection and returns the raw response (until EOF or
+/// `timeout`).
+pub fn raw(addr: SocketAddr, request: &str, timeout: Duration) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(timeout)).expect("timeout");
+    s.write_all(request.as_bytes()).expect("write");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A reqwest client without proxies.
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}

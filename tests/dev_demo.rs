@@ -1,0 +1,238 @@
+//! `interlock dev`, run as a user would: credentials file, readiness, CLI against its control
+//! database, clean shutdown on SIGTERM, reuse on the next run, recovery after SIGKILL.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_interlock");
+
+struct Dev {
+    child: Child,
+    creds: PathBuf,
+}
+
+fn start_dev(data_dir: &Path, port: u16) -> Dev {
+    let creds = data_dir.join("creds.json");
+    let _ = std::fs::remove_file(&creds);
+    let child = Command::new(BIN)
+        .args(["dev", "--port", &port.to_string(), "--data-dir"])
+        .arg(data_dir.join("dev"))
+        .arg("--credentials-file")
+        .arg(&creds)
+        .env_remove("INTERLOCK_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn interlock dev");
+    Dev { child, creds }
+}
+
+fn wait_for_credentials(dev: &mut Dev) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = dev.child.try_wait() {
+            panic!("interlock dev exited early: {status}");
+        }
+        if let Ok(text) = std::fs::read_to_string(&dev.creds) {
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                return v;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("no credentials file within 120 s");
+}
+
+fn signal(child: &Child, sig: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
+
+fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process did not exit within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn postgres_running(data_dir: &Path) -> bool {
+    let pid_file = data_dir.join("dev/pgdata/postmaster.pid");
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return false;
+    };
+    let Some(pid) = text
+        .lines()
+        .next()
+        .and_then(|l| l.trim().parse::<i32>().ok())
+    else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+async fn get_json(url: &str) -> (u16, Value) {
+    let res = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(url)
+        .send()
+        .await
+        .expect("request");
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn dev_demo_runs_stops_cleanly_and_recovers_from_a_crash() {
+    let dir = tempfile::Builder::new()
+        .prefix("interlock-dev-")
+        .tempdir()
+        .expect("tmp");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    let port = interlock::pgcluster::free_port().expect("port");
+
+    // First run: fresh cluster, demo data, keys.
+    let mut dev = start_dev(dir.path(), port);
+    let creds = wait_for_credentials(&mut dev);
+    assert_eq!(creds["endpoint"], format!("http://127.0.0.1:{port}/mcp"));
+    for key in ["agent_key", "approver_key", "operator_key"] {
+        assert!(
+            creds[key].as_str().is_some_and(|k| k.starts_with("ilk_")),
+            "{key}: {creds}"
+        );
+    }
+    let dsn = creds["sources"]["shop"]["dsn"]
+        .as_str()
+        .expect("dsn")
+        .to_string();
+    assert!(
+        dsn.starts_with("postgres://") && dsn.ends_with("/shop"),
+        "{dsn}"
+    );
+    let (status, body) = get_json(&format!("http://127.0.0.1:{port}/readyz")).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The demo data is there, exactly as later issues rely on.
+    let (client, conn) = tokio_postgres::connect(&dsn, tokio_postgres::NoTls)
+        .await
+        .expect("dsn works");
+    tokio::spawn(conn);
+    for (table, at_least) in [
+        ("public.customers", 1000),
+        ("public.orders", 10000),
+        ("public.products", 200),
+        ("hr.salaries", 100),
+    ] {
+        let n: i64 = client
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .await
+            .expect("count")
+            .get(0);
+        assert!(n >= at_least, "{table} has {n} rows");
+    }
+    drop(client);
+
+    // The CLI works against the running demo's control database.
+    let config = dir.path().join("dev/interlock.toml");
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["sources", "list"])
+        .output()
+        .expect("sources list");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("shop"));
+    let out = Command::new(BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["keys", "create", "extra-agent"])
+        .output()
+        .expect("keys create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // SIGTERM stops the gateway and PostgreSQL.
+    signal(&dev.child, libc::SIGTERM);
+    let status = wait_exit(&mut dev.child, Duration::from_secs(60));
+    assert!(status.success(), "clean exit expected, got {status}");
+    assert!(
+        !postgres_running(dir.path()),
+        "no postgres may be left behind"
+    );
+
+    // Second run reuses the cluster and mints fresh keys.
+    let mut dev = start_dev(dir.path(), port);
+    let creds2 = wait_for_credentials(&mut dev);
+    assert_ne!(creds2["agent_key"], creds["agent_key"]);
+    let (status, _) = get_json(&format!("http://127.0.0.1:{port}/readyz")).await;
+    assert_eq!(status, 200);
+
+    // A crash (SIGKILL) leaves PostgreSQL running; the next run adopts it.
+    signal(&dev.child, libc::SIGKILL);
+    wait_exit(&mut dev.child, Duration::from_secs(10));
+    let mut dev = start_dev(dir.path(), port);
+    wait_for_credentials(&mut dev);
+    let (status, _) = get_json(&format!("http://127.0.0.1:{port}/readyz")).await;
+    assert_eq!(status, 200);
+    signal(&dev.child, libc::SIGTERM);
+    let status = wait_exit(&mut dev.child, Duration::from_secs(60));
+    assert!(status.success(), "{status}");
+    assert!(
+        !postgres_running(dir.path()),
+        "no postgres may be left behind"
+    );
+}
+
+#[test]
+fn dev_reports_a_busy_gateway_port_clearly() {
+    let dir = tempfile::Builder::new()
+        .prefix("interlock-dev-")
+        .tempdir()
+        .expect("tmp");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = busy.local_addr().expect("addr").port();
+    let out = Command::new(BIN)
+        .args(["dev", "--port", &port.to_string(), "--data-dir"])
+        .arg(dir.path().join("dev"))
+        .env_remove("INTERLOCK_CONFIG")
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(
+        !postgres_running(dir.path()),
+        "a failed start must not leave postgres running"
+    );
+}
