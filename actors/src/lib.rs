@@ -1,10 +1,28 @@
 //! InterLock's actors and the request scope they share with the gateway.
 //!
 //! This crate knows nothing of actix-web. Each actor lives behind a small Handle type so the
-//! gateway never names actix types, is started explicitly at start-up, and never panics.
+//! gateway never names actix types, is started explicitly at start-up on an arbiter the
+//! gateway owns, has a bounded mailbox, and never panics. Every `send` is bounded by a
+//! timeout; load-proportional paths never use `do_send`.
 #![forbid(unsafe_code)]
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod audit;
+pub mod breaker;
+pub mod cache;
+pub mod events;
+pub mod ratelimit;
 pub mod scope;
 
 pub use scope::RequestScope;
+
+/// Failures of the actor machinery itself (not decisions).
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum ActorError {
+    #[error("circuit open")]
+    CircuitOpen,
+    #[error("{0}")]
+    Mailbox(String),
+    #[error("invalid actor configuration: {0}")]
+    Config(String),
+}

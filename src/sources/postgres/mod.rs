@@ -1,7 +1,11 @@
 //! PostgreSQL sources: connection settings, TLS, and (in later modules) pools, execution
 //! and catalog scans.
 
+pub mod catalog_scan;
 pub mod connect;
+pub mod execute;
+pub mod pool;
 pub mod tls;
+pub mod values;
 
 pub use connect::{connect_once, probe, ConnectError, Probe};

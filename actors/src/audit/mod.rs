@@ -1,0 +1,99 @@
+//! The audit writer: one actor that group-commits audit records to the control database and
+//! releases each waiting caller only once its record is durable.
+//!
+//! While one batch is being committed, new records accumulate; the next batch takes them all
+//! (up to `max_batch`). Batches hold a transaction-level advisory lock while extending the
+//! chain, so replicas sharing a control database extend one gap-free chain.
+//!
+//! When a batch fails, every caller in it gets [`AuditError::Unavailable`] and the writer is
+//! marked unhealthy: the gateway then refuses governed calls as unavailable (`audit
+//! unavailable`) instead of running them unaudited. A probe restores health once the control
+//! database answers again.
+
+pub mod record;
+mod writer;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use tokio::sync::oneshot;
+
+pub use record::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, Outcome};
+pub use writer::AuditWriter;
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum AuditError {
+    #[error("audit unavailable")]
+    Unavailable,
+}
+
+/// Tuning of the writer.
+#[derive(Debug, Clone, Copy)]
+pub struct AuditConfig {
+    pub max_batch: usize,
+    pub mailbox: usize,
+    /// How long a caller waits for durability before the call is refused.
+    pub commit_timeout: Duration,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self {
+            max_batch: 256,
+            mailbox: 8192,
+            commit_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct AuditHandle {
+    addr: Addr<AuditWriter>,
+    healthy: Arc<AtomicBool>,
+    config: AuditConfig,
+}
+
+impl AuditHandle {
+    pub fn start(
+        pool: deadpool_postgres::Pool,
+        config: AuditConfig,
+        arbiter: &actix::ArbiterHandle,
+    ) -> Self {
+        let healthy = Arc::new(AtomicBool::new(true));
+        let h = healthy.clone();
+        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
+            ctx.set_mailbox_capacity(config.mailbox);
+            AuditWriter::new(pool, config.max_batch, h)
+        });
+        Self {
+            addr,
+            healthy,
+            config,
+        }
+    }
+
+    /// False after a failed commit, until the control database answers again.
+    pub fn is_healthy(&self) -> bool {
+        self.healthy.load(Ordering::Acquire)
+    }
+
+    /// Appends `record` and waits until it is durable; returns its sequence number.
+    pub async fn append(&self, record: AuditRecord) -> Result<i64, AuditError> {
+        let (tx, rx) = oneshot::channel();
+        self.addr
+            .try_send(writer::Append {
+                record: record.normalized(),
+                reply: tx,
+            })
+            .map_err(|e| {
+                tracing::error!(error = %e, "audit writer mailbox refused a record");
+                AuditError::Unavailable
+            })?;
+        match tokio::time::timeout(self.config.commit_timeout, rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) | Err(_) => Err(AuditError::Unavailable),
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The actor behind [`super::AuditHandle`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
+use tokio::sync::oneshot;
+
+use super::record::{chain_hash, AuditRecord, GENESIS};
+use super::AuditError;
+
+/// Arbitrary constant naming the audit chain lock ("ILAUDIT").
+const CHAIN_LOCK: i64 = 0x494c_4155_4449_5400;
+
+type Reply = oneshot::Sender<Result<i64, AuditError>>;
+
+pub struct AuditWriter {
+    pool: deadpool_postgres::Pool,
+    max_batch: usize,
+    healthy: Arc<AtomicBool>,
+    buffer: Vec<(AuditRecord, Reply)>,
+    flushing: bool,
+}
+
+impl AuditWriter {
+    pub(super) fn new(
+        pool: deadpool_postgres::Pool,
+        max_batch: usize,
+        healthy: Arc<AtomicBool>,
+    ) -> Self {
+        Self {
+            pool,
+            max_batch: max_batch.max(1),
+            healthy,
+            buffer: Vec::new(),
+            flushing: false,
+        }
+    }
+
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        if self.flushing || self.buffer.is_empty() {
+            return;
+        }
+        self.flushing = true;
+        let take = self.buffer.len().min(self.max_batch);
+        let batch: Vec<(AuditRecord, Reply)> = self.buffer.drain(..take).collect();
+        let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
+        let pool = self.pool.clone();
+        let started = Instant::now();
+        let size = records.len();
+        ctx.spawn(
+            async move { write_batch(&pool, records).await }
+                .into_actor(self)
+                .map(move |result, act, ctx| {
+                    metrics::histogram!("interlock_audit_batch_size").record(size as f64);
+                    metrics::histogram!("interlock_audit_commit_seconds").record(started.elapsed().as_secs_f64());
+                    match result {
+                        Ok(first_seq) => {
+                            act.healthy.store(true, Ordering::Release);
+                            for (i, reply) in replies.into_iter().enumerate() {
+                                let _ = reply.send(Ok(first_seq + i as i64));
+                            }
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %e, records = size, "audit batch could not be committed");
+                            act.healthy.store(false, Ordering::Release);
+                            for reply in replies {
+                                let _ = reply.send(Err(AuditError::Unavailable));
+                            }
+                        }
+                    }
+                    act.flushing = false;
+                    act.flush(ctx);
+                }),
+        );
+    }
+}
+
+impl Actor for AuditWriter {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // While unhealthy, probe the control database so health comes back without traffic.
+        ctx.run_interval(Duration::from_secs(1), |act, ctx| {
+            if act.healthy.load(Ordering::Acquire) {
+                return;
+            }
+            let pool = act.pool.clone();
+            ctx.spawn(
+                async move {
+                    match pool.get().await {
+                        Ok(c) => c.simple_query("SELECT 1").await.is_ok(),
+                        Err(_) => false,
+                    }
+                }
+                .into_actor(act)
+                .map(|ok, act, _| {
+                    if ok {
+                        tracing::info!("control database reachable again; audit healthy");
+                        act.healthy.store(true, Ordering::Release);
+                    }
+                }),
+            );
+        });
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Append {
+    pub record: AuditRecord,
+    pub reply: Reply,
+}
+
+impl Handler<Append> for AuditWriter {
+    type Result = ();
+
+    fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) {
+        self.buffer.push((msg.record, msg.reply));
+        self.flush(ctx);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum BatchError {
+    #[error(transparent)]
+    Pool(#[from] deadpool_postgres::PoolError),
+    #[error(transparent)]
+    Db(#[from] tokio_postgres::Error),
+}
+
+/// Extends the chain with `records` in one transaction; returns the first sequence number.
+async fn write_batch(
+    pool: &deadpool_postgres::Pool,
+    records: Vec<AuditRecord>,
+) -> Result<i64, BatchError> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
+        .await?;
+    let last = tx
+        .query_opt(
+            "SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1",
+            &[],
+        )
+        .await?;
+    let (mut seq, mut prev): (i64, Vec<u8>) = match last {
+        Some(r) => (r.get(0), r.get(1)),
+        None => (0, GENESIS.to_vec()),
+    };
+    let first = seq + 1;
+    let insert = tx
+        .prepare(
+            "INSERT INTO audit_records (seq, at, request_id, identity_id, identity, adapter, dialect, tool,
+                source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us,
+                cache_hit, approval_id, prev_hash, hash)
+             VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)",
+        )
+        .await?;
+    let mut pending = Vec::with_capacity(records.len());
+    for r in &records {
+        seq += 1;
+        let hash = chain_hash(&prev, seq, r).to_vec();
+        pending.push((seq, prev.clone(), hash.clone()));
+        prev = hash;
+    }
+    let (txr, insert) = (&tx, &insert);
+    let inserts = records
+        .iter()
+        .zip(&pending)
+        .map(|(r, (seq, prev, hash))| async move {
+            let outcome = r.outcome.as_str();
+            txr.execute(
+                insert,
+                &[
+                    seq,
+                    &r.at,
+                    &r.request_id,
+                    &r.identity_id,
+                    &r.identity,
+                    &r.adapter,
+                    &r.dialect,
+                    &r.tool,
+                    &r.source_id,
+                    &r.action,
+                    &r.statement,
+                    &r.fingerprint,
+                    &r.decision,
+                    &outcome,
+                    &r.row_count,
+                    &r.duration_us,
+                    &r.cache_hit,
+                    &r.approval_id,
+                    prev,
+                    hash,
+                ],
+            )
+            .await
+        });
+    // Pipelined: tokio-postgres sends all inserts before waiting for the first answer.
+    futures_util::future::try_join_all(inserts).await?;
+    tx.commit().await?;
+    Ok(first)
+}

@@ -1,0 +1,133 @@
+//! The actor owning one source's breaker state.
+
+use std::time::Instant;
+
+use actix::{Actor, Context, Handler, Message};
+use chrono::Utc;
+use tokio::sync::watch;
+
+use super::state::{Admission, Breaker, BreakerConfig, CircuitState, Transition};
+use super::{BreakerSnapshot, ForceAction};
+use crate::events::{Event, EventBus};
+
+pub struct BreakerActor {
+    source: String,
+    breaker: Breaker,
+    snapshot: watch::Sender<BreakerSnapshot>,
+    events: EventBus,
+    last_error: Option<String>,
+}
+
+impl BreakerActor {
+    pub(super) fn new(
+        source: String,
+        config: BreakerConfig,
+        snapshot: watch::Sender<BreakerSnapshot>,
+        events: EventBus,
+    ) -> Self {
+        Self {
+            source,
+            breaker: Breaker::new(config, Instant::now()),
+            snapshot,
+            events,
+            last_error: None,
+        }
+    }
+
+    fn publish(&mut self, transition: Option<Transition>) {
+        let now = Instant::now();
+        if let Some(t) = transition {
+            tracing::warn!(source = %self.source, from = t.from.as_str(), to = t.to.as_str(), reason = %t.reason, "circuit changed");
+            metrics::counter!("interlock_circuit_transitions_total", "source" => self.source.clone(), "to" => t.to.as_str()).increment(1);
+            self.events.publish(Event::CircuitChanged {
+                source: self.source.clone(),
+                from: t.from.as_str().into(),
+                to: t.to.as_str().into(),
+                reason: t.reason,
+                at: Utc::now(),
+            });
+        }
+        let state = self.breaker.state();
+        metrics::gauge!("interlock_circuit_state", "source" => self.source.clone()).set(
+            match state {
+                CircuitState::Closed => 0.0,
+                CircuitState::HalfOpen => 1.0,
+                CircuitState::Open => 2.0,
+            },
+        );
+        let (failures, successes) = self.breaker.counts(now);
+        let since = Utc::now()
+            - chrono::Duration::from_std(now.duration_since(self.breaker.since()))
+                .unwrap_or_default();
+        self.snapshot.send_replace(BreakerSnapshot {
+            state,
+            since,
+            forced: self.breaker.forced(),
+            window_failures: failures,
+            window_successes: successes,
+            last_error: self.last_error.clone(),
+        });
+    }
+}
+
+impl Actor for BreakerActor {
+    type Context = Context<Self>;
+}
+
+#[derive(Message)]
+#[rtype(result = "Admission")]
+pub struct Admit;
+
+impl Handler<Admit> for BreakerActor {
+    type Result = actix::MessageResult<Admit>;
+
+    fn handle(&mut self, _: Admit, _: &mut Context<Self>) -> Self::Result {
+        let (admission, transition) = self.breaker.admit(Instant::now());
+        if transition.is_some() {
+            self.publish(transition);
+        }
+        actix::MessageResult(admission)
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Record {
+    pub admission: Admission,
+    pub failure: Option<String>,
+}
+
+impl Handler<Record> for BreakerActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Record, _: &mut Context<Self>) {
+        let failed = msg.failure.is_some();
+        if let Some(e) = msg.failure {
+            self.last_error = Some(e);
+        }
+        let transition = self.breaker.record(msg.admission, failed, Instant::now());
+        self.publish(transition);
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "Option<Transition>")]
+pub struct Force {
+    pub action: ForceAction,
+    pub reason: String,
+}
+
+impl Handler<Force> for BreakerActor {
+    type Result = actix::MessageResult<Force>;
+
+    fn handle(&mut self, msg: Force, _: &mut Context<Self>) -> Self::Result {
+        let now = Instant::now();
+        let t = match msg.action {
+            ForceAction::Open => self.breaker.force(CircuitState::Open, &msg.reason, now),
+            ForceAction::Close => self.breaker.force(CircuitState::Closed, &msg.reason, now),
+            ForceAction::Reset => self.breaker.reset(&msg.reason, now),
+        };
+        self.publish(t.clone());
+        actix::MessageResult(t)
+    }
+}

@@ -1,0 +1,152 @@
+//! One circuit breaker per source: a pure state machine ([`state`]) owned by an actor
+//! ([`actor`]) behind [`BreakerHandle`].
+//!
+//! The hot path reads a published snapshot: while the circuit is closed, admission costs one
+//! atomic read and no message. Outcomes and non-closed admissions go to the actor, which
+//! owns the window and publishes every transition (log, metric, event bus).
+
+mod actor;
+pub mod state;
+
+use std::time::Duration;
+
+use actix::Addr;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::watch;
+
+pub use actor::BreakerActor;
+pub use state::{Admission, BreakerConfig, CircuitState, Transition};
+
+use crate::events::EventBus;
+use crate::ActorError;
+
+/// What operators see of a breaker.
+#[derive(Debug, Clone, Serialize)]
+pub struct BreakerSnapshot {
+    pub state: CircuitState,
+    pub since: DateTime<Utc>,
+    pub forced: bool,
+    pub window_failures: u32,
+    pub window_successes: u32,
+    /// Sanitized: a failure category, never addresses or credentials.
+    pub last_error: Option<String>,
+}
+
+/// Permission for one call; hand it back with the outcome.
+#[derive(Debug, Clone, Copy)]
+pub struct Permit(Admission);
+
+/// How a call ended, as far as the source's health is concerned.
+#[derive(Debug, Clone)]
+pub enum CallOutcome {
+    /// The source answered (including SQL errors and refusals: the source is up).
+    Answered,
+    /// The source failed: connection refused/reset, timeout, shutdown, TLS.
+    UpstreamFailure(String),
+    /// The call never reached the source (cancelled before it started).
+    NotAttempted,
+}
+
+const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Clone)]
+pub struct BreakerHandle {
+    addr: Addr<BreakerActor>,
+    snapshot: watch::Receiver<BreakerSnapshot>,
+}
+
+impl BreakerHandle {
+    /// Starts the breaker of `source` on `arbiter`.
+    pub fn start(
+        source: &str,
+        config: BreakerConfig,
+        events: EventBus,
+        arbiter: &actix::ArbiterHandle,
+    ) -> Result<Self, ActorError> {
+        config.validate().map_err(ActorError::Config)?;
+        let (tx, rx) = watch::channel(BreakerSnapshot {
+            state: CircuitState::Closed,
+            since: Utc::now(),
+            forced: false,
+            window_failures: 0,
+            window_successes: 0,
+            last_error: None,
+        });
+        let source = source.to_string();
+        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
+            ctx.set_mailbox_capacity(4096);
+            BreakerActor::new(source, config, tx, events)
+        });
+        Ok(Self { addr, snapshot: rx })
+    }
+
+    /// Asks whether a call may go to the source. `Err(CircuitOpen)` means: do not try.
+    pub async fn admit(&self) -> Result<Permit, ActorError> {
+        if self.snapshot.borrow().state == CircuitState::Closed {
+            return Ok(Permit(Admission::Allowed));
+        }
+        let admission = self.send(actor::Admit).await?;
+        match admission {
+            Admission::Rejected => Err(ActorError::CircuitOpen),
+            a => Ok(Permit(a)),
+        }
+    }
+
+    /// Reports how an admitted call ended.
+    pub async fn record(&self, permit: Permit, outcome: CallOutcome) {
+        let failure = match outcome {
+            CallOutcome::Answered => None,
+            CallOutcome::UpstreamFailure(e) => Some(e),
+            CallOutcome::NotAttempted if permit.0 == Admission::Probe => None,
+            CallOutcome::NotAttempted => return,
+        };
+        let msg = actor::Record {
+            admission: permit.0,
+            failure,
+        };
+        if let Err(e) = self.send(msg).await {
+            tracing::warn!(error = %e, "circuit breaker did not take an outcome");
+        }
+    }
+
+    /// Operator action: force open (stays open until released), force closed, or reset.
+    pub async fn force(
+        &self,
+        action: ForceAction,
+        reason: String,
+    ) -> Result<Option<Transition>, ActorError> {
+        self.send(actor::Force { action, reason }).await
+    }
+
+    pub fn snapshot(&self) -> BreakerSnapshot {
+        self.snapshot.borrow().clone()
+    }
+
+    /// False once the actor has stopped; the owner then starts a new one.
+    pub fn is_alive(&self) -> bool {
+        self.addr.connected()
+    }
+
+    async fn send<M>(&self, msg: M) -> Result<M::Result, ActorError>
+    where
+        M: actix::Message + Send + 'static,
+        M::Result: Send,
+        BreakerActor: actix::Handler<M>,
+    {
+        self.addr
+            .send(msg)
+            .timeout(SEND_TIMEOUT)
+            .await
+            .map_err(|e| ActorError::Mailbox(format!("circuit breaker: {e}")))
+    }
+}
+
+/// What an operator asks of a circuit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForceAction {
+    Open,
+    Close,
+    Reset,
+}

@@ -1,0 +1,48 @@
+//! The gateway's event bus: circuit changes and approval lifecycle events, fanned out to
+//! `GET /admin/events` subscribers. Slow subscribers lose old events (they are told how many)
+//! rather than slowing the gateway down.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio::sync::broadcast;
+
+/// One event, serialized as the SSE `data` of its `type`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "circuit.changed")]
+    CircuitChanged {
+        source: String,
+        from: String,
+        to: String,
+        reason: String,
+        at: DateTime<Utc>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct EventBus {
+    tx: broadcast::Sender<Event>,
+}
+
+impl EventBus {
+    pub fn new(capacity: usize) -> Self {
+        let (tx, _) = broadcast::channel(capacity.max(16));
+        Self { tx }
+    }
+
+    /// Publishes to current subscribers; having none is not an error.
+    pub fn publish(&self, event: Event) {
+        let _ = self.tx.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tx.subscribe()
+    }
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self::new(1024)
+    }
+}

@@ -1,0 +1,116 @@
+//! The actor holding every bucket.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
+
+use actix::{Actor, AsyncContext, Context, Handler, Message};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota as GQuota, RateLimiter};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+use super::{Quota, RateLimited, RateRequest};
+
+/// Buckets idle this long are dropped (a fresh bucket starts full, which is what an idle
+/// bucket would have refilled to anyway).
+const IDLE_EVICTION: Duration = Duration::from_secs(600);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Identity(Uuid),
+    Source(Uuid, String),
+    Write(Uuid, String),
+}
+
+struct Bucket {
+    limiter: DefaultDirectRateLimiter,
+    quota: Quota,
+    last_used: Instant,
+}
+
+#[derive(Default)]
+pub struct RateLimitActor {
+    buckets: HashMap<Key, Bucket>,
+}
+
+impl Actor for RateLimitActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(Duration::from_secs(60), |act, _| {
+            let now = Instant::now();
+            act.buckets
+                .retain(|_, b| now.duration_since(b.last_used) < IDLE_EVICTION);
+        });
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Check {
+    pub request: RateRequest,
+    pub reply: oneshot::Sender<Result<(), RateLimited>>,
+}
+
+impl Handler<Check> for RateLimitActor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Check, _: &mut Context<Self>) {
+        let r = msg.request;
+        let mut keys = vec![(Key::Identity(r.identity), r.quota, "identity")];
+        if let Some(source) = &r.source {
+            keys.push((
+                Key::Source(r.identity, source.clone()),
+                r.quota,
+                "identity and source",
+            ));
+            if r.write {
+                keys.push((
+                    Key::Write(r.identity, source.clone()),
+                    r.write_quota,
+                    "writes",
+                ));
+            }
+        }
+        let mut verdict = Ok(());
+        for (key, quota, scope) in keys {
+            if let Err(retry_after) = self.take(key, quota) {
+                metrics::counter!("interlock_rate_limit_rejections_total", "scope" => scope)
+                    .increment(1);
+                verdict = Err(RateLimited { scope, retry_after });
+                break;
+            }
+        }
+        let _ = msg.reply.send(verdict);
+    }
+}
+
+impl RateLimitActor {
+    fn take(&mut self, key: Key, quota: Quota) -> Result<(), Duration> {
+        let now = Instant::now();
+        let bucket = self.buckets.entry(key).or_insert_with(|| Bucket {
+            limiter: limiter(quota),
+            quota,
+            last_used: now,
+        });
+        if bucket.quota != quota {
+            bucket.limiter = limiter(quota);
+            bucket.quota = quota;
+        }
+        bucket.last_used = now;
+        bucket
+            .limiter
+            .check()
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+}
+
+fn limiter(q: Quota) -> DefaultDirectRateLimiter {
+    let burst = NonZeroU32::new(q.burst.max(1)).unwrap_or(NonZeroU32::MIN);
+    let period = Duration::from_secs_f64(1.0 / q.per_second.max(1e-6));
+    let quota = GQuota::with_period(period)
+        .unwrap_or_else(|| GQuota::per_second(NonZeroU32::MIN))
+        .allow_burst(burst);
+    RateLimiter::direct(quota)
+}

@@ -1,0 +1,374 @@
+//! Executing one governed statement on a PostgreSQL source.
+//!
+//! Reads: one statement over the extended protocol, on a read-only session, inside a
+//! transaction whose portal is executed with a row limit (cap + 1), so a row bomb never
+//! streams more than the cap; bytes are counted while rows are converted. Writes run the same
+//! way on the write pool, in a read-write transaction that commits.
+//!
+//! Cancellation: the executor selects on the request's token; when it fires, it sends a
+//! cancel request to the server (`cancel_query`) and then drains the aborted statement
+//! before the connection goes back to the pool. A connection that does not drain in time
+//! is discarded, never reused.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type};
+use tokio_util::sync::CancellationToken;
+
+use super::pool::{Purpose, SourcePools, SourceTls};
+use super::values;
+
+/// How long a cancelled statement may take to drain before its connection is discarded.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Limits of one execution.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_rows: u64,
+    pub max_bytes: u64,
+}
+
+/// Why a result is shorter than the statement's full answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Truncation {
+    RowLimit,
+    ByteLimit,
+}
+
+/// Rows as JSON objects in column order, plus what the caller needs to know about them.
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+    pub truncated: Option<Truncation>,
+    /// For writes: rows affected.
+    pub affected: Option<u64>,
+}
+
+impl Rows {
+    /// The rows as JSON objects keyed by column name (later duplicate names win, as in
+    /// PostgreSQL's own JSON functions).
+    pub fn objects(&self) -> Vec<Value> {
+        self.rows
+            .iter()
+            .map(|r| {
+                let mut m = Map::with_capacity(self.columns.len());
+                for (c, v) in self.columns.iter().zip(r) {
+                    m.insert(c.clone(), v.clone());
+                }
+                Value::Object(m)
+            })
+            .collect()
+    }
+}
+
+/// Execution failures, sorted by whether they say anything about the source's health.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The source could not be reached or dropped the connection (counts for the breaker).
+    #[error("upstream {0}")]
+    Upstream(String),
+    /// TLS to the source was refused (counts for the breaker).
+    #[error("upstream TLS refused")]
+    TlsRefused,
+    /// No pooled connection became free in time (load, not health).
+    #[error("no connection to the source became free in time")]
+    PoolExhausted,
+    /// The server cancelled the statement at its statement_timeout.
+    #[error("the statement ran longer than the source's statement timeout and was cancelled")]
+    StatementTimeout,
+    /// The caller went away or cancelled; the statement was cancelled on the server.
+    #[error("cancelled")]
+    Cancelled,
+    /// The database refused the statement. The text names the SQLSTATE and its condition,
+    /// never the server's message (which can carry values).
+    #[error("the database refused the statement (SQLSTATE {code}: {condition})")]
+    Refused {
+        code: String,
+        condition: &'static str,
+    },
+    #[error(transparent)]
+    Unsupported(#[from] values::UnsupportedType),
+}
+
+impl ExecError {
+    /// Only failures of the source itself count towards opening its circuit.
+    pub fn is_upstream_failure(&self) -> bool {
+        matches!(self, ExecError::Upstream(_) | ExecError::TlsRefused)
+    }
+}
+
+/// A statement parameter, sent in text format so PostgreSQL parses it with the type it
+/// inferred for `$n` (exactly as if the literal had been written in the statement).
+#[derive(Debug, Clone)]
+pub struct TextParam(pub Option<String>);
+
+impl TextParam {
+    /// JSON parameter → text: strings as-is, numbers and booleans as written, null as NULL;
+    /// arrays and objects as JSON text (for json/jsonb parameters).
+    pub fn from_json(v: &Value) -> Self {
+        TextParam(match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        })
+    }
+}
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match &self.0 {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _: &Type) -> Format {
+        Format::Text
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
+/// Runs `statement` with `params` under `limits`, cancellable through `cancel`.
+pub async fn run(
+    pools: &SourcePools,
+    purpose: Purpose,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+    cancel: &CancellationToken,
+) -> Result<Rows, ExecError> {
+    let pool = match purpose {
+        Purpose::Read => &pools.read,
+        Purpose::Write => &pools.write,
+    };
+    let mut conn = tokio::select! {
+        c = pool.get() => c.map_err(pool_error)?,
+        _ = cancel.cancelled() => return Err(ExecError::Cancelled),
+    };
+    let cancel_token = conn.cancel_token();
+    let outcome = {
+        let work = statement_work(&mut conn, purpose, statement, params, limits);
+        tokio::pin!(work);
+        tokio::select! {
+            r = &mut work => Some(r),
+            _ = cancel.cancelled() => {
+                let sent = match &pools.tls {
+                    SourceTls::None => cancel_token.cancel_query(tokio_postgres::NoTls).await,
+                    SourceTls::Rustls(t) => cancel_token.cancel_query(t.clone()).await,
+                };
+                if let Err(e) = sent {
+                    tracing::warn!(error = %e, "sending the cancel request failed");
+                }
+                // Drain the aborted statement so the connection is clean for the next caller.
+                match tokio::time::timeout(DRAIN_TIMEOUT, &mut work).await {
+                    Ok(_) => None,
+                    Err(_) => Some(Err(ExecError::Cancelled)),
+                }
+            }
+        }
+    };
+    match outcome {
+        Some(Ok(rows)) => Ok(rows),
+        Some(Err(ExecError::Cancelled)) => {
+            // Did not drain: never hand this connection to anyone else.
+            let _ = deadpool_postgres::Object::take(conn);
+            Err(ExecError::Cancelled)
+        }
+        Some(Err(e)) => {
+            if e.is_upstream_failure() {
+                let _ = deadpool_postgres::Object::take(conn);
+            }
+            Err(e)
+        }
+        None => Err(ExecError::Cancelled),
+    }
+}
+
+async fn statement_work(
+    conn: &mut deadpool_postgres::Object,
+    purpose: Purpose,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    let stmt = conn.prepare_cached(statement).await.map_err(db_error)?;
+    let columns: Vec<String> = stmt
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let tx = conn.transaction().await.map_err(db_error)?;
+    if purpose == Purpose::Write {
+        let rows = tx
+            .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
+            .await
+            .map_err(db_error)?;
+        let mut out = collect(rows, &columns, limits, true).await?;
+        tx.commit().await.map_err(db_error)?;
+        out.columns = columns;
+        return Ok(out);
+    }
+    let portal = tx
+        .bind_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
+        .await
+        .map_err(db_error)?;
+    let fetch = i32::try_from(limits.max_rows.saturating_add(1)).unwrap_or(i32::MAX);
+    let rows = tx
+        .query_portal_raw(&portal, fetch)
+        .await
+        .map_err(db_error)?;
+    let mut out = collect(rows, &columns, limits, false).await?;
+    tx.rollback().await.map_err(db_error)?;
+    out.columns = columns;
+    Ok(out)
+}
+
+/// Converts rows until a limit is reached. With `drain` (writes), the rest of the stream is
+/// still consumed so the statement completes and its row count is known.
+async fn collect(
+    rows: tokio_postgres::RowStream,
+    columns: &[String],
+    limits: Limits,
+    drain: bool,
+) -> Result<Rows, ExecError> {
+    use futures_util::StreamExt;
+    tokio::pin!(rows);
+    let mut out = Rows::default();
+    let mut bytes: u64 = 2;
+    while let Some(row) = rows.next().await {
+        let row = row.map_err(db_error)?;
+        if out.truncated.is_some() {
+            continue;
+        }
+        if out.rows.len() as u64 >= limits.max_rows {
+            out.truncated = Some(Truncation::RowLimit);
+            if drain {
+                continue;
+            }
+            break;
+        }
+        let mut values = Vec::with_capacity(columns.len());
+        for i in 0..row.len() {
+            let v = values::to_json(&row, i)?;
+            bytes += json_len(&v) + columns.get(i).map_or(0, |c| c.len() as u64 + 4);
+            values.push(v);
+        }
+        if bytes > limits.max_bytes {
+            out.truncated = Some(Truncation::ByteLimit);
+            if drain {
+                continue;
+            }
+            break;
+        }
+        out.rows.push(values);
+    }
+    out.affected = rows.rows_affected();
+    Ok(out)
+}
+
+fn json_len(v: &Value) -> u64 {
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(n) => n.to_string().len() as u64,
+        Value::String(s) => s.len() as u64 + 2,
+        other => other.to_string().len() as u64,
+    }
+}
+
+fn pool_error(e: deadpool_postgres::PoolError) -> ExecError {
+    use deadpool_postgres::{PoolError, TimeoutType};
+    match e {
+        PoolError::Timeout(TimeoutType::Wait) => ExecError::PoolExhausted,
+        PoolError::Timeout(_) => ExecError::Upstream("connection timed out".into()),
+        PoolError::Backend(e) => db_error(e),
+        other => ExecError::Upstream(format!("pool: {other}")),
+    }
+}
+
+/// Maps a tokio-postgres error without ever carrying the server's message text.
+pub fn db_error(e: tokio_postgres::Error) -> ExecError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        if *code == SqlState::QUERY_CANCELED {
+            // Our own cancel and the statement timeout both end here; the caller knows which.
+            return ExecError::StatementTimeout;
+        }
+        if [
+            SqlState::ADMIN_SHUTDOWN,
+            SqlState::CRASH_SHUTDOWN,
+            SqlState::CANNOT_CONNECT_NOW,
+        ]
+        .contains(code)
+            || code.code().starts_with("08")
+        {
+            return ExecError::Upstream("server shutting down".into());
+        }
+        return ExecError::Refused {
+            code: code.code().to_string(),
+            condition: condition_name(code.code()),
+        };
+    }
+    let text = format!("{e:?}").to_ascii_lowercase();
+    if text.contains("tls") || text.contains("certificate") {
+        return ExecError::TlsRefused;
+    }
+    let what = if text.contains("refused") {
+        "connection refused"
+    } else if text.contains("reset") {
+        "connection reset"
+    } else if text.contains("timed out") || text.contains("timeout") {
+        "connection timed out"
+    } else {
+        "connection lost"
+    };
+    ExecError::Upstream(what.into())
+}
+
+/// Names for the SQLSTATE classes an agent is likely to meet.
+fn condition_name(code: &str) -> &'static str {
+    match code {
+        "22P02" => "invalid text representation",
+        "22003" => "numeric value out of range",
+        "22012" => "division by zero",
+        "22007" | "22008" => "invalid date or time",
+        "23505" => "unique violation",
+        "23503" => "foreign key violation",
+        "23502" => "not null violation",
+        "23514" => "check violation",
+        "25006" => "read-only transaction",
+        "40001" => "serialization failure",
+        "40P01" => "deadlock detected",
+        "42501" => "insufficient privilege",
+        "42P01" => "undefined table",
+        "42703" => "undefined column",
+        "42883" => "undefined function",
+        "42601" => "syntax error",
+        "42804" => "datatype mismatch",
+        "54000" | "54001" => "program limit exceeded",
+        "53100" | "53200" | "53300" => "insufficient resources",
+        "55P03" => "lock not available",
+        _ => match code.get(..2) {
+            Some("22") => "data exception",
+            Some("23") => "integrity constraint violation",
+            Some("42") => "syntax error or access rule violation",
+            _ => "database error",
+        },
+    }
+}

@@ -1,0 +1,87 @@
+//! Connection pools of one PostgreSQL source: a read pool whose sessions are pinned
+//! read-only at connect time, and a write pool for approved writes.
+
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::connect::{pg_config, ConnectError};
+use super::tls::client_config;
+use crate::control::sources::Source;
+
+/// The TLS connector of a source, kept for cancel requests (which open a new connection).
+#[derive(Clone)]
+pub enum SourceTls {
+    None,
+    Rustls(MakeRustlsConnect),
+}
+
+/// The pools of one source.
+pub struct SourcePools {
+    pub read: Pool,
+    pub write: Pool,
+    pub tls: SourceTls,
+}
+
+/// Which pool: the read pool pins `default_transaction_read_only=on`, so even a statement the
+/// classifier misjudged cannot write through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    Read,
+    Write,
+}
+
+/// Builds the pools (connections are opened lazily, on first checkout).
+pub fn build(source: &Source) -> Result<SourcePools, ConnectError> {
+    let tls = match client_config(source.tls_mode, source.tls_ca_file.as_deref())? {
+        None => SourceTls::None,
+        Some(cfg) => SourceTls::Rustls(MakeRustlsConnect::new(cfg)),
+    };
+    let read_login = source
+        .read_login
+        .as_ref()
+        .ok_or_else(|| ConnectError::NoLogin(source.id.clone()))?;
+    let write_login = source.write_login.as_ref().unwrap_or(read_login);
+    let size = usize::try_from(source.pool_size).unwrap_or(8).max(1);
+    Ok(SourcePools {
+        read: pool(source, read_login, Purpose::Read, &tls, size)?,
+        write: pool(source, write_login, Purpose::Write, &tls, size.clamp(1, 4))?,
+        tls,
+    })
+}
+
+fn pool(
+    source: &Source,
+    login: &crate::control::sources::Login,
+    purpose: Purpose,
+    tls: &SourceTls,
+    size: usize,
+) -> Result<Pool, ConnectError> {
+    let mut config = pg_config(source, login)?;
+    if purpose == Purpose::Read {
+        let options = format!(
+            "{} -c default_transaction_read_only=on",
+            config.get_options().unwrap_or_default()
+        );
+        config.options(options);
+    }
+    // Clean recycling resets session state (RESET ALL keeps the pinned start-up options,
+    // UNLISTEN *, advisory locks released, temp objects discarded) before a connection is
+    // handed to the next caller.
+    let mc = ManagerConfig {
+        recycling_method: RecyclingMethod::Clean,
+    };
+    let manager = match tls {
+        SourceTls::None => Manager::from_config(config, tokio_postgres::NoTls, mc),
+        SourceTls::Rustls(t) => Manager::from_config(config, t.clone(), mc),
+    };
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(10)))
+        .create_timeout(Some(Duration::from_secs(5)))
+        .recycle_timeout(Some(Duration::from_secs(5)))
+        .build()
+        .map_err(|e| ConnectError::Upstream(format!("pool: {e}")))
+}
