@@ -11,8 +11,10 @@ pub mod demo;
 pub mod governance;
 pub mod http;
 pub mod pgcluster;
+pub mod pipeline;
 pub mod secrets;
 pub mod sources;
+pub mod sql;
 pub mod telemetry;
 
 mod gateway;

@@ -9,6 +9,7 @@ pub mod keys;
 pub mod migrate;
 pub mod policy_file;
 pub mod pool;
+pub mod profiles;
 pub mod roles;
 pub mod sources;
 

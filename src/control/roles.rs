@@ -49,7 +49,10 @@ impl RoleStatement {
                 self.action
             )));
         }
-        crate::governance::validate_resource_pattern(&self.resource).map_err(ControlError::Invalid)
+        self.resource
+            .parse::<crate::governance::ResourcePattern>()
+            .map(|_| ())
+            .map_err(|e| ControlError::Invalid(format!("resource {:?}: {e}", self.resource)))
     }
 }
 
@@ -225,8 +228,11 @@ pub async fn put_policy(
                 }
                 PolicyRuleRow::MaxRows { value } => ("max_rows", None, None, Some(*value)),
                 PolicyRuleRow::ApprovalsRequired { resource, value } => {
-                    crate::governance::validate_resource_pattern(resource)
-                        .map_err(ControlError::Invalid)?;
+                    resource
+                        .parse::<crate::governance::ResourcePattern>()
+                        .map_err(|e| {
+                            ControlError::Invalid(format!("resource {resource:?}: {e}"))
+                        })?;
                     ("approvals_required", None, Some(resource), Some(*value))
                 }
             };

@@ -16,12 +16,14 @@
 //! | json, jsonb | the JSON value itself |
 //! | bytea | base64 (standard alphabet, padded) |
 //! | one-dimensional arrays of the above | JSON arrays (NULL elements as `null`) |
+//! | composite (row) values | objects keyed by field name |
+//! | domains | as their base type |
 //!
 //! Any other type is refused with a message saying to cast the column to text.
 
 use base64::Engine;
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, SecondsFormat, Utc};
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 use tokio_postgres::types::{FromSql, Kind, Type};
 use tokio_postgres::Row;
 
@@ -36,93 +38,146 @@ pub struct UnsupportedType {
 /// Converts column `i` of `row` to JSON.
 pub fn to_json(row: &Row, i: usize) -> Result<Value, UnsupportedType> {
     let column = &row.columns()[i];
-    let ty = column.type_();
     let unsupported = || UnsupportedType {
         column: column.name().to_string(),
-        type_name: ty.name().to_string(),
+        type_name: column.type_().name().to_string(),
     };
-    if let Kind::Array(inner) = ty.kind() {
-        return array(row, i, inner).ok_or_else(unsupported);
-    }
-    scalar(row, i, ty).ok_or_else(unsupported)
+    let raw = row.try_get::<_, Raw<'_>>(i).map_err(|_| unsupported())?;
+    decode(column.type_(), raw.0).ok_or_else(unsupported)
 }
 
-/// `None` when the type is not mapped; a decode failure of a mapped type also yields `None`
-/// (reported as unsupported) rather than a panic.
-fn scalar(row: &Row, i: usize, ty: &Type) -> Option<Value> {
-    macro_rules! get {
-        ($t:ty, $f:expr) => {
-            row.try_get::<_, Option<$t>>(i)
-                .ok()
-                .map(|v| v.map_or(Value::Null, $f))
-        };
+/// The undecoded bytes of a value (`None` for NULL).
+struct Raw<'a>(Option<&'a [u8]>);
+
+impl<'a> FromSql<'a> for Raw<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(Some(raw)))
     }
-    match *ty {
-        Type::BOOL => get!(bool, Value::Bool),
-        Type::INT2 => get!(i16, |v| Value::from(v)),
-        Type::INT4 => get!(i32, |v| Value::from(v)),
-        Type::INT8 => get!(i64, |v| Value::from(v)),
-        Type::OID => get!(u32, |v| Value::from(v)),
-        Type::FLOAT4 => get!(f32, |v| float(f64::from(v))),
-        Type::FLOAT8 => get!(f64, float),
-        Type::NUMERIC => get!(PgNumeric, |v| Value::String(v.0)),
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Raw(None))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// Decodes one binary value of type `ty`. `None` when the type is not mapped or the bytes
+/// are malformed (reported as unsupported, never a panic).
+pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Option<Value> {
+    let Some(raw) = raw else {
+        return Some(Value::Null);
+    };
+    fn from<'a, T: FromSql<'a>>(ty: &Type, raw: &'a [u8]) -> Option<T> {
+        T::from_sql(ty, raw).ok()
+    }
+    match ty.kind() {
+        Kind::Array(inner) => return array(inner, raw),
+        Kind::Composite(fields) => return composite(fields, raw),
+        Kind::Domain(inner) => return decode(inner, Some(raw)),
+        _ => {}
+    }
+    Some(match *ty {
+        Type::BOOL => Value::Bool(from(ty, raw)?),
+        Type::INT2 => Value::from(from::<i16>(ty, raw)?),
+        Type::INT4 => Value::from(from::<i32>(ty, raw)?),
+        Type::INT8 => Value::from(from::<i64>(ty, raw)?),
+        Type::OID => Value::from(from::<u32>(ty, raw)?),
+        Type::FLOAT4 => float(f64::from(from::<f32>(ty, raw)?)),
+        Type::FLOAT8 => float(from::<f64>(ty, raw)?),
+        Type::NUMERIC => Value::String(decode_numeric(raw)?),
         Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
-            get!(String, Value::String)
+            Value::String(from(ty, raw)?)
         }
-        Type::UUID => get!(uuid::Uuid, |v| Value::String(v.to_string())),
-        Type::DATE => get!(NaiveDate, |v| Value::String(
-            v.format("%Y-%m-%d").to_string()
-        )),
-        Type::TIMESTAMP => get!(NaiveDateTime, |v| Value::String(
-            v.format("%Y-%m-%dT%H:%M:%S%.f").to_string()
-        )),
-        Type::TIMESTAMPTZ => get!(DateTime<Utc>, |v| Value::String(
-            v.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-        )),
-        Type::TIME => get!(NaiveTime, |v| Value::String(
-            v.format("%H:%M:%S%.f").to_string()
-        )),
-        Type::JSON | Type::JSONB => get!(Value, |v| v),
-        Type::BYTEA => get!(Vec<u8>, |v| Value::String(
-            base64::engine::general_purpose::STANDARD.encode(v)
-        )),
-        _ => None,
-    }
+        Type::UUID => Value::String(from::<uuid::Uuid>(ty, raw)?.to_string()),
+        Type::DATE => Value::String(from::<NaiveDate>(ty, raw)?.format("%Y-%m-%d").to_string()),
+        Type::TIMESTAMP => Value::String(
+            from::<NaiveDateTime>(ty, raw)?
+                .format("%Y-%m-%dT%H:%M:%S%.f")
+                .to_string(),
+        ),
+        Type::TIMESTAMPTZ => Value::String(
+            from::<DateTime<Utc>>(ty, raw)?.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        ),
+        Type::TIME => Value::String(
+            from::<NaiveTime>(ty, raw)?
+                .format("%H:%M:%S%.f")
+                .to_string(),
+        ),
+        Type::JSON | Type::JSONB => from::<Value>(ty, raw)?,
+        Type::BYTEA => {
+            Value::String(base64::engine::general_purpose::STANDARD.encode(from::<&[u8]>(ty, raw)?))
+        }
+        _ => return None,
+    })
 }
 
-fn array(row: &Row, i: usize, inner: &Type) -> Option<Value> {
-    macro_rules! arr {
-        ($t:ty, $f:expr) => {
-            row.try_get::<_, Option<Vec<Option<$t>>>>(i).ok().map(|v| {
-                v.map_or(Value::Null, |items| {
-                    Value::Array(
-                        items
-                            .into_iter()
-                            .map(|x| x.map_or(Value::Null, $f))
-                            .collect(),
-                    )
-                })
-            })
-        };
+/// One-dimensional arrays: ndim, has-null flag, element oid, (dim, lower bound), elements.
+fn array(inner: &Type, raw: &[u8]) -> Option<Value> {
+    let mut r = Reader(raw);
+    let ndim = r.i32()?;
+    let _has_null = r.i32()?;
+    let _elem_oid = r.u32()?;
+    if ndim == 0 {
+        return Some(Value::Array(Vec::new()));
     }
-    match *inner {
-        Type::BOOL => arr!(bool, Value::Bool),
-        Type::INT2 => arr!(i16, |v| Value::from(v)),
-        Type::INT4 => arr!(i32, |v| Value::from(v)),
-        Type::INT8 => arr!(i64, |v| Value::from(v)),
-        Type::FLOAT4 => arr!(f32, |v| float(f64::from(v))),
-        Type::FLOAT8 => arr!(f64, float),
-        Type::NUMERIC => arr!(PgNumeric, |v| Value::String(v.0)),
-        Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => arr!(String, Value::String),
-        Type::UUID => arr!(uuid::Uuid, |v| Value::String(v.to_string())),
-        Type::DATE => arr!(NaiveDate, |v| Value::String(
-            v.format("%Y-%m-%d").to_string()
-        )),
-        Type::TIMESTAMPTZ => arr!(DateTime<Utc>, |v| Value::String(
-            v.to_rfc3339_opts(SecondsFormat::AutoSi, true)
-        )),
-        Type::JSON | Type::JSONB => arr!(Value, |v| v),
-        _ => None,
+    if ndim != 1 {
+        return None;
+    }
+    let len = r.i32()?;
+    let _lower = r.i32()?;
+    let mut items = Vec::with_capacity(usize::try_from(len).ok()?.min(1 << 16));
+    for _ in 0..len {
+        items.push(decode(inner, r.value()?)?);
+    }
+    Some(Value::Array(items))
+}
+
+/// Row values: nfields, then per field its oid, length and bytes → an object by field name.
+fn composite(fields: &[tokio_postgres::types::Field], raw: &[u8]) -> Option<Value> {
+    let mut r = Reader(raw);
+    let n = usize::try_from(r.i32()?).ok()?;
+    if n != fields.len() {
+        return None;
+    }
+    let mut out = Map::with_capacity(n);
+    for f in fields {
+        let _oid = r.u32()?;
+        out.insert(f.name().to_string(), decode(f.type_(), r.value()?)?);
+    }
+    Some(Value::Object(out))
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        if self.0.len() < n {
+            return None;
+        }
+        let (head, tail) = self.0.split_at(n);
+        self.0 = tail;
+        Some(head)
+    }
+
+    fn i32(&mut self) -> Option<i32> {
+        self.take(4)
+            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A length-prefixed value; `Some(None)` for NULL (length -1).
+    fn value(&mut self) -> Option<Option<&'a [u8]>> {
+        let len = self.i32()?;
+        if len < 0 {
+            return Some(None);
+        }
+        self.take(usize::try_from(len).ok()?).map(Some)
     }
 }
 

@@ -1,0 +1,157 @@
+//! Loading the access profile of one identity on one source: the statements of its granted
+//! roles, the source's policies and redaction rules, parsed into governance types.
+
+use uuid::Uuid;
+
+use super::{ControlError, ControlPool};
+use crate::governance::{
+    AccessProfile, AccessStatement, Action, MaskStrategy, Policy, PolicyRule, RedactionRule,
+    ResourcePattern, SourceRole,
+};
+
+/// The profile of `identity` on `source`, or `None` when it holds no role there.
+pub async fn load_profile(
+    pool: &ControlPool,
+    identity: Uuid,
+    source: &str,
+) -> Result<Option<AccessProfile>, ControlError> {
+    let client = pool.get().await?;
+    let grants = client
+        .query(
+            "SELECT role_name FROM role_grants WHERE identity_id = $1 AND source_id = $2 ORDER BY role_name",
+            &[&identity, &source],
+        )
+        .await?;
+    if grants.is_empty() {
+        return Ok(None);
+    }
+    let mut roles: Vec<SourceRole> = grants
+        .iter()
+        .map(|r| SourceRole {
+            name: r.get(0),
+            statements: Vec::new(),
+        })
+        .collect();
+    let statements = client
+        .query(
+            "SELECT s.role_name, s.effect, s.action, s.resource FROM role_statements s
+               JOIN role_grants g ON g.source_id = s.source_id AND g.role_name = s.role_name
+              WHERE g.identity_id = $1 AND g.source_id = $2 ORDER BY s.id",
+            &[&identity, &source],
+        )
+        .await?;
+    for r in statements {
+        let role: String = r.get(0);
+        let text = format!(
+            "{} {} {}",
+            r.get::<_, String>(1),
+            r.get::<_, String>(2),
+            r.get::<_, String>(3)
+        );
+        let statement: AccessStatement = text
+            .parse()
+            .map_err(|e| ControlError::Invalid(format!("role {role} statement {text:?}: {e}")))?;
+        if let Some(target) = roles.iter_mut().find(|x| x.name == role) {
+            target.statements.push(statement);
+        }
+    }
+    Ok(Some(AccessProfile {
+        roles,
+        policies: load_policies(&client, source).await?,
+        redactions: load_redactions(&client, source).await?,
+    }))
+}
+
+async fn load_policies(
+    client: &tokio_postgres::Client,
+    source: &str,
+) -> Result<Vec<Policy>, ControlError> {
+    let rows = client
+        .query(
+            "SELECT policy_name, kind, action, resource, value FROM policy_rules
+              WHERE source_id = $1 ORDER BY policy_name, id",
+            &[&source],
+        )
+        .await?;
+    let mut policies: Vec<Policy> = Vec::new();
+    for r in rows {
+        let name: String = r.get(0);
+        let kind: String = r.get(1);
+        let action: Option<String> = r.get(2);
+        let resource: Option<String> = r.get(3);
+        let value: Option<i64> = r.get(4);
+        let bad = |what: &str| ControlError::Invalid(format!("policy {name}: {what}"));
+        let pattern = |s: Option<String>| -> Result<ResourcePattern, ControlError> {
+            s.ok_or_else(|| bad("rule without a resource"))?
+                .parse()
+                .map_err(|e| bad(&format!("resource: {e}")))
+        };
+        let rule = match kind.as_str() {
+            "deny" => PolicyRule::Deny {
+                action: action
+                    .ok_or_else(|| bad("deny rule without an action"))?
+                    .parse::<Action>()
+                    .map_err(|e| bad(&format!("action: {e}")))?,
+                resource: pattern(resource)?,
+            },
+            "max_rows" => PolicyRule::MaxRows(
+                value
+                    .and_then(|v| u64::try_from(v).ok())
+                    .ok_or_else(|| bad("max_rows without a value"))?,
+            ),
+            "approvals_required" => PolicyRule::ApprovalsRequired {
+                resource: pattern(resource)?,
+                approvals: value
+                    .and_then(|v| u32::try_from(v).ok())
+                    .ok_or_else(|| bad("approvals_required without a value"))?,
+            },
+            other => return Err(bad(&format!("unknown rule kind {other}"))),
+        };
+        match policies.iter_mut().find(|p| p.name == name) {
+            Some(p) => p.rules.push(rule),
+            None => policies.push(Policy {
+                name,
+                rules: vec![rule],
+            }),
+        }
+    }
+    Ok(policies)
+}
+
+async fn load_redactions(
+    client: &tokio_postgres::Client,
+    source: &str,
+) -> Result<Vec<RedactionRule>, ControlError> {
+    let rows = client
+        .query(
+            "SELECT schema_name, table_name, column_name, strategy, keep_last, allow_filter
+               FROM redaction_rules WHERE source_id = $1",
+            &[&source],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let strategy: String = r.get(3);
+            let keep_last: i32 = r.get(4);
+            Ok(RedactionRule {
+                schema: r.get(0),
+                table: r.get(1),
+                column: r.get(2),
+                strategy: match strategy.as_str() {
+                    "redact" => MaskStrategy::Redact,
+                    "partial" => MaskStrategy::Partial {
+                        keep_last: usize::try_from(keep_last).unwrap_or(0),
+                    },
+                    "hash" => MaskStrategy::Hash,
+                    "null" => MaskStrategy::Null,
+                    other => {
+                        return Err(ControlError::Invalid(format!(
+                            "unknown redaction strategy {other}"
+                        )))
+                    }
+                },
+                allow_filter: r.get(5),
+            })
+        })
+        .collect()
+}

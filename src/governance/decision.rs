@@ -1,0 +1,260 @@
+//! The one entry point: [`decide`] turns agent SQL into an allowed statement
+//! or a refusal.
+//!
+//! Steps, in order (each can refuse; the first refusal wins):
+//! 1. Input — length cap and character hygiene, before any parsing.
+//! 2. Parse — exactly one statement, no placeholders but bound `$n`.
+//! 3. Classify — read, write or a forbidden statement kind.
+//! 4. Resolve — every name against the catalog, functions, casts, lineage.
+//! 5. Authorize / Policy — every relation and column read, every column written.
+//! 6. Redaction — every use of a masked column must be tolerated by its rule.
+//!
+//! The result carries the re-serialized statement: the only text that may run.
+
+use serde::Serialize;
+
+use crate::governance::access::{AccessProfile, PolicyRule};
+use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
+use crate::governance::redaction::RedactionRule;
+use crate::sql::catalog::Catalog;
+use crate::sql::classify::{classify, ExplainMode, StatementClass};
+use crate::sql::error::{SqlError, SqlStage};
+use crate::sql::input::DEFAULT_MAX_SQL_BYTES;
+use crate::sql::lineage::{ColumnRef, RelationRef};
+use crate::sql::{parse, resolve};
+
+/// Limits applied before parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SqlLimits {
+    pub max_sql_bytes: usize,
+}
+
+impl Default for SqlLimits {
+    fn default() -> Self {
+        SqlLimits {
+            max_sql_bytes: DEFAULT_MAX_SQL_BYTES,
+        }
+    }
+}
+
+/// The governance step that refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    Input,
+    Parse,
+    Classify,
+    Resolve,
+    Authorize,
+    Policy,
+    Redaction,
+}
+
+/// Why a statement was refused. `reason` is one actionable sentence; it never
+/// contains database values or the SQL text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    pub step: Step,
+    /// Stable snake_case machine key (`access_denied`, `sql_unknown_column`, ...).
+    pub code: &'static str,
+    /// Which rule refused, e.g. `role analyst: no allow for read app.v`.
+    pub rule: String,
+    pub reason: String,
+}
+
+/// How an allowed statement runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AllowedClass {
+    /// Runs on the read path, in a read-only transaction.
+    Read,
+    /// Queued for human approval; never runs on the read path.
+    Write,
+}
+
+/// One result column and how the executor must mask it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputColumn {
+    pub name: String,
+    /// The catalog columns the value derives from.
+    pub sources: Vec<ColumnRef>,
+    /// Set when a source is masked; the executor masks every value of the column.
+    pub mask: Option<RedactionRule>,
+}
+
+/// An allowed statement and everything the executor, cache and approver need.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Allowed {
+    pub class: AllowedClass,
+    /// The re-serialized statement: the only text to execute.
+    pub statement: String,
+    /// Set for EXPLAIN: the result is a plan (one `QUERY PLAN` column).
+    pub explain: Option<ExplainMode>,
+    pub tables_read: Vec<RelationRef>,
+    pub tables_written: Vec<RelationRef>,
+    pub columns_written: Vec<ColumnRef>,
+    /// Result columns in order. The executor masks column i with
+    /// `output_columns[i].mask` and refuses a result of a different width.
+    pub output_columns: Vec<OutputColumn>,
+    /// True when the result depends on the clock or plan: do not serve it from cache.
+    pub non_deterministic: bool,
+    /// The lowest `MaxRows` of any policy.
+    pub row_cap: Option<u64>,
+    /// Approvals a write needs (max of matching rules, default 1); 0 for reads.
+    pub approvals_required: u32,
+    /// The allow statements that granted access, e.g. `role analyst: allow read app.t1`.
+    pub deciding_rules: Vec<String>,
+}
+
+/// Allowed or refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "verdict")]
+pub enum Verdict {
+    Allowed(Box<Allowed>),
+    Refused(Refusal),
+}
+
+/// The outcome of [`decide`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    pub verdict: Verdict,
+}
+
+impl Decision {
+    pub fn allowed(&self) -> Option<&Allowed> {
+        match &self.verdict {
+            Verdict::Allowed(allowed) => Some(allowed),
+            Verdict::Refused(_) => None,
+        }
+    }
+
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match &self.verdict {
+            Verdict::Allowed(_) => None,
+            Verdict::Refused(refusal) => Some(refusal),
+        }
+    }
+
+    fn refused(refusal: Refusal) -> Self {
+        Decision {
+            verdict: Verdict::Refused(refusal),
+        }
+    }
+}
+
+impl From<SqlError> for Refusal {
+    fn from(error: SqlError) -> Self {
+        let step = match error.stage() {
+            SqlStage::Input => Step::Input,
+            SqlStage::Parse => Step::Parse,
+            SqlStage::Classify => Step::Classify,
+            SqlStage::Resolve => Step::Resolve,
+        };
+        Refusal {
+            step,
+            code: error.code(),
+            rule: error.rule().to_string(),
+            reason: error.to_string(),
+        }
+    }
+}
+
+/// Decides whether `sql` (binding `$1..=$param_count`) may run for `profile`.
+pub fn decide(
+    sql: &str,
+    param_count: usize,
+    catalog: &Catalog,
+    profile: &AccessProfile,
+    limits: &SqlLimits,
+) -> Decision {
+    match decide_inner(sql, param_count, catalog, profile, limits) {
+        Ok(allowed) => Decision {
+            verdict: Verdict::Allowed(Box::new(allowed)),
+        },
+        Err(refusal) => Decision::refused(refusal),
+    }
+}
+
+fn decide_inner(
+    sql: &str,
+    param_count: usize,
+    catalog: &Catalog,
+    profile: &AccessProfile,
+    limits: &SqlLimits,
+) -> Result<Allowed, Refusal> {
+    let parsed = parse::parse(sql, param_count, limits.max_sql_bytes)?;
+    let classification = classify(&parsed.statement);
+    let class = match classification.class {
+        StatementClass::Read => AllowedClass::Read,
+        StatementClass::Write => AllowedClass::Write,
+        StatementClass::Forbidden(kind) => {
+            return Err(SqlError::ForbiddenStatement {
+                kind: kind.name(),
+                hint: kind.hint(),
+            }
+            .into())
+        }
+    };
+    let analysis = resolve::resolve(classification.target, catalog)?;
+    let mut rules = DecidingRules::default();
+    let (tables_read, tables_written, columns_written) = authorize(profile, &analysis, &mut rules)?;
+    check_masks(profile, &analysis)?;
+    let output_columns = match classification.explain {
+        Some(_) => vec![OutputColumn {
+            name: "QUERY PLAN".to_string(),
+            sources: Vec::new(),
+            mask: None,
+        }],
+        None => output_columns(profile, &analysis),
+    };
+    let row_cap = profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter_map(|r| match r {
+            PolicyRule::MaxRows(n) => Some(*n),
+            _ => None,
+        })
+        .min();
+    let approvals_required = match class {
+        AllowedClass::Read => 0,
+        AllowedClass::Write => approvals(profile, &tables_written, &columns_written),
+    };
+    Ok(Allowed {
+        class,
+        statement: parsed.sql,
+        explain: classification.explain,
+        tables_read,
+        tables_written,
+        columns_written,
+        output_columns,
+        non_deterministic: analysis.non_deterministic || classification.explain.is_some(),
+        row_cap,
+        approvals_required,
+        deciding_rules: rules.into_vec(),
+    })
+}
+
+/// The highest `ApprovalsRequired` matching a written table or column; at least 1.
+fn approvals(profile: &AccessProfile, tables: &[RelationRef], columns: &[ColumnRef]) -> u32 {
+    profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter_map(|rule| match rule {
+            PolicyRule::ApprovalsRequired {
+                resource,
+                approvals,
+            } => {
+                let hits_table = tables
+                    .iter()
+                    .any(|t| resource.covers_table(&t.schema, &t.name));
+                let hits_column = columns
+                    .iter()
+                    .any(|c| resource.covers_column(&c.schema, &c.table, &c.column));
+                (hits_table || hits_column).then_some(*approvals)
+            }
+            _ => None,
+        })
+        .fold(1, u32::max)
+}

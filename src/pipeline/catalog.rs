@@ -1,0 +1,68 @@
+//! Turning a stored catalog scan into the decision code's [`Catalog`].
+
+use crate::control::catalog::StoredCatalog;
+use crate::sql::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
+
+/// The catalog the decision code resolves names against, with the source's search path.
+pub fn to_catalog(stored: &StoredCatalog, search_path: &[String]) -> Catalog {
+    let relations = stored
+        .relations
+        .iter()
+        .map(|r| CatalogRelation {
+            schema: r.schema.clone(),
+            name: r.name.clone(),
+            kind: match r.kind {
+                "table" => RelationKind::Table,
+                "partitioned_table" => RelationKind::PartitionedTable,
+                "view" => RelationKind::View,
+                "materialized_view" => RelationKind::MaterializedView,
+                "foreign_table" => RelationKind::ForeignTable,
+                _ => RelationKind::Sequence,
+            },
+            columns: r
+                .columns
+                .iter()
+                .map(|c| CatalogColumn {
+                    name: c.name.clone(),
+                    data_type: c.data_type.clone(),
+                })
+                .collect(),
+        })
+        .collect();
+    Catalog::new(relations, search_path.to_vec())
+}
+
+/// Scans `source` with its read login, stores the scan and returns it as stored.
+pub async fn refresh(
+    control: &crate::control::ControlPool,
+    source: &crate::control::sources::Source,
+    max_relations: usize,
+) -> Result<StoredCatalog, RefreshError> {
+    let login = source.read_login.as_ref().ok_or_else(|| {
+        RefreshError::Connect(crate::sources::postgres::ConnectError::NoLogin(
+            source.id.clone(),
+        ))
+    })?;
+    let client = crate::sources::postgres::connect_once(source, login)
+        .await
+        .map_err(RefreshError::Connect)?;
+    let scan = crate::sources::postgres::catalog_scan::scan(&client, max_relations)
+        .await
+        .map_err(|e| {
+            RefreshError::Scan(crate::sources::postgres::execute::db_error(e).to_string())
+        })?;
+    crate::control::catalog::store(control, &source.id, &scan).await?;
+    crate::control::catalog::load(control, &source.id)
+        .await?
+        .ok_or_else(|| RefreshError::Scan("the stored catalog vanished".into()))
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error("catalog scan could not connect: {0}")]
+    Connect(crate::sources::postgres::ConnectError),
+    #[error("catalog scan failed: {0}")]
+    Scan(String),
+    #[error(transparent)]
+    Control(#[from] crate::control::ControlError),
+}

@@ -1,0 +1,406 @@
+//! Statement classification: read, write, or a forbidden kind.
+//!
+//! The match over [`Statement`] names every variant and has no catch-all arm,
+//! so a sqlparser upgrade that adds a statement kind fails to compile here
+//! instead of silently classifying it. Forbidden kinds are grouped by the
+//! reason they are refused. After the top-level match, [`crate::sql::nesting`]
+//! sweeps every nested node for DML below the top level, locking clauses and
+//! `SELECT ... INTO`.
+
+use serde::Serialize;
+use sqlparser::ast::{Expr, SetExpr, Statement, Value};
+
+use crate::sql::nesting;
+
+/// What a statement is allowed to be on this gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatementClass {
+    /// Runs on the read path.
+    Read,
+    /// Queued for approval; never executed on the read path.
+    Write,
+    /// Refused, with the reason group.
+    Forbidden(ForbiddenKind),
+}
+
+/// Why a statement kind is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ForbiddenKind {
+    TableCreation,
+    LockingClause,
+    Copy,
+    Procedural,
+    PreparedStatement,
+    Cursor,
+    TransactionControl,
+    SessionState,
+    Notification,
+    LockTable,
+    Maintenance,
+    Truncate,
+    Comment,
+    Ddl,
+    Dcl,
+    ServerControl,
+    NestedExplain,
+    NestedDml,
+    Unsupported,
+}
+
+impl ForbiddenKind {
+    /// Human name of the statement kind, used as the subject of the refusal sentence.
+    pub fn name(self) -> &'static str {
+        match self {
+            ForbiddenKind::TableCreation => {
+                "Creating tables (SELECT INTO, CREATE TABLE AS, temporary tables)"
+            }
+            ForbiddenKind::LockingClause => "A locking clause (FOR UPDATE / FOR SHARE)",
+            ForbiddenKind::Copy => "COPY and file transfer",
+            ForbiddenKind::Procedural => "Procedural code (CALL, DO, control flow)",
+            ForbiddenKind::PreparedStatement => "PREPARE / EXECUTE / DEALLOCATE",
+            ForbiddenKind::Cursor => "Cursors (DECLARE, FETCH, MOVE, CLOSE)",
+            ForbiddenKind::TransactionControl => {
+                "Transaction control (BEGIN, COMMIT, ROLLBACK, SAVEPOINT, SET TRANSACTION)"
+            }
+            ForbiddenKind::SessionState => "Session settings (SET, RESET, SHOW, DISCARD)",
+            ForbiddenKind::Notification => "LISTEN / NOTIFY / UNLISTEN",
+            ForbiddenKind::LockTable => "LOCK TABLE",
+            ForbiddenKind::Maintenance => {
+                "Maintenance (VACUUM, ANALYZE, CLUSTER, REINDEX, REFRESH)"
+            }
+            ForbiddenKind::Truncate => "TRUNCATE",
+            ForbiddenKind::Comment => "COMMENT ON",
+            ForbiddenKind::Ddl => "Schema changes (CREATE, ALTER, DROP)",
+            ForbiddenKind::Dcl => "Privilege changes (GRANT, REVOKE, roles, policies)",
+            ForbiddenKind::ServerControl => {
+                "Server-level statements (LOAD, extensions, foreign servers)"
+            }
+            ForbiddenKind::NestedExplain => "EXPLAIN of EXPLAIN",
+            ForbiddenKind::NestedDml => "A data-modifying statement below the top level",
+            ForbiddenKind::Unsupported => "This statement kind",
+        }
+    }
+
+    /// What the agent can do instead.
+    pub fn hint(self) -> &'static str {
+        match self {
+            ForbiddenKind::TableCreation | ForbiddenKind::LockingClause => {
+                "run a plain SELECT and let the gateway return the rows"
+            }
+            ForbiddenKind::Copy => "use a SELECT, whose result is capped and masked",
+            ForbiddenKind::Procedural
+            | ForbiddenKind::PreparedStatement
+            | ForbiddenKind::Cursor => "send the SQL itself as one plain statement",
+            ForbiddenKind::TransactionControl | ForbiddenKind::SessionState => {
+                "the gateway manages transactions and session settings itself"
+            }
+            ForbiddenKind::Truncate => "use DELETE, which goes through approval",
+            ForbiddenKind::NestedDml => {
+                "put the INSERT/UPDATE/DELETE/MERGE at the top level or in a top-level WITH"
+            }
+            ForbiddenKind::NestedExplain => "send a single EXPLAIN",
+            ForbiddenKind::Notification
+            | ForbiddenKind::LockTable
+            | ForbiddenKind::Maintenance
+            | ForbiddenKind::Comment
+            | ForbiddenKind::Ddl
+            | ForbiddenKind::Dcl
+            | ForbiddenKind::ServerControl
+            | ForbiddenKind::Unsupported => "ask an administrator if this change is needed",
+        }
+    }
+}
+
+/// How an `EXPLAIN` wraps the classified statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ExplainMode {
+    /// `ANALYZE` executes the inner statement.
+    pub analyze: bool,
+}
+
+/// The result of classification.
+#[derive(Debug, Clone)]
+pub struct Classification<'a> {
+    pub class: StatementClass,
+    /// The statement to resolve: the input itself, or the statement inside EXPLAIN.
+    pub target: &'a Statement,
+    /// Set when the input is an EXPLAIN; its output is a plan, not rows of data.
+    pub explain: Option<ExplainMode>,
+}
+
+/// Classifies one parsed statement, including a sweep of every nested node.
+pub fn classify(statement: &Statement) -> Classification<'_> {
+    let (class, target, explain) = match statement {
+        Statement::Explain {
+            describe_alias,
+            analyze,
+            verbose: _,
+            query_plan,
+            estimate,
+            statement: inner,
+            format: _,
+            options,
+        } => {
+            let analyze = match explain_analyze(*analyze, options.as_deref()) {
+                Some(a) if !*query_plan && !*estimate && is_explain_keyword(describe_alias) => a,
+                _ => return forbidden(statement, ForbiddenKind::Unsupported),
+            };
+            let inner_class = match inner.as_ref() {
+                Statement::Explain { .. } => {
+                    StatementClass::Forbidden(ForbiddenKind::NestedExplain)
+                }
+                other => top_level_class(other),
+            };
+            let class = match inner_class {
+                StatementClass::Write if analyze => StatementClass::Write,
+                StatementClass::Write | StatementClass::Read => StatementClass::Read,
+                forbidden @ StatementClass::Forbidden(_) => forbidden,
+            };
+            (class, inner.as_ref(), Some(ExplainMode { analyze }))
+        }
+        other => (top_level_class(other), other, None),
+    };
+    let class = match class {
+        StatementClass::Forbidden(_) => class,
+        _ => match nesting::sweep(target) {
+            Some(kind) => StatementClass::Forbidden(kind),
+            None => class,
+        },
+    };
+    Classification {
+        class,
+        target,
+        explain,
+    }
+}
+
+fn forbidden(statement: &Statement, kind: ForbiddenKind) -> Classification<'_> {
+    Classification {
+        class: StatementClass::Forbidden(kind),
+        target: statement,
+        explain: None,
+    }
+}
+
+fn is_explain_keyword(alias: &sqlparser::ast::DescribeAlias) -> bool {
+    matches!(alias, sqlparser::ast::DescribeAlias::Explain)
+}
+
+/// Whether EXPLAIN options turn on ANALYZE; `None` for an unrecognised value.
+fn explain_analyze(flag: bool, options: Option<&[sqlparser::ast::UtilityOption]>) -> Option<bool> {
+    let mut analyze = flag;
+    for option in options.unwrap_or_default() {
+        if !option.name.value.eq_ignore_ascii_case("analyze") {
+            continue;
+        }
+        analyze = match &option.arg {
+            None => true,
+            Some(Expr::Value(v)) => match &v.value {
+                Value::Boolean(b) => *b,
+                Value::Number(n, _) => n != "0",
+                Value::SingleQuotedString(s) => truthy(s)?,
+                _ => return None,
+            },
+            Some(Expr::Identifier(ident)) => truthy(&ident.value)?,
+            Some(_) => return None,
+        };
+    }
+    Some(analyze)
+}
+
+/// PostgreSQL's boolean option spellings; anything else is refused.
+fn truthy(word: &str) -> Option<bool> {
+    match word.to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" | "t" | "y" => Some(true),
+        "false" | "off" | "no" | "0" | "f" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether a query is a write: DML as its body or in a top-level WITH.
+fn query_class(query: &sqlparser::ast::Query) -> StatementClass {
+    let dml_body = is_dml_body(&query.body);
+    let dml_cte = query
+        .with
+        .as_ref()
+        .is_some_and(|w| w.cte_tables.iter().any(|cte| is_dml_body(&cte.query.body)));
+    if dml_body || dml_cte {
+        StatementClass::Write
+    } else {
+        StatementClass::Read
+    }
+}
+
+fn is_dml_body(body: &SetExpr) -> bool {
+    matches!(
+        body,
+        SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_) | SetExpr::Merge(_)
+    )
+}
+
+/// The exhaustive top-level match. No `_` arm: every variant is named.
+fn top_level_class(statement: &Statement) -> StatementClass {
+    use ForbiddenKind as K;
+    use StatementClass::Forbidden as F;
+    match statement {
+        Statement::Query(query) => query_class(query),
+        Statement::Insert { .. }
+        | Statement::Update { .. }
+        | Statement::Delete { .. }
+        | Statement::Merge { .. } => StatementClass::Write,
+        Statement::Explain { .. } => F(K::NestedExplain),
+        Statement::CreateTable(create) => {
+            if create.query.is_some() || create.temporary {
+                F(K::TableCreation)
+            } else {
+                F(K::Ddl)
+            }
+        }
+        Statement::Copy { .. }
+        | Statement::CopyIntoSnowflake { .. }
+        | Statement::Unload { .. }
+        | Statement::LoadData { .. }
+        | Statement::Directory { .. }
+        | Statement::ExportData { .. }
+        | Statement::List { .. }
+        | Statement::Put { .. }
+        | Statement::Remove { .. } => F(K::Copy),
+        Statement::Call { .. }
+        | Statement::Case { .. }
+        | Statement::If { .. }
+        | Statement::While { .. }
+        | Statement::Raise { .. }
+        | Statement::RaisError { .. }
+        | Statement::Throw { .. }
+        | Statement::Print { .. }
+        | Statement::WaitFor { .. }
+        | Statement::Return { .. }
+        | Statement::Assert { .. } => F(K::Procedural),
+        Statement::Prepare { .. } | Statement::Execute { .. } | Statement::Deallocate { .. } => {
+            F(K::PreparedStatement)
+        }
+        Statement::Declare { .. }
+        | Statement::Fetch { .. }
+        | Statement::Close { .. }
+        | Statement::Open { .. } => F(K::Cursor),
+        Statement::StartTransaction { .. }
+        | Statement::Commit { .. }
+        | Statement::Rollback { .. }
+        | Statement::Savepoint { .. }
+        | Statement::ReleaseSavepoint { .. } => F(K::TransactionControl),
+        Statement::Set { .. }
+        | Statement::Reset { .. }
+        | Statement::Discard { .. }
+        | Statement::Use { .. }
+        | Statement::AlterSession { .. }
+        | Statement::Pragma { .. }
+        | Statement::Flush { .. }
+        | Statement::Kill { .. }
+        | Statement::ExplainTable { .. }
+        | Statement::ShowFunctions { .. }
+        | Statement::ShowVariable { .. }
+        | Statement::ShowStatus { .. }
+        | Statement::ShowVariables { .. }
+        | Statement::ShowCreate { .. }
+        | Statement::ShowColumns { .. }
+        | Statement::ShowCatalogs { .. }
+        | Statement::ShowDatabases { .. }
+        | Statement::ShowProcessList { .. }
+        | Statement::ShowSchemas { .. }
+        | Statement::ShowCharset { .. }
+        | Statement::ShowObjects { .. }
+        | Statement::ShowTables { .. }
+        | Statement::ShowViews { .. }
+        | Statement::ShowCollation { .. } => F(K::SessionState),
+        Statement::LISTEN { .. } | Statement::UNLISTEN { .. } | Statement::NOTIFY { .. } => {
+            F(K::Notification)
+        }
+        Statement::Lock { .. } | Statement::LockTables { .. } | Statement::UnlockTables => {
+            F(K::LockTable)
+        }
+        Statement::Analyze { .. }
+        | Statement::Vacuum { .. }
+        | Statement::RefreshMaterializedView { .. }
+        | Statement::OptimizeTable { .. }
+        | Statement::Msck { .. }
+        | Statement::Cache { .. }
+        | Statement::UNCache { .. } => F(K::Maintenance),
+        Statement::Truncate { .. } => F(K::Truncate),
+        Statement::Comment { .. } => F(K::Comment),
+        Statement::Grant { .. }
+        | Statement::GrantRole { .. }
+        | Statement::Deny { .. }
+        | Statement::Revoke { .. }
+        | Statement::RevokeRole { .. }
+        | Statement::AlterDefaultPrivileges { .. }
+        | Statement::CreateRole { .. }
+        | Statement::AlterRole { .. }
+        | Statement::CreateUser { .. }
+        | Statement::AlterUser { .. }
+        | Statement::CreatePolicy { .. }
+        | Statement::AlterPolicy { .. }
+        | Statement::DropPolicy { .. } => F(K::Dcl),
+        Statement::Install { .. }
+        | Statement::Load { .. }
+        | Statement::CreateExtension { .. }
+        | Statement::DropExtension { .. }
+        | Statement::CreateServer { .. }
+        | Statement::CreateForeignDataWrapper { .. }
+        | Statement::CreateUserMapping { .. }
+        | Statement::CreateForeignTable { .. }
+        | Statement::CreateSecret { .. }
+        | Statement::DropSecret { .. }
+        | Statement::CreateConnector { .. }
+        | Statement::AlterConnector { .. }
+        | Statement::DropConnector { .. }
+        | Statement::CreateStage { .. }
+        | Statement::CreateFileFormat { .. }
+        | Statement::CreateWarehouse { .. }
+        | Statement::AttachDatabase { .. }
+        | Statement::AttachDuckDBDatabase { .. }
+        | Statement::DetachDuckDBDatabase { .. } => F(K::ServerControl),
+        Statement::CreateView { .. }
+        | Statement::CreateVirtualTable { .. }
+        | Statement::CreateIndex { .. }
+        | Statement::CreateRule { .. }
+        | Statement::CreateOperator { .. }
+        | Statement::CreateOperatorFamily { .. }
+        | Statement::CreateOperatorClass { .. }
+        | Statement::CreateTextSearch { .. }
+        | Statement::CreateAggregate { .. }
+        | Statement::CreateCollation { .. }
+        | Statement::CreateSchema { .. }
+        | Statement::CreateDatabase { .. }
+        | Statement::CreateFunction { .. }
+        | Statement::CreateTrigger { .. }
+        | Statement::CreateProcedure { .. }
+        | Statement::CreateMacro { .. }
+        | Statement::CreateSequence { .. }
+        | Statement::CreateDomain { .. }
+        | Statement::CreateType { .. }
+        | Statement::AlterTable { .. }
+        | Statement::AlterSchema { .. }
+        | Statement::AlterIndex { .. }
+        | Statement::AlterView { .. }
+        | Statement::AlterFunction { .. }
+        | Statement::AlterType { .. }
+        | Statement::AlterCollation { .. }
+        | Statement::AlterOperator { .. }
+        | Statement::AlterOperatorFamily { .. }
+        | Statement::AlterOperatorClass { .. }
+        | Statement::AlterTextSearch { .. }
+        | Statement::AlterTrigger { .. }
+        | Statement::Drop { .. }
+        | Statement::DropFunction { .. }
+        | Statement::DropDomain { .. }
+        | Statement::DropProcedure { .. }
+        | Statement::DropRule { .. }
+        | Statement::DropTrigger { .. }
+        | Statement::DropOperator { .. }
+        | Statement::DropOperatorFamily { .. }
+        | Statement::DropOperatorClass { .. }
+        | Statement::RenameTable { .. } => F(K::Ddl),
+    }
+}

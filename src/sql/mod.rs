@@ -1,0 +1,24 @@
+//! The SQL pipeline: input hygiene and parsing, classification, resolution
+//! against the catalog, and column lineage. Pure code: no I/O.
+//!
+//! Order of steps (driven by `governance::decision::decide`):
+//! [`parse::parse`] → [`classify::classify`] → [`resolve::resolve`].
+
+pub mod catalog;
+pub mod classify;
+pub mod error;
+pub mod functions;
+pub mod ident;
+pub mod input;
+pub mod lineage;
+pub mod nesting;
+pub mod parse;
+pub mod resolve;
+pub mod types;
+
+pub use catalog::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
+pub use classify::{classify, Classification, ExplainMode, ForbiddenKind, StatementClass};
+pub use error::{SqlError, SqlStage};
+pub use lineage::{Analysis, ColumnRef, Lineage, RelationRef, UseKind};
+pub use parse::{parse, ParsedStatement};
+pub use resolve::resolve;

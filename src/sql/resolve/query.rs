@@ -1,0 +1,520 @@
+//! Queries: WITH, set operations, VALUES, SELECT clauses and ORDER BY.
+
+use sqlparser::ast::{
+    Distinct, Expr, GroupByExpr, LimitClause, OrderBy, OrderByExpr, OrderByKind, Query, Select,
+    SelectFlavor, SelectItem, SelectItemQualifiedWildcardKind, SetExpr, SetOperator, SetQuantifier,
+    Value, Values, WildcardAdditionalOptions, With,
+};
+
+use std::rc::Rc;
+
+use super::scope::{lookup_range_var, rename, Column, CteDef, FromItem, Level};
+use super::{unsupported, Resolver};
+use crate::sql::error::SqlError;
+use crate::sql::ident::{fold, fold_object_name};
+use crate::sql::lineage::{Lineage, UseKind};
+
+/// Upper bound on re-resolving a recursive CTE until its lineage is stable.
+const RECURSIVE_CTE_PASSES: usize = 8;
+
+impl Resolver<'_> {
+    /// Resolves a query in a new scope level and returns its output columns.
+    pub(super) fn query(&mut self, query: &Query) -> Result<Vec<Column>, SqlError> {
+        if query.settings.is_some()
+            || query.format_clause.is_some()
+            || !query.pipe_operators.is_empty()
+            || query.for_clause.is_some()
+            || !query.locks.is_empty()
+        {
+            return unsupported("This query clause");
+        }
+        self.levels.push(Level::new(FromItem::default()));
+        let result = self.query_in_level(query);
+        self.levels.pop();
+        result
+    }
+
+    fn query_in_level(&mut self, query: &Query) -> Result<Vec<Column>, SqlError> {
+        if let Some(with) = &query.with {
+            self.with_clause(with)?;
+        }
+        let outputs = match query.body.as_ref() {
+            SetExpr::Select(select) => self.select(select, query.order_by.as_ref())?,
+            body => {
+                let outputs = self.set_expr(body)?;
+                if let Some(order_by) = &query.order_by {
+                    self.order_by_outputs(order_by, &outputs)?;
+                }
+                outputs
+            }
+        };
+        match &query.limit_clause {
+            None => {}
+            Some(LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) => {
+                if !limit_by.is_empty() {
+                    return unsupported("LIMIT BY");
+                }
+                if let Some(limit) = limit {
+                    self.operand(limit)?;
+                }
+                if let Some(offset) = offset {
+                    self.operand(&offset.value)?;
+                }
+            }
+            Some(LimitClause::OffsetCommaLimit { .. }) => {
+                return unsupported("LIMIT offset, count")
+            }
+        }
+        if let Some(fetch) = &query.fetch {
+            if let Some(quantity) = &fetch.quantity {
+                self.operand(quantity)?;
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// Registers each CTE in the current level, in order, after resolving it.
+    fn with_clause(&mut self, with: &With) -> Result<(), SqlError> {
+        for cte in &with.cte_tables {
+            if cte.from.is_some() {
+                return unsupported("CTE ... FROM");
+            }
+            let name = fold(&cte.alias.name)?;
+            let names = alias_names(&cte.alias.columns)?;
+            let columns = match cte.query.body.as_ref() {
+                SetExpr::SetOperation { left, .. } if with.recursive => {
+                    self.recursive_cte(&name, &names, left, &cte.query)?
+                }
+                _ => {
+                    let mut columns = self.query(&cte.query)?;
+                    rename(&mut columns, &names, "The CTE column list")?;
+                    columns
+                }
+            };
+            self.current_level()?.ctes.push(CteDef { name, columns });
+        }
+        Ok(())
+    }
+
+    /// A recursive CTE: start from the anchor branch, then re-resolve the whole
+    /// query with the CTE visible until its lineage stops growing.
+    fn recursive_cte(
+        &mut self,
+        name: &str,
+        names: &[String],
+        anchor: &SetExpr,
+        query: &Query,
+    ) -> Result<Vec<Column>, SqlError> {
+        let mut columns = self.with_level(FromItem::default(), |r| r.set_expr(anchor))?;
+        rename(&mut columns, names, "The CTE column list")?;
+        for _ in 0..RECURSIVE_CTE_PASSES {
+            self.current_level()?.ctes.push(CteDef {
+                name: name.to_string(),
+                columns: columns.clone(),
+            });
+            let result = self.query(query);
+            self.current_level()?.ctes.pop();
+            let mut next = result?;
+            rename(&mut next, names, "The CTE column list")?;
+            if next.len() != columns.len() {
+                return Err(SqlError::ColumnCountMismatch {
+                    what: "The recursive CTE",
+                    got: next.len(),
+                    expected: columns.len(),
+                });
+            }
+            let mut grown = false;
+            for (col, new) in columns.iter_mut().zip(&next) {
+                let before = Lineage::clone(&col.lineage);
+                Rc::make_mut(&mut col.lineage).merge(&new.lineage);
+                grown |= *col.lineage != before;
+            }
+            if !grown {
+                return Ok(columns);
+            }
+        }
+        unsupported("A recursive CTE whose lineage does not settle")
+    }
+
+    /// Resolves a set expression (the body of a query).
+    pub(super) fn set_expr(&mut self, body: &SetExpr) -> Result<Vec<Column>, SqlError> {
+        match body {
+            SetExpr::Select(select) => self.select(select, None),
+            SetExpr::Query(query) => self.query(query),
+            SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => self.set_operation(left, op, set_quantifier, right),
+            SetExpr::Values(values) => self.values(values),
+            SetExpr::Insert(sqlparser::ast::Statement::Insert(insert)) => self.insert(insert),
+            SetExpr::Update(sqlparser::ast::Statement::Update(update)) => self.update(update),
+            SetExpr::Delete(sqlparser::ast::Statement::Delete(delete)) => self.delete(delete),
+            SetExpr::Merge(sqlparser::ast::Statement::Merge(merge)) => self.merge(merge),
+            SetExpr::Insert(_) | SetExpr::Update(_) | SetExpr::Delete(_) | SetExpr::Merge(_) => {
+                unsupported("This data-modifying statement")
+            }
+            SetExpr::Table(_) => unsupported("TABLE name"),
+        }
+    }
+
+    fn set_operation(
+        &mut self,
+        left: &SetExpr,
+        op: &SetOperator,
+        quantifier: &SetQuantifier,
+        right: &SetExpr,
+    ) -> Result<Vec<Column>, SqlError> {
+        let dedup = match (op, quantifier) {
+            (SetOperator::Union, SetQuantifier::All) => false,
+            (
+                SetOperator::Union | SetOperator::Intersect | SetOperator::Except,
+                SetQuantifier::All | SetQuantifier::Distinct | SetQuantifier::None,
+            ) => true,
+            _ => return unsupported("This set operation"),
+        };
+        let mut outputs = self.set_expr(left)?;
+        let others = self.set_expr(right)?;
+        if outputs.len() != others.len() {
+            return Err(SqlError::ColumnCountMismatch {
+                what: "Each branch of the set operation",
+                got: others.len(),
+                expected: outputs.len(),
+            });
+        }
+        for (col, other) in outputs.iter_mut().zip(&others) {
+            Rc::make_mut(&mut col.lineage).merge(&other.lineage);
+        }
+        if dedup {
+            for col in &outputs {
+                self.consume(&col.lineage, UseKind::SetCompare)?;
+            }
+        }
+        Ok(outputs)
+    }
+
+    fn values(&mut self, values: &Values) -> Result<Vec<Column>, SqlError> {
+        let mut outputs: Vec<Column> = Vec::new();
+        for (row_index, row) in values.rows.iter().enumerate() {
+            if row_index > 0 && row.content.len() != outputs.len() {
+                return Err(SqlError::ColumnCountMismatch {
+                    what: "A VALUES row",
+                    got: row.content.len(),
+                    expected: outputs.len(),
+                });
+            }
+            for (i, expr) in row.content.iter().enumerate() {
+                let lineage = self.value(expr)?;
+                self.consume(&lineage, UseKind::Project)?;
+                match outputs.get_mut(i) {
+                    Some(col) => Rc::make_mut(&mut col.lineage).merge(&lineage),
+                    None => outputs.push(Column::new(format!("column{}", i + 1), lineage)),
+                }
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// Resolves a SELECT in the current level, including the query's ORDER BY.
+    pub(super) fn select(
+        &mut self,
+        select: &Select,
+        order_by: Option<&OrderBy>,
+    ) -> Result<Vec<Column>, SqlError> {
+        check_plain_select(select)?;
+        self.levels.push(Level::new(FromItem::default()));
+        let result = self.select_in_level(select, order_by);
+        self.levels.pop();
+        result
+    }
+
+    fn select_in_level(
+        &mut self,
+        select: &Select,
+        order_by: Option<&OrderBy>,
+    ) -> Result<Vec<Column>, SqlError> {
+        for table in &select.from {
+            let item = self.table_with_joins(table)?;
+            self.current_level()?.from.extend(item);
+        }
+        if let Some(selection) = &select.selection {
+            self.predicate(selection, UseKind::Filter)?;
+        }
+        for window in &select.named_window {
+            if let sqlparser::ast::NamedWindowExpr::WindowSpec(spec) = &window.1 {
+                self.window_spec(spec)?;
+            }
+        }
+        let outputs = self.projection(&select.projection)?;
+        match &select.group_by {
+            GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
+                for expr in exprs {
+                    self.group_key(expr, &outputs)?;
+                }
+            }
+            _ => return unsupported("This GROUP BY form"),
+        }
+        if let Some(having) = &select.having {
+            self.predicate(having, UseKind::Filter)?;
+        }
+        match &select.distinct {
+            None | Some(Distinct::All) => {}
+            Some(Distinct::Distinct) => {
+                for col in &outputs {
+                    self.consume(&col.lineage, UseKind::Distinct)?;
+                }
+            }
+            Some(Distinct::On(exprs)) => {
+                for expr in exprs {
+                    let lineage = self.output_or_value(expr, &outputs)?;
+                    self.consume(&lineage, UseKind::Distinct)?;
+                }
+            }
+        }
+        if let Some(order_by) = order_by {
+            for item in order_exprs(order_by)? {
+                let lineage = self.output_or_value(&item.expr, &outputs)?;
+                self.consume(&lineage, UseKind::Order)?;
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// Resolves a select list or RETURNING list in the current scope.
+    pub(super) fn projection(&mut self, items: &[SelectItem]) -> Result<Vec<Column>, SqlError> {
+        let mut outputs = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::UnnamedExpr(expr) => {
+                    let lineage = self.value(expr)?;
+                    self.consume(&lineage, UseKind::Project)?;
+                    outputs.push(Column::new(output_name(expr), lineage));
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    let lineage = self.value(expr)?;
+                    self.consume(&lineage, UseKind::Project)?;
+                    outputs.push(Column::new(fold(alias)?, lineage));
+                }
+                SelectItem::ExprWithAliases { .. } => {
+                    return unsupported("Multiple aliases for one expression")
+                }
+                SelectItem::Wildcard(options) => {
+                    check_plain_wildcard(options)?;
+                    let columns = self.current_level()?.from.columns.clone();
+                    if columns.is_empty() {
+                        return unsupported("SELECT * without a FROM clause");
+                    }
+                    self.push_expanded(columns, &mut outputs)?;
+                }
+                SelectItem::QualifiedWildcard(
+                    SelectItemQualifiedWildcardKind::ObjectName(name),
+                    options,
+                ) => {
+                    check_plain_wildcard(options)?;
+                    let parts = fold_object_name(name)?;
+                    let columns = lookup_range_var(&self.levels, &parts)?.columns.clone();
+                    self.push_expanded(columns, &mut outputs)?;
+                }
+                SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::Expr(_), _) => {
+                    return unsupported("A wildcard over an expression")
+                }
+            }
+        }
+        Ok(outputs)
+    }
+
+    fn push_expanded(
+        &mut self,
+        columns: Vec<Column>,
+        outputs: &mut Vec<Column>,
+    ) -> Result<(), SqlError> {
+        for col in columns {
+            self.consume(&col.lineage, UseKind::Project)?;
+            outputs.push(col);
+        }
+        Ok(())
+    }
+
+    /// GROUP BY item: an input column or expression, else an output name or ordinal.
+    fn group_key(&mut self, expr: &Expr, outputs: &[Column]) -> Result<(), SqlError> {
+        match expr {
+            Expr::GroupingSets(sets) | Expr::Cube(sets) | Expr::Rollup(sets) => {
+                for expr in sets.iter().flatten() {
+                    self.group_key(expr, outputs)?;
+                }
+                Ok(())
+            }
+            Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => {
+                let lineage = ordinal(expr, outputs)?;
+                self.consume(&lineage, UseKind::Group)
+            }
+            Expr::Identifier(ident) => {
+                let lineage = match self.value(expr) {
+                    Ok(lineage) => lineage,
+                    Err(SqlError::UnknownColumn { .. }) => by_output_name(&fold(ident)?, outputs)?,
+                    Err(e) => return Err(e),
+                };
+                self.consume(&lineage, UseKind::Group)
+            }
+            _ => {
+                let lineage = self.value(expr)?;
+                self.consume(&lineage, UseKind::Group)
+            }
+        }
+    }
+
+    /// ORDER BY / DISTINCT ON item: ordinal, output name, else an input expression.
+    fn output_or_value(&mut self, expr: &Expr, outputs: &[Column]) -> Result<Lineage, SqlError> {
+        match expr {
+            Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => ordinal(expr, outputs),
+            Expr::Identifier(ident) => {
+                let name = fold(ident)?;
+                let mut hits = outputs.iter().filter(|c| c.name == name);
+                match (hits.next(), hits.next()) {
+                    (Some(col), None) => Ok(Lineage::clone(&col.lineage)),
+                    (Some(_), Some(_)) => Err(SqlError::AmbiguousColumn { name }),
+                    (None, _) => self.value(expr),
+                }
+            }
+            _ => self.value(expr),
+        }
+    }
+
+    /// ORDER BY of a set operation or VALUES: output names and ordinals only.
+    fn order_by_outputs(&mut self, order_by: &OrderBy, outputs: &[Column]) -> Result<(), SqlError> {
+        for item in order_exprs(order_by)? {
+            let lineage = match &item.expr {
+                Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => {
+                    ordinal(&item.expr, outputs)?
+                }
+                Expr::Identifier(ident) => by_output_name(&fold(ident)?, outputs)?,
+                _ => return unsupported("ORDER BY an expression over a set operation"),
+            };
+            self.consume(&lineage, UseKind::Order)?;
+        }
+        Ok(())
+    }
+}
+
+fn order_exprs(order_by: &OrderBy) -> Result<&[OrderByExpr], SqlError> {
+    if order_by.interpolate.is_some() {
+        return unsupported("ORDER BY ... INTERPOLATE");
+    }
+    match &order_by.kind {
+        OrderByKind::Expressions(items) if items.iter().all(|i| i.with_fill.is_none()) => Ok(items),
+        _ => unsupported("This ORDER BY form"),
+    }
+}
+
+fn ordinal(expr: &Expr, outputs: &[Column]) -> Result<Lineage, SqlError> {
+    let Expr::Value(v) = expr else {
+        return unsupported("This ordinal");
+    };
+    let Value::Number(n, _) = &v.value else {
+        return unsupported("This ordinal");
+    };
+    n.parse::<usize>()
+        .ok()
+        .and_then(|i| i.checked_sub(1))
+        .and_then(|i| outputs.get(i))
+        .map(|c| Lineage::clone(&c.lineage))
+        .ok_or_else(|| SqlError::UnknownColumn {
+            name: format!("position {}", n.chars().take(12).collect::<String>()),
+        })
+}
+
+fn by_output_name(name: &str, outputs: &[Column]) -> Result<Lineage, SqlError> {
+    let mut hits = outputs.iter().filter(|c| c.name == name);
+    match (hits.next(), hits.next()) {
+        (Some(col), None) => Ok(Lineage::clone(&col.lineage)),
+        (Some(_), Some(_)) => Err(SqlError::AmbiguousColumn {
+            name: name.to_string(),
+        }),
+        (None, _) => Err(SqlError::UnknownColumn {
+            name: crate::sql::ident::display_name(&[name]),
+        }),
+    }
+}
+
+/// Folds a table alias column list; typed column definitions are refused.
+pub(super) fn alias_names(
+    columns: &[sqlparser::ast::TableAliasColumnDef],
+) -> Result<Vec<String>, SqlError> {
+    columns
+        .iter()
+        .map(|c| match c.data_type {
+            None => fold(&c.name),
+            Some(_) => unsupported("A column definition list"),
+        })
+        .collect()
+}
+
+fn check_plain_wildcard(options: &WildcardAdditionalOptions) -> Result<(), SqlError> {
+    if options.opt_ilike.is_some()
+        || options.opt_exclude.is_some()
+        || options.opt_except.is_some()
+        || options.opt_replace.is_some()
+        || options.opt_rename.is_some()
+        || options.opt_alias.is_some()
+    {
+        return unsupported("A wildcard modifier");
+    }
+    Ok(())
+}
+
+/// Refuses SELECT features of other dialects that PostgreSQL does not have.
+fn check_plain_select(select: &Select) -> Result<(), SqlError> {
+    let plain = select.optimizer_hints.is_empty()
+        && select.select_modifiers.is_none()
+        && select.top.is_none()
+        && select.exclude.is_none()
+        && select.into.is_none()
+        && select.lateral_views.is_empty()
+        && select.prewhere.is_none()
+        && select.connect_by.is_empty()
+        && select.cluster_by.is_empty()
+        && select.distribute_by.is_empty()
+        && select.sort_by.is_empty()
+        && select.qualify.is_none()
+        && select.value_table_mode.is_none()
+        && matches!(select.flavor, SelectFlavor::Standard);
+    if plain {
+        Ok(())
+    } else {
+        unsupported("This SELECT clause")
+    }
+}
+
+/// The output column name PostgreSQL would choose for an unaliased expression
+/// (informational: the executor matches result columns by position).
+fn output_name(expr: &Expr) -> String {
+    let last_ident = |idents: &[sqlparser::ast::Ident]| idents.last().and_then(|i| fold(i).ok());
+    let name = match expr {
+        Expr::Identifier(ident) => fold(ident).ok(),
+        Expr::CompoundIdentifier(idents) => last_ident(idents),
+        Expr::CompoundFieldAccess { access_chain, .. } => match access_chain.last() {
+            Some(sqlparser::ast::AccessExpr::Dot(Expr::Identifier(ident))) => fold(ident).ok(),
+            _ => None,
+        },
+        Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => Some(output_name(inner)),
+        Expr::Function(function) => fold_object_name(&function.name)
+            .ok()
+            .and_then(|p| p.last().cloned()),
+        Expr::Case { .. } => Some("case".to_string()),
+        Expr::Exists { .. } => Some("exists".to_string()),
+        Expr::Extract { .. } => Some("extract".to_string()),
+        Expr::Substring { .. } => Some("substring".to_string()),
+        Expr::Trim { .. } => Some("btrim".to_string()),
+        Expr::Ceil { .. } => Some("ceil".to_string()),
+        Expr::Floor { .. } => Some("floor".to_string()),
+        Expr::Array(_) => Some("array".to_string()),
+        Expr::Tuple(_) => Some("row".to_string()),
+        _ => None,
+    };
+    name.unwrap_or_else(|| "?column?".to_string())
+}

@@ -1,0 +1,264 @@
+//! The SQL-safety case corpus, run through the product on real PostgreSQL.
+//!
+//! The fixture schema is loaded into a real database; the fixture policy is applied as an
+//! access file (tests/fixtures/sql-safety/access.toml) through the operator code path; the
+//! catalog is read by the product's catalog scanner and stored in the control database; every
+//! case goes through the real decision code with the profile loaded from the control
+//! database. Allowed reads are then executed through the product's executor (read-only
+//! session) and their masked columns checked. Set `INTERLOCK_SQL_CASES` to run another
+//! corpus of the same format.
+
+mod common;
+
+use std::path::PathBuf;
+
+use interlock::control::{policy_file, profiles, sources};
+use interlock::governance::{decide, AllowedClass, SqlLimits};
+use interlock::pipeline::{catalog, mask};
+use interlock::sources::postgres::execute::{self, Limits, TextParam};
+use interlock::sources::postgres::pool::{self, Purpose};
+use serde_json::Value;
+
+const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sql-safety");
+const RAW_EMAILS: [&str; 3] = ["a@x.example", "b@x.example", "c@x.example"];
+
+struct Case {
+    id: String,
+    sql: String,
+    verdict: String,
+}
+
+/// Decodes the escapes of policy.md §11 in one left-to-right pass.
+fn unescape(s: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('0') => out.push('\0'),
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                if hex.len() != 4 {
+                    return Err(format!("bad \\u escape {hex:?}"));
+                }
+                let cp =
+                    u32::from_str_radix(&hex, 16).map_err(|_| format!("bad \\u escape {hex:?}"))?;
+                out.push(char::from_u32(cp).ok_or_else(|| format!("bad code point {hex}"))?);
+            }
+            other => return Err(format!("bad escape \\{other:?}")),
+        }
+    }
+    Ok(out)
+}
+
+fn load_cases() -> Vec<Case> {
+    let path = std::env::var_os("INTERLOCK_SQL_CASES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(FIXTURE_DIR).join("cases.tsv"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("id\tcategory\tsql\tverdict\tnote"),
+        "header"
+    );
+    lines
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 5, "case line has 5 fields: {l}");
+            Case {
+                id: f[0].to_string(),
+                sql: unescape(f[2]).unwrap_or_else(|e| panic!("case {}: {e}", f[0])),
+                verdict: f[3].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The fixture's psql script without its meta-commands.
+fn fixture_sql() -> String {
+    std::fs::read_to_string(PathBuf::from(FIXTURE_DIR).join("schema.sql"))
+        .expect("schema.sql")
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('\\'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test]
+async fn every_case_of_the_corpus_gets_its_verdict() {
+    let control_db = common::fresh_control_db().await;
+    let corpus_db = common::fresh_database("corpus").await;
+    common::admin(&corpus_db)
+        .await
+        .batch_execute(&fixture_sql())
+        .await
+        .expect("load fixture schema");
+
+    let settings = common::settings_for(&control_db);
+    let control = interlock::control::connect_pool(&settings.control).expect("pool");
+    let info = common::cluster();
+    let source = sources::add_source(
+        &control,
+        &sources::NewSource {
+            id: "corpus".into(),
+            host: Some("127.0.0.1".into()),
+            port: Some(info.port),
+            dbname: Some(corpus_db.clone()),
+            user: Some(interlock::pgcluster::SUPERUSER.into()),
+            password_file: Some(info.password_file.to_string_lossy().into_owned()),
+            search_path: Some(vec!["app".into()]),
+            statement_timeout_ms: Some(5_000),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("register source");
+    let access = std::fs::read_to_string(PathBuf::from(FIXTURE_DIR).join("access.toml"))
+        .expect("access.toml");
+    policy_file::apply(
+        &control,
+        &policy_file::AccessFile::parse(&access).expect("parse"),
+    )
+    .await
+    .expect("apply fixture policy");
+    let stored = catalog::refresh(&control, &source, 10_000)
+        .await
+        .expect("catalog scan");
+    let catalog = catalog::to_catalog(&stored, &source.search_path);
+    let identity = interlock::control::identities::list_identities(&control)
+        .await
+        .expect("identities")
+        .into_iter()
+        .find(|i| i.name == "fixture-analyst")
+        .expect("identity");
+    let profile = profiles::load_profile(&control, identity.id, "corpus")
+        .await
+        .expect("profile")
+        .expect("granted");
+    let pools = pool::build(&source).expect("pools");
+    let limits = SqlLimits::default();
+
+    let cases = load_cases();
+    assert!(!cases.is_empty());
+    let mut failures = Vec::new();
+    let mut executed = 0;
+    for case in &cases {
+        let decision = decide(&case.sql, 0, &catalog, &profile, &limits);
+        let got = match (decision.allowed(), decision.refusal()) {
+            (Some(a), _) if a.class == AllowedClass::Write => "write",
+            (Some(a), _) if a.output_columns.iter().any(|c| c.mask.is_some()) => "read-masked",
+            (Some(_), _) => "read",
+            (None, _) => "refuse",
+        };
+        if got != case.verdict {
+            let why = decision
+                .refusal()
+                .map(|r| format!("{:?} {}: {} ({})", r.step, r.code, r.reason, r.rule))
+                .unwrap_or_default();
+            failures.push(format!(
+                "{}: expected {}, got {got} {why}",
+                case.id, case.verdict
+            ));
+            continue;
+        }
+        if let Some(refusal) = decision.refusal() {
+            // Refusals name what refused and never echo values from the fixture data.
+            assert!(
+                !refusal.reason.is_empty() && !refusal.rule.is_empty(),
+                "{}",
+                case.id
+            );
+            for raw in RAW_EMAILS.iter().chain(["123-45-6789"].iter()) {
+                assert!(
+                    !refusal.reason.contains(raw),
+                    "{}: reason leaks a value",
+                    case.id
+                );
+            }
+        }
+        let Some(allowed) = decision.allowed() else {
+            continue;
+        };
+        if allowed.class != AllowedClass::Read {
+            continue;
+        }
+        // Execute what the product would execute, read-only, and check the masks.
+        let token = tokio_util::sync::CancellationToken::new();
+        let run = execute::run(
+            &pools,
+            Purpose::Read,
+            &allowed.statement,
+            &[] as &[TextParam],
+            Limits {
+                max_rows: 1000,
+                max_bytes: 4 << 20,
+            },
+            &token,
+        )
+        .await;
+        let mut rows = match run {
+            Ok(rows) => rows,
+            Err(e) => {
+                failures.push(format!("{}: allowed read failed to execute: {e}", case.id));
+                continue;
+            }
+        };
+        executed += 1;
+        if let Err(e) = mask::apply_masks(&mut rows, &allowed.output_columns, &source.mask_key) {
+            failures.push(format!("{}: {e}", case.id));
+            continue;
+        }
+        for (i, col) in allowed.output_columns.iter().enumerate() {
+            for row in &rows.rows {
+                let v = &row[i];
+                if col.mask.is_some() {
+                    if !(v.is_null() || v == &Value::String("[REDACTED]".into())) {
+                        failures.push(format!("{}: column {} not masked: {v}", case.id, col.name));
+                    }
+                } else if let Some(s) = v.as_str() {
+                    if RAW_EMAILS.iter().any(|e| s.contains(e)) {
+                        failures.push(format!(
+                            "{}: unmasked column {} leaks an email",
+                            case.id, col.name
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+    assert!(executed > 30, "allowed reads were executed ({executed})");
+}
+
+#[test]
+fn unescaping_follows_the_corpus_format() {
+    let ok = [
+        (r"a\\b", "a\\b"),
+        (r"x\ny", "x\ny"),
+        (r"\t", "\t"),
+        (r"\0", "\0"),
+        (r"\u202E", "\u{202E}"),
+        ("É；", "É；"),
+    ];
+    for (input, want) in ok {
+        assert_eq!(unescape(input).as_deref(), Ok(want), "{input}");
+    }
+    for bad in [r"\x", r"\u12", r"\"] {
+        assert!(unescape(bad).is_err(), "{bad} must be a format error");
+    }
+}
