@@ -31,6 +31,12 @@ pub struct Settings {
     pub log: LogSettings,
     pub sql: SqlSettings,
     pub identity: IdentitySettings,
+    pub rate_limit: RateLimitSettings,
+    pub breaker: BreakerSettings,
+    pub cache: CacheSettings,
+    pub audit: AuditSettings,
+    pub catalog: CatalogSettings,
+    pub sources: SourcesSettings,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -83,6 +89,65 @@ pub struct SqlSettings {
 #[serde(deny_unknown_fields)]
 pub struct IdentitySettings {
     pub cache_ttl_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSettings {
+    pub default_per_second: f64,
+    pub default_burst: u32,
+    pub write_per_second: f64,
+    pub write_burst: u32,
+    pub mailbox: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSettings {
+    pub window_secs: u64,
+    pub min_calls: u32,
+    pub failure_rate: f64,
+    pub open_secs: u64,
+    pub half_open_probes: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheSettings {
+    pub max_entries: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSettings {
+    pub max_batch: usize,
+    pub commit_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogSettings {
+    pub max_relations: usize,
+    pub refresh_interval_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourcesSettings {
+    pub refresh_interval_ms: u64,
+}
+
+impl BreakerSettings {
+    /// The breaker configuration these settings describe.
+    pub fn config(&self) -> interlock_actors::breaker::BreakerConfig {
+        interlock_actors::breaker::BreakerConfig {
+            window: std::time::Duration::from_secs(self.window_secs),
+            min_calls: self.min_calls,
+            failure_rate: self.failure_rate,
+            open_for: std::time::Duration::from_secs(self.open_secs),
+            half_open_probes: self.half_open_probes,
+        }
+    }
 }
 
 impl Settings {
@@ -196,6 +261,51 @@ impl Settings {
             return Err(invalid(
                 "identity.cache_ttl_ms",
                 "must be between 100 and 60000",
+            ));
+        }
+        let r = &self.rate_limit;
+        for (key, v) in [
+            ("rate_limit.default_per_second", r.default_per_second),
+            ("rate_limit.write_per_second", r.write_per_second),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(invalid(key, "must be a number greater than zero"));
+            }
+        }
+        if r.default_burst == 0 || r.write_burst == 0 {
+            return Err(invalid(
+                "rate_limit.default_burst",
+                "bursts must be at least 1",
+            ));
+        }
+        if r.mailbox < 16 {
+            return Err(invalid("rate_limit.mailbox", "must be at least 16"));
+        }
+        if let Err(problem) = self.breaker.config().validate() {
+            let key = if problem.starts_with("window") {
+                "breaker.window_secs"
+            } else if problem.starts_with("min_calls") {
+                "breaker.min_calls"
+            } else if problem.starts_with("failure_rate") {
+                "breaker.failure_rate"
+            } else {
+                "breaker.half_open_probes"
+            };
+            return Err(invalid(key, problem));
+        }
+        if self.audit.max_batch == 0 {
+            return Err(invalid("audit.max_batch", "must be at least 1"));
+        }
+        if self.audit.commit_timeout_ms < 100 {
+            return Err(invalid("audit.commit_timeout_ms", "must be at least 100"));
+        }
+        if self.catalog.max_relations == 0 {
+            return Err(invalid("catalog.max_relations", "must be at least 1"));
+        }
+        if self.sources.refresh_interval_ms < 100 {
+            return Err(invalid(
+                "sources.refresh_interval_ms",
+                "must be at least 100",
             ));
         }
         Ok(())

@@ -10,6 +10,7 @@ pub mod control;
 pub mod demo;
 pub mod governance;
 pub mod http;
+pub mod mcp;
 pub mod pgcluster;
 pub mod pipeline;
 pub mod secrets;

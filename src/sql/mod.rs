@@ -7,11 +7,13 @@
 pub mod catalog;
 pub mod classify;
 pub mod error;
+pub mod forbidden;
 pub mod functions;
 pub mod ident;
 pub mod input;
 pub mod lineage;
 pub mod nesting;
+pub mod operators;
 pub mod parse;
 pub mod resolve;
 pub mod types;

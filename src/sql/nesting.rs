@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{Query, Select, SetExpr, Statement, Visit, Visitor};
 
-use crate::sql::classify::ForbiddenKind;
+use crate::sql::forbidden::ForbiddenKind;
 
 /// Returns the first forbidden construct found anywhere in `statement`.
 pub fn sweep(statement: &Statement) -> Option<ForbiddenKind> {

@@ -2,15 +2,9 @@
 //!
 //! [`Resolver::value`] returns the lineage of an expression's value and
 //! records every operand of a function, operator, cast or CASE as an
-//! `Expression` use. [`Resolver::predicate`] handles conditions: boolean
-//! connectives and comparisons pass the filter kind straight to their
-//! operands, so `email = 'x'` is a filter use of `email` (which a rule with
-//! `allow_filter` tolerates) while `upper(email) = 'X'` is also an expression
-//! use (which no rule tolerates).
+//! `Expression` use. Conditions are handled in `predicate`, calls in `call`.
 
-use sqlparser::ast::{
-    BinaryOperator, CeilFloorKind, DateTimeField, Expr, InTarget, UnaryOperator, Value,
-};
+use sqlparser::ast::{CeilFloorKind, DateTimeField, Expr, InTarget, Value};
 
 use super::scope::{lookup, Found};
 use super::{unsupported, Resolver};
@@ -18,7 +12,7 @@ use crate::sql::error::SqlError;
 use crate::sql::functions::lookup as lookup_function;
 use crate::sql::ident::{fold, fold_object_name};
 use crate::sql::lineage::{Lineage, UseKind};
-use crate::sql::types::is_allowed_cast_target;
+use crate::sql::operators::{cast_target, check_binary_operator, check_unary_operator};
 
 impl Resolver<'_> {
     /// An operand of an operator or function: resolved and recorded as an expression use.
@@ -37,101 +31,6 @@ impl Resolver<'_> {
             parts.push(self.operand(expr)?);
         }
         Ok(Lineage::derived(&parts))
-    }
-
-    /// A condition (WHERE, ON, HAVING, FILTER): comparison operands are `kind` uses.
-    pub(super) fn predicate(&mut self, expr: &Expr, kind: UseKind) -> Result<(), SqlError> {
-        match expr {
-            Expr::Nested(inner) => self.predicate(inner, kind),
-            Expr::UnaryOp {
-                op: UnaryOperator::Not,
-                expr,
-            } => self.predicate(expr, kind),
-            Expr::BinaryOp {
-                left,
-                op: BinaryOperator::And | BinaryOperator::Or,
-                right,
-            } => {
-                self.predicate(left, kind)?;
-                self.predicate(right, kind)
-            }
-            Expr::BinaryOp { left, op, right } if is_comparison(op) => {
-                self.compared(&[left, right], kind)
-            }
-            Expr::IsNull(e) | Expr::IsNotNull(e) | Expr::IsTrue(e) | Expr::IsNotTrue(e) => {
-                self.compared(&[e], kind)
-            }
-            Expr::IsFalse(e) | Expr::IsNotFalse(e) | Expr::IsUnknown(e) | Expr::IsNotUnknown(e) => {
-                self.compared(&[e], kind)
-            }
-            Expr::IsDistinctFrom(a, b) | Expr::IsNotDistinctFrom(a, b) => {
-                self.compared(&[a, b], kind)
-            }
-            Expr::Between {
-                expr, low, high, ..
-            } => self.compared(&[expr, low, high], kind),
-            Expr::Like {
-                expr,
-                pattern,
-                escape_char,
-                any: false,
-                ..
-            }
-            | Expr::ILike {
-                expr,
-                pattern,
-                escape_char,
-                any: false,
-                ..
-            }
-            | Expr::SimilarTo {
-                expr,
-                pattern,
-                escape_char,
-                ..
-            } => {
-                self.compared(&[expr, pattern], kind)?;
-                if let Some(escape) = escape_char {
-                    self.operand(escape)?;
-                }
-                Ok(())
-            }
-            Expr::In {
-                expr,
-                target: InTarget::List(list),
-                global: false,
-                ..
-            } => {
-                self.compared(&[expr], kind)?;
-                for item in list {
-                    self.compared(&[item], kind)?;
-                }
-                Ok(())
-            }
-            Expr::In {
-                expr,
-                target: InTarget::Subquery(query),
-                global: false,
-                ..
-            } => {
-                self.compared(&[expr], kind)?;
-                let lineage = self.scalar_subquery(query)?;
-                self.consume(&lineage, kind)
-            }
-            Expr::Exists { subquery, .. } => self.query(subquery).map(|_| ()),
-            other => {
-                let lineage = self.value(other)?;
-                self.consume(&lineage, kind)
-            }
-        }
-    }
-
-    fn compared(&mut self, exprs: &[&Expr], kind: UseKind) -> Result<(), SqlError> {
-        for expr in exprs {
-            let lineage = self.value(expr)?;
-            self.consume(&lineage, kind)?;
-        }
-        Ok(())
     }
 
     /// A subquery used as one value: it must return exactly one column.
@@ -439,82 +338,5 @@ impl Resolver<'_> {
                 name: name.to_string(),
             }),
         }
-    }
-}
-
-fn cast_target(data_type: &sqlparser::ast::DataType) -> Result<(), SqlError> {
-    if is_allowed_cast_target(data_type) {
-        Ok(())
-    } else {
-        let name: String = data_type.to_string().chars().take(40).collect();
-        Err(SqlError::CastNotAllowed { name })
-    }
-}
-
-fn is_comparison(op: &BinaryOperator) -> bool {
-    matches!(
-        op,
-        BinaryOperator::Eq
-            | BinaryOperator::NotEq
-            | BinaryOperator::Lt
-            | BinaryOperator::LtEq
-            | BinaryOperator::Gt
-            | BinaryOperator::GtEq
-    )
-}
-
-/// Built-in operators are allowed; `OPERATOR(schema.op)` only for `pg_catalog`.
-fn check_binary_operator(op: &BinaryOperator) -> Result<(), SqlError> {
-    let allowed = match op {
-        BinaryOperator::PGCustomBinaryOperator(parts) => {
-            matches!(parts.as_slice(), [schema, _] if schema == crate::sql::catalog::PG_CATALOG)
-        }
-        BinaryOperator::Plus
-        | BinaryOperator::Minus
-        | BinaryOperator::Multiply
-        | BinaryOperator::Divide
-        | BinaryOperator::Modulo
-        | BinaryOperator::StringConcat
-        | BinaryOperator::Gt
-        | BinaryOperator::Lt
-        | BinaryOperator::GtEq
-        | BinaryOperator::LtEq
-        | BinaryOperator::Eq
-        | BinaryOperator::NotEq
-        | BinaryOperator::And
-        | BinaryOperator::Or
-        | BinaryOperator::BitwiseOr
-        | BinaryOperator::BitwiseAnd
-        | BinaryOperator::PGBitwiseXor
-        | BinaryOperator::PGBitwiseShiftLeft
-        | BinaryOperator::PGBitwiseShiftRight
-        | BinaryOperator::PGExp
-        | BinaryOperator::PGRegexMatch
-        | BinaryOperator::PGRegexIMatch
-        | BinaryOperator::PGRegexNotMatch
-        | BinaryOperator::PGRegexNotIMatch
-        | BinaryOperator::PGLikeMatch
-        | BinaryOperator::PGILikeMatch
-        | BinaryOperator::PGNotLikeMatch
-        | BinaryOperator::PGNotILikeMatch
-        | BinaryOperator::PGStartsWith => true,
-        _ => false,
-    };
-    if allowed {
-        Ok(())
-    } else {
-        let name: String = op.to_string().chars().take(40).collect();
-        Err(SqlError::OperatorNotAllowed { name })
-    }
-}
-
-fn check_unary_operator(op: &UnaryOperator) -> Result<(), SqlError> {
-    match op {
-        UnaryOperator::Plus | UnaryOperator::Minus | UnaryOperator::Not | UnaryOperator::PGAbs => {
-            Ok(())
-        }
-        other => Err(SqlError::OperatorNotAllowed {
-            name: other.to_string(),
-        }),
     }
 }

@@ -15,8 +15,11 @@ mod call;
 mod dml;
 mod expr;
 mod from;
+mod insert;
+mod predicate;
 mod query;
 pub mod scope;
+mod select;
 
 use sqlparser::ast::Statement;
 

@@ -1,0 +1,200 @@
+//! Cost of one decision (parse + classify + resolve + authorize + masks) for
+//! a point query, a 5-table join and a ~60-line analytical query over a
+//! synthetic catalog of 200 relations.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use interlock::governance::{
+    decide, AccessProfile, AccessStatement, MaskStrategy, Policy, PolicyRule, RedactionRule,
+    SourceRole, SqlLimits,
+};
+use interlock::sql::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
+
+fn catalog() -> Catalog {
+    let mut relations = Vec::new();
+    for i in 0..200 {
+        let mut columns = vec![
+            CatalogColumn {
+                name: "id".into(),
+                data_type: "bigint".into(),
+            },
+            CatalogColumn {
+                name: "customer_id".into(),
+                data_type: "bigint".into(),
+            },
+            CatalogColumn {
+                name: "created_at".into(),
+                data_type: "timestamp".into(),
+            },
+            CatalogColumn {
+                name: "amount".into(),
+                data_type: "numeric".into(),
+            },
+            CatalogColumn {
+                name: "status".into(),
+                data_type: "text".into(),
+            },
+        ];
+        for c in 0..15 {
+            columns.push(CatalogColumn {
+                name: format!("attr_{c}"),
+                data_type: "text".into(),
+            });
+        }
+        relations.push(CatalogRelation {
+            schema: "sales".into(),
+            name: format!("t{i}"),
+            kind: RelationKind::Table,
+            columns,
+        });
+    }
+    let customer_cols = ["id", "name", "email", "region", "segment", "created_at"];
+    relations.push(CatalogRelation {
+        schema: "sales".into(),
+        name: "customers".into(),
+        kind: RelationKind::Table,
+        columns: customer_cols
+            .iter()
+            .map(|n| CatalogColumn {
+                name: n.to_string(),
+                data_type: "text".into(),
+            })
+            .collect(),
+    });
+    Catalog::new(relations, vec!["sales".into()])
+}
+
+fn profile() -> AccessProfile {
+    let statement = |s: &str| {
+        s.parse::<AccessStatement>()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    AccessProfile {
+        roles: vec![SourceRole {
+            name: "analyst".into(),
+            statements: vec![
+                statement("allow read sales.*"),
+                statement("allow write sales.t1"),
+            ],
+        }],
+        policies: vec![Policy {
+            name: "pii".into(),
+            rules: vec![
+                PolicyRule::Deny {
+                    action: interlock::governance::Action::Read,
+                    resource: "sales.customers.name"
+                        .parse()
+                        .unwrap_or_else(|e| panic!("{e}")),
+                },
+                PolicyRule::MaxRows(10_000),
+            ],
+        }],
+        redactions: vec![RedactionRule {
+            schema: "sales".into(),
+            table: "customers".into(),
+            column: "email".into(),
+            strategy: MaskStrategy::Hash,
+            allow_filter: false,
+        }],
+    }
+}
+
+const POINT: &str = "SELECT id, status, amount FROM sales.t1 WHERE id = $1";
+
+const JOIN5: &str = "SELECT a.id, b.amount, c.status, d.created_at, e.email \
+    FROM sales.t1 a JOIN sales.t2 b ON b.customer_id = a.customer_id \
+    JOIN sales.t3 c ON c.id = b.id LEFT JOIN sales.t4 d ON d.customer_id = c.customer_id \
+    JOIN sales.customers e ON e.id::bigint = a.customer_id WHERE a.status = 'open' AND b.amount > 10 \
+    ORDER BY a.id LIMIT 100";
+
+const ANALYTICAL: &str = r#"
+WITH recent AS (
+    SELECT o.id, o.customer_id, o.created_at, o.amount, o.status
+    FROM sales.t10 o
+    WHERE o.created_at >= now() - INTERVAL '90 days'
+      AND o.status IN ('paid', 'shipped', 'delivered')
+),
+returns AS (
+    SELECT r.customer_id, count(*) AS returned, sum(r.amount) AS returned_amount
+    FROM sales.t11 r
+    WHERE r.status = 'returned'
+    GROUP BY r.customer_id
+),
+per_customer AS (
+    SELECT rc.customer_id,
+           count(*) AS orders,
+           sum(rc.amount) AS revenue,
+           avg(rc.amount) AS avg_order,
+           min(rc.created_at) AS first_order,
+           max(rc.created_at) AS last_order
+    FROM recent rc
+    GROUP BY rc.customer_id
+    HAVING count(*) >= 2
+),
+ranked AS (
+    SELECT pc.customer_id,
+           pc.orders,
+           pc.revenue,
+           pc.avg_order,
+           pc.first_order,
+           pc.last_order,
+           rank() OVER (ORDER BY pc.revenue DESC) AS revenue_rank,
+           row_number() OVER (PARTITION BY date_trunc('month', pc.last_order) ORDER BY pc.orders DESC) AS month_rank,
+           lag(pc.revenue) OVER (ORDER BY pc.revenue DESC) AS prev_revenue
+    FROM per_customer pc
+)
+SELECT c.id,
+       c.email,
+       c.region,
+       c.segment,
+       rk.orders,
+       round(rk.revenue, 2) AS revenue,
+       round(rk.avg_order, 2) AS avg_order,
+       coalesce(rt.returned, 0) AS returned,
+       coalesce(rt.returned_amount, 0) AS returned_amount,
+       CASE WHEN rk.revenue_rank <= 10 THEN 'top'
+            WHEN rk.revenue_rank <= 100 THEN 'high'
+            ELSE 'other' END AS tier,
+       rk.month_rank,
+       rk.revenue - coalesce(rk.prev_revenue, rk.revenue) AS gap,
+       EXTRACT(DAY FROM rk.last_order - rk.first_order) AS active_days
+FROM ranked rk
+JOIN sales.customers c ON c.id::bigint = rk.customer_id
+LEFT JOIN returns rt ON rt.customer_id = rk.customer_id
+WHERE rk.orders > 1
+  AND c.segment <> 'internal'
+  AND EXISTS (SELECT 1 FROM sales.t12 s WHERE s.customer_id = rk.customer_id AND s.status = 'active')
+ORDER BY rk.revenue_rank, c.id
+LIMIT 500
+"#;
+
+fn bench(c: &mut Criterion) {
+    let catalog = catalog();
+    let profile = profile();
+    let limits = SqlLimits::default();
+    for (name, sql, params) in [
+        ("point_query", POINT, 1),
+        ("join_5_tables", JOIN5, 0),
+        ("analytical_60_lines", ANALYTICAL, 0),
+    ] {
+        let decision = decide(sql, params, &catalog, &profile, &limits);
+        assert!(
+            decision.allowed().is_some(),
+            "{name} refused: {:?}",
+            decision.refusal()
+        );
+        c.bench_function(name, |b| {
+            b.iter(|| {
+                decide(
+                    black_box(sql),
+                    params,
+                    black_box(&catalog),
+                    black_box(&profile),
+                    &limits,
+                )
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

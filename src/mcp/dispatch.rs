@@ -1,0 +1,172 @@
+//! `POST /mcp`, from request to decision: the order of every check lives here.
+//!
+//! 1. `Content-Type: application/json` → else 415 / -32600.
+//! 2. `Accept` lists `application/json` and `text/event-stream` → else 406 / -32600.
+//! 3. One JSON-RPC object → else 400 (-32700 invalid JSON, -32600 batch or
+//!    malformed envelope), id `null` when it could not be read.
+//! 4. The dialect ([`crate::mcp::dialect`]) → else 400 / -32022.
+//! 5. Notifications → 202 with no body (`notifications/cancelled` also asks
+//!    the caller to cancel). The ladder is not applied to notifications: the
+//!    2026-07-28 revision defines no header rules for notification POSTs and
+//!    no client can read an error answer to one.
+//! 6. Modern: the validation ladder ([`crate::mcp::ladder`]). Handshake: the
+//!    method table below, -32601 for anything else.
+//! 7. The method: answered here, or a [`ToolCall`] for the governed pipeline.
+//!
+//! The HTTP layer has already enforced Host, Origin, method and body size.
+//!
+//! Method table (contract "JSON-RPC Methods"):
+//!
+//! | method | modern | handshake |
+//! |---|---|---|
+//! | `server/discover` | yes | yes |
+//! | `initialize` | 404 / -32601 | yes |
+//! | `ping` | 404 / -32601 | yes |
+//! | `tools/list` | yes | yes |
+//! | `tools/call` | yes | yes |
+//! | `notifications/initialized`, `notifications/cancelled` | 202 | 202 |
+//! | anything else | 404 / -32601 | 200 / -32601 |
+
+use serde_json::Value;
+
+use crate::mcp::call::{self, Prepared};
+use crate::mcp::catalogue::Catalogue;
+use crate::mcp::dialect;
+use crate::mcp::envelope::{self, ServerInfo};
+use crate::mcp::error::RpcError;
+use crate::mcp::headers::{accepts_json_and_sse, content_type_is_json, Headers};
+use crate::mcp::jsonrpc::{self, Message};
+use crate::mcp::ladder;
+use crate::mcp::methods;
+use crate::mcp::outcome::invalid_arguments_reply;
+use crate::mcp::reply::{Dispatch, Reply};
+use crate::mcp::version::Dialect;
+
+/// What the HTTP layer extracted from the request: header names (lower-cased
+/// by the caller; compared case-insensitively anyway) with raw values, and the
+/// raw body.
+#[derive(Debug, Clone, Copy)]
+pub struct Inbound<'a> {
+    /// Request headers, in arrival order; repeated names appear repeatedly.
+    pub headers: &'a [(String, String)],
+    /// The request body.
+    pub body: &'a [u8],
+}
+
+/// A request method InterLock serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `server/discover`
+    Discover,
+    /// `initialize` (handshake only)
+    Initialize,
+    /// `ping` (handshake only)
+    Ping,
+    /// `tools/list`
+    ToolsList,
+    /// `tools/call`
+    ToolsCall,
+}
+
+impl Method {
+    /// The method `name` names in `dialect`, if it is served there.
+    pub fn resolve(name: &str, dialect: Dialect) -> Option<Method> {
+        let method = match name {
+            "server/discover" => Method::Discover,
+            "initialize" => Method::Initialize,
+            "ping" => Method::Ping,
+            "tools/list" => Method::ToolsList,
+            "tools/call" => Method::ToolsCall,
+            _ => return None,
+        };
+        match (dialect, method) {
+            (Dialect::Handshake(_), _) => Some(method),
+            (Dialect::Modern, Method::Initialize | Method::Ping) => None,
+            (Dialect::Modern, _) => Some(method),
+            (Dialect::Legacy, _) => None,
+        }
+    }
+}
+
+/// Decide what to do with one `POST /mcp`.
+pub fn dispatch(inbound: &Inbound<'_>, catalogue: &Catalogue, server: &ServerInfo) -> Dispatch {
+    let headers = Headers(inbound.headers);
+    if !content_type_is_json(&headers) {
+        return Dispatch::Reply(RpcError::unsupported_media_type().reply(&Value::Null, None));
+    }
+    if !accepts_json_and_sse(&headers) {
+        return Dispatch::Reply(RpcError::not_acceptable().reply(&Value::Null, None));
+    }
+    let message = match jsonrpc::parse(inbound.body) {
+        Ok(message) => message,
+        Err(rejected) => return Dispatch::Reply(rejected.error.reply(&rejected.id, None)),
+    };
+    let id = message.reply_id();
+    let dialect = match dialect::choose(&headers, &message) {
+        Ok(dialect) => dialect,
+        Err(error) => return Dispatch::Reply(error.reply(&id, None)),
+    };
+    if message.is_notification() {
+        return notification(&message);
+    }
+    let method = match dialect {
+        Dialect::Modern => ladder::climb(&headers, &message),
+        _ => Method::resolve(&message.method, dialect)
+            .ok_or_else(|| RpcError::method_not_found(&message.method)),
+    };
+    match method.and_then(|method| serve(method, &message, dialect, catalogue, server)) {
+        Ok(dispatch) => dispatch,
+        Err(error) => Dispatch::Reply(error.reply(&id, Some(dialect))),
+    }
+}
+
+/// 202 for every notification; `notifications/cancelled` with a usable
+/// `requestId` also asks the caller to cancel that request.
+fn notification(message: &Message) -> Dispatch {
+    if message.method == "notifications/cancelled" {
+        if let Some(request_id) = message
+            .params
+            .get("requestId")
+            .filter(|id| id.is_string() || id.is_number())
+        {
+            return Dispatch::Cancel {
+                request_id: request_id.clone(),
+                reply: Reply::accepted(),
+            };
+        }
+    }
+    Dispatch::Reply(Reply::accepted())
+}
+
+fn answer(message: &Message, result: Value) -> Dispatch {
+    Dispatch::Reply(Reply::json(
+        200,
+        envelope::success(&message.reply_id(), result),
+    ))
+}
+
+fn serve(
+    method: Method,
+    message: &Message,
+    dialect: Dialect,
+    catalogue: &Catalogue,
+    server: &ServerInfo,
+) -> Result<Dispatch, RpcError> {
+    let dispatch = match method {
+        Method::Initialize => answer(message, methods::initialize(dialect, server)),
+        Method::Ping => answer(message, methods::ping()),
+        Method::Discover => answer(message, methods::discover(catalogue, server)),
+        Method::ToolsList => answer(
+            message,
+            methods::tools_list(message, dialect, catalogue, server)?,
+        ),
+        Method::ToolsCall => match call::prepare(message, dialect, catalogue)? {
+            Prepared::Ready(call) => Dispatch::CallTool(call),
+            Prepared::Invalid(invalid) => {
+                let id = message.reply_id();
+                Dispatch::Reply(invalid_arguments_reply(&id, dialect, &invalid, server))
+            }
+        },
+    };
+    Ok(dispatch)
+}

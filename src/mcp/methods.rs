@@ -1,0 +1,95 @@
+//! The answers of the methods InterLock serves without running a tool:
+//! `initialize`, `ping`, `server/discover` and `tools/list`.
+//!
+//! Shapes (MCP-WIRE.md §2–3):
+//!
+//! - `initialize` and `ping` are *plain*: exactly the fields their
+//!   specification defines, no `resultType`, no `_meta` — TS and Rust clients
+//!   reject unknown keys there. `ping` is exactly `{}`.
+//! - `server/discover` and `tools/list` are *complete* results; in the modern
+//!   dialect both carry the caching hints `ttlMs` and `cacheScope: "public"`
+//!   (the catalogue is the same for every caller; authorization is decided per
+//!   call, never derived from the list). `server/discover` is defined by the
+//!   2026-07-28 revision, which requires the hints, so it carries them in
+//!   every dialect; a handshake `tools/list` keeps its pre-caching shape.
+//! - Only the `tools` capability is advertised: a client told about resources
+//!   or prompts would call methods this server answers with -32601.
+
+use serde_json::{json, Map, Value};
+
+use crate::mcp::catalogue::Catalogue;
+use crate::mcp::envelope::{self, ServerInfo};
+use crate::mcp::error::RpcError;
+use crate::mcp::jsonrpc::Message;
+use crate::mcp::pagination;
+use crate::mcp::version::{Dialect, SUPPORTED_VERSIONS};
+
+/// `capabilities`: tools only.
+fn capabilities() -> Value {
+    json!({"tools": {}})
+}
+
+/// `initialize` (handshake only): the negotiated version — already chosen by
+/// [`crate::mcp::dialect::choose`] and carried in `dialect` — the tools
+/// capability, server info and optional instructions.
+pub fn initialize(dialect: Dialect, server: &ServerInfo) -> Value {
+    let mut result = Map::new();
+    result.insert(
+        "protocolVersion".to_owned(),
+        Value::from(dialect.protocol_version()),
+    );
+    result.insert("capabilities".to_owned(), capabilities());
+    result.insert("serverInfo".to_owned(), server.implementation());
+    if let Some(instructions) = &server.instructions {
+        result.insert(
+            "instructions".to_owned(),
+            Value::from(instructions.as_str()),
+        );
+    }
+    Value::Object(result)
+}
+
+/// `ping` (handshake only): exactly `{}`.
+pub fn ping() -> Value {
+    Value::Object(Map::new())
+}
+
+/// Add the caching hints to a result under construction.
+fn cache_hints(result: &mut Map<String, Value>, catalogue: &Catalogue) {
+    result.insert("ttlMs".to_owned(), Value::from(catalogue.ttl_ms()));
+    result.insert("cacheScope".to_owned(), Value::from("public"));
+}
+
+/// `server/discover` (both dialects): supported versions, modern first.
+pub fn discover(catalogue: &Catalogue, server: &ServerInfo) -> Value {
+    let mut result = Map::new();
+    result.insert("supportedVersions".to_owned(), json!(SUPPORTED_VERSIONS));
+    result.insert("capabilities".to_owned(), capabilities());
+    if let Some(instructions) = &server.instructions {
+        result.insert(
+            "instructions".to_owned(),
+            Value::from(instructions.as_str()),
+        );
+    }
+    cache_hints(&mut result, catalogue);
+    envelope::complete(result, server)
+}
+
+/// `tools/list` (both dialects): one page of the catalogue.
+pub fn tools_list(
+    message: &Message,
+    dialect: Dialect,
+    catalogue: &Catalogue,
+    server: &ServerInfo,
+) -> Result<Value, RpcError> {
+    let page = pagination::page(catalogue, message.params.get("cursor"))?;
+    let mut result = Map::new();
+    result.insert("tools".to_owned(), Value::Array(page.tools.to_vec()));
+    if let Some(next) = page.next_cursor {
+        result.insert("nextCursor".to_owned(), Value::from(next));
+    }
+    if dialect.is_modern() {
+        cache_hints(&mut result, catalogue);
+    }
+    Ok(envelope::complete(result, server))
+}

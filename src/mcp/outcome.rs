@@ -1,0 +1,260 @@
+//! Governed tool outcomes and how each dialect renders them.
+//!
+//! The gateway's pipeline produces a typed [`ToolOutcome`]; this file is the
+//! one mapping from those decisions to the wire (contract: "Tool results for
+//! refusals and queued writes"):
+//!
+//! | outcome | modern | handshake |
+//! |---|---|---|
+//! | success | result, `isError: false` | same |
+//! | queued write | result, `isError: false`, `structuredContent.status: "queued"` | same |
+//! | refused 401/403/429 | error -32602, that HTTP status | result, `isError: true` |
+//! | not found (404) | error -32602, HTTP 404 | result, `isError: true` |
+//! | unavailable (503) | error -32603, HTTP 503 | result, `isError: true` |
+//! | failed | error -32603, HTTP 500, opaque | result, `isError: true`, opaque |
+//!
+//! A queued write is not an error because clients retry failed tool calls and
+//! the approval queue does not deduplicate: a retry would queue a second
+//! approval for one intended write. In the handshake dialect
+//! `structuredContent.status` is always a string naming the outcome class
+//! (`queued`, `unauthorized`, `forbidden`, `rate_limited`, `not_found`,
+//! `unavailable`, `failed`, `invalid_arguments`), with the equivalent HTTP
+//! status as the number `http_status`; in modern `error.data.status` is that
+//! number. Execution failures stay opaque because a raw upstream error can
+//! carry addresses the error contract forbids returning.
+
+use serde_json::{json, Map, Value};
+
+use crate::mcp::arguments::InvalidArguments;
+use crate::mcp::envelope::{self, ServerInfo};
+use crate::mcp::error::{code, RpcError};
+use crate::mcp::legacy;
+use crate::mcp::reply::{Reply, ToolCall};
+use crate::mcp::version::Dialect;
+
+/// The opaque text of every execution failure.
+pub const FAILED_TEXT: &str = "tool execution failed";
+
+/// What the governed pipeline decided for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolOutcome {
+    /// The tool ran; `text` is the JSON text of the single text content item.
+    Success {
+        /// JSON-encoded result (rows, sources, documents …).
+        text: String,
+    },
+    /// A write was held for a human approver; it has NOT run.
+    Queued {
+        /// Id to check the approval with (`interlock_approval_status`).
+        approval_id: String,
+        /// The approval's state, e.g. `pending`.
+        approval_state: String,
+        /// Human-readable explanation.
+        message: String,
+    },
+    /// Governance refused the call.
+    Refused {
+        /// 401 (no or bad key), 403 (role or policy), 429 (rate limit).
+        status: u16,
+        /// snake_case machine key naming the refusing step and rule.
+        code: String,
+        /// The decision reason, for the agent.
+        message: String,
+        /// Seconds until a retry may succeed (429).
+        retry_after_secs: Option<u64>,
+    },
+    /// No such source or asset (404).
+    NotFound {
+        /// What was not found.
+        reason: String,
+    },
+    /// The source cannot serve now: circuit open, disabled, upstream TLS
+    /// refused, audit unavailable (503).
+    Unavailable {
+        /// Which of those.
+        reason: String,
+    },
+    /// Anything else; rendered as the opaque [`FAILED_TEXT`].
+    Failed,
+}
+
+/// A complete `CallToolResult` with one text item.
+fn tool_result(
+    text: &str,
+    is_error: bool,
+    structured: Option<Value>,
+    server: &ServerInfo,
+) -> Value {
+    let mut result = Map::new();
+    result.insert(
+        "content".to_owned(),
+        json!([{"type": "text", "text": text}]),
+    );
+    if let Some(structured) = structured {
+        result.insert("structuredContent".to_owned(), structured);
+    }
+    result.insert("isError".to_owned(), Value::from(is_error));
+    envelope::complete(result, server)
+}
+
+fn result_reply(id: &Value, result: Value) -> Reply {
+    Reply::json(200, envelope::success(id, result))
+}
+
+/// The outcome class a handshake `structuredContent.status` names for a refusal.
+fn refusal_class(status: u16) -> &'static str {
+    match status {
+        401 => "unauthorized",
+        403 => "forbidden",
+        429 => "rate_limited",
+        _ => "refused",
+    }
+}
+
+/// Render `outcome` for `call` in the call's dialect.
+pub fn render_outcome(call: &ToolCall, outcome: &ToolOutcome, server: &ServerInfo) -> Reply {
+    match call.dialect {
+        Dialect::Legacy => legacy::legacy_render(outcome),
+        Dialect::Modern => render_modern(&call.id, outcome, server),
+        Dialect::Handshake(_) => render_handshake(&call.id, outcome, server),
+    }
+}
+
+fn queued(approval_id: &str, approval_state: &str, message: &str, server: &ServerInfo) -> Value {
+    let text = format!(
+        "Queued for approval: the statement was NOT executed. Do NOT retry this call — a retry \
+         would queue a second approval for the same write. approval_id: {approval_id} (state: \
+         {approval_state}); check it with interlock_approval_status. {message}"
+    );
+    let structured = json!({
+        "status": "queued",
+        "approval_id": approval_id,
+        "approval_state": approval_state,
+        "message": message,
+    });
+    tool_result(&text, false, Some(structured), server)
+}
+
+fn render_modern(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> Reply {
+    let error = match outcome {
+        ToolOutcome::Success { text } => {
+            return result_reply(id, tool_result(text, false, None, server))
+        }
+        ToolOutcome::Queued {
+            approval_id,
+            approval_state,
+            message,
+        } => return result_reply(id, queued(approval_id, approval_state, message, server)),
+        ToolOutcome::Refused {
+            status,
+            code: key,
+            message,
+            retry_after_secs,
+        } => {
+            let mut error = RpcError::governed(*status, code::INVALID_PARAMS, key, message);
+            if *status == 401 {
+                error = error.with_header("WWW-Authenticate", "Bearer");
+            }
+            if *status == 429 {
+                let seconds = retry_after_secs.unwrap_or(1);
+                if let Some(Value::Object(data)) = &mut error.data {
+                    data.insert("retry_after_secs".to_owned(), Value::from(seconds));
+                }
+                error = error.with_header("Retry-After", seconds.to_string());
+            }
+            error
+        }
+        ToolOutcome::NotFound { reason } => {
+            RpcError::governed(404, code::INVALID_PARAMS, "not_found", reason)
+        }
+        ToolOutcome::Unavailable { reason } => {
+            RpcError::governed(503, code::INTERNAL_ERROR, "unavailable", reason)
+        }
+        ToolOutcome::Failed => RpcError::governed(
+            500,
+            code::INTERNAL_ERROR,
+            "tool_execution_failed",
+            FAILED_TEXT,
+        ),
+    };
+    error.reply(id, Some(Dialect::Modern))
+}
+
+fn render_handshake(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> Reply {
+    let (text, structured) = match outcome {
+        ToolOutcome::Success { text } => {
+            return result_reply(id, tool_result(text, false, None, server))
+        }
+        ToolOutcome::Queued {
+            approval_id,
+            approval_state,
+            message,
+        } => return result_reply(id, queued(approval_id, approval_state, message, server)),
+        ToolOutcome::Refused {
+            status,
+            code: key,
+            message,
+            retry_after_secs,
+        } => {
+            let mut structured = json!({
+                "status": refusal_class(*status),
+                "http_status": status,
+                "code": key,
+                "message": message,
+            });
+            let mut text = format!("Refused ({key}): {message}");
+            if let (Some(seconds), Value::Object(map)) = (retry_after_secs, &mut structured) {
+                map.insert("retry_after_secs".to_owned(), Value::from(*seconds));
+                text.push_str(&format!(" Retry after {seconds} seconds."));
+            }
+            (text, structured)
+        }
+        ToolOutcome::NotFound { reason } => (
+            format!("Not found: {reason}"),
+            json!({"status": "not_found", "http_status": 404, "code": "not_found", "reason": reason}),
+        ),
+        ToolOutcome::Unavailable { reason } => (
+            format!("Unavailable: {reason}"),
+            json!({"status": "unavailable", "http_status": 503, "code": "unavailable", "reason": reason}),
+        ),
+        ToolOutcome::Failed => (
+            FAILED_TEXT.to_owned(),
+            json!({"status": "failed", "http_status": 500, "code": "tool_execution_failed", "message": FAILED_TEXT}),
+        ),
+    };
+    result_reply(id, tool_result(&text, true, Some(structured), server))
+}
+
+/// The answer to a `tools/call` whose arguments fail the input schema:
+/// modern → error -32602 (HTTP 400) naming the fields; handshake → a tool
+/// result with `isError: true`, so the model sees what to fix (MCP 2025-11-25
+/// classes input validation as a tool execution error).
+pub fn invalid_arguments_reply(
+    id: &Value,
+    dialect: Dialect,
+    invalid: &InvalidArguments,
+    server: &ServerInfo,
+) -> Reply {
+    let summary = invalid.summary();
+    match dialect {
+        Dialect::Modern => {
+            let mut error =
+                RpcError::governed(400, code::INVALID_PARAMS, "invalid_arguments", &summary);
+            if let Some(Value::Object(data)) = &mut error.data {
+                data.insert("errors".to_owned(), invalid.errors_json());
+            }
+            error.reply(id, Some(dialect))
+        }
+        Dialect::Handshake(_) => {
+            let structured = json!({
+                "status": "invalid_arguments",
+                "http_status": 400,
+                "code": "invalid_arguments",
+                "message": summary,
+                "errors": invalid.errors_json(),
+            });
+            result_reply(id, tool_result(&summary, true, Some(structured), server))
+        }
+        Dialect::Legacy => legacy::invalid_arguments(invalid),
+    }
+}

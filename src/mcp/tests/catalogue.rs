@@ -1,0 +1,105 @@
+//! Loading the catalogue: what the embedded file holds and what a broken one
+//! is refused for.
+
+use serde_json::{json, Value};
+
+use super::support::catalogue;
+use crate::mcp::{Catalogue, CatalogueError, ToolKind};
+
+const EMBEDDED: &str = include_str!("../../../schemas/mcp-tools-v1.json");
+
+#[test]
+fn embedded_catalogue_has_every_tool_governed_and_every_alias() {
+    let catalogue = catalogue();
+    let kinds: Vec<ToolKind> = catalogue.tools().iter().map(|tool| tool.kind).collect();
+    assert_eq!(kinds, ToolKind::ALL);
+    assert!(catalogue.tools().iter().all(|tool| tool.governed));
+    for alias in [
+        "agentgate_query",
+        "agentgate_list_sources",
+        "agentgate_describe_source",
+        "agentgate_discover",
+        "agentgate_related_documents",
+    ] {
+        assert!(catalogue.is_deprecated_alias(alias), "{alias}");
+        let target = alias.replacen("agentgate_", "interlock_", 1);
+        assert_eq!(
+            catalogue.resolve(alias).map(|tool| tool.name.clone()),
+            Some(target)
+        );
+    }
+    assert!(catalogue.resolve("agentgate_describe_access").is_none());
+    assert!(catalogue.resolve("agentgate_approval_status").is_none());
+}
+
+/// One way of breaking the document.
+type Edit = Box<dyn FnOnce(&mut Value)>;
+
+/// The embedded document with `edit` applied.
+fn edited(edit: impl FnOnce(&mut Value)) -> Result<Catalogue, CatalogueError> {
+    let mut document: Value = serde_json::from_str(EMBEDDED).expect("embedded JSON parses");
+    edit(&mut document);
+    Catalogue::from_json(&document.to_string())
+}
+
+#[test]
+fn broken_catalogues_are_refused_at_load() {
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "duplicate",
+            Box::new(|d| d["aliases"][0]["name"] = json!("interlock_query")),
+        ),
+        (
+            "unknown tool",
+            Box::new(|d| d["tools"][1]["name"] = json!("interlock_shell")),
+        ),
+        (
+            "missing tool",
+            Box::new(|d| {
+                if let Some(tools) = d["tools"].as_array_mut() {
+                    tools.pop();
+                }
+            }),
+        ),
+        (
+            "alias target",
+            Box::new(|d| d["aliases"][0]["target"] = json!("interlock_nothing")),
+        ),
+        (
+            "non-object schema",
+            Box::new(|d| d["tools"][0]["inputSchema"]["type"] = json!("array")),
+        ),
+        (
+            "invalid schema",
+            Box::new(|d| {
+                d["tools"][0]["inputSchema"]["properties"]["max_rows"]["minimum"] = json!("one")
+            }),
+        ),
+        ("malformed", Box::new(|d| d["tools"] = json!("none"))),
+    ];
+    for (label, edit) in cases {
+        let result = edited(edit);
+        let matches = matches!(
+            (&result, label),
+            (Err(CatalogueError::Duplicate(_)), "duplicate")
+                | (Err(CatalogueError::UnknownTool(_)), "unknown tool")
+                | (Err(CatalogueError::MissingTool(_)), "missing tool")
+                | (Err(CatalogueError::AliasTarget { .. }), "alias target")
+                | (
+                    Err(CatalogueError::Schema { .. }),
+                    "non-object schema" | "invalid schema"
+                )
+                | (Err(CatalogueError::Malformed(_)), "malformed")
+        );
+        assert!(matches, "{label}: {:?}", result.err());
+    }
+}
+
+#[test]
+fn settings_are_builder_style() {
+    let catalogue = catalogue()
+        .with_ttl_ms(0)
+        .with_page_size(std::num::NonZeroUsize::new(3));
+    assert_eq!(catalogue.ttl_ms(), 0);
+    assert_eq!(catalogue.page_size().map(|size| size.get()), Some(3));
+}
