@@ -47,6 +47,7 @@ pub struct ServerSettings {
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
     pub max_body_bytes: usize,
+    pub max_in_flight: usize,
     pub client_request_timeout_secs: u64,
     pub shutdown_timeout_secs: u64,
 }
@@ -208,6 +209,9 @@ impl Settings {
                 "server.max_body_bytes",
                 "must be at least 1024 bytes",
             ));
+        }
+        if self.server.max_in_flight == 0 {
+            return Err(invalid("server.max_in_flight", "must be at least 1"));
         }
         if self.server.client_request_timeout_secs == 0 {
             return Err(invalid(

@@ -2,16 +2,38 @@
 
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
+use interlock_actors::audit::{AuditConfig, AuditHandle};
+use interlock_actors::cache::CacheHandle;
+use interlock_actors::events::EventBus;
+use interlock_actors::ratelimit::RateLimitHandle;
 
 use crate::config::Settings;
 use crate::control::{self, ControlPool};
+use crate::http::inflight::InFlight;
+use crate::mcp::{Catalogue, ServerInfo};
+use crate::pipeline::identity::IdentityResolver;
+use crate::pipeline::profiles::ProfileCache;
+use crate::sources::registry::SourceRegistry;
 
-/// Shared state of a running gateway, handed to every request handler.
+/// Shared state of a running gateway, handed to every request handler and adapter.
 pub struct AppState {
     pub settings: Settings,
     pub control: ControlPool,
+    pub events: EventBus,
+    pub identities: IdentityResolver,
+    pub profiles: ProfileCache,
+    pub sources: Arc<SourceRegistry>,
+    pub rate: RateLimitHandle,
+    pub cache: CacheHandle,
+    pub audit: AuditHandle,
+    pub catalogue: Catalogue,
+    pub server_info: ServerInfo,
+    pub inflight: InFlight,
+    /// Keeps the actors' arbiter (thread) alive as long as the state.
+    _arbiter: actix::Arbiter,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +42,10 @@ pub enum StartError {
     Pool(#[from] control::pool::PoolSetupError),
     #[error("applying control database migrations failed: {0}")]
     Migrate(control::ControlError),
+    #[error("loading sources failed: {0}")]
+    Sources(control::ControlError),
+    #[error("the tool catalogue is invalid: {0}")]
+    Catalogue(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -27,6 +53,78 @@ pub enum StartError {
     },
     #[error("invalid configuration: {0}")]
     Config(#[from] crate::config::ConfigError),
+}
+
+impl AppState {
+    /// Builds the runtime: pools, actors on their own arbiter, registries. Must run inside an
+    /// actix system.
+    pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
+        let control = control::connect_pool(&settings.control)?;
+        if settings.control.migrate_on_start {
+            let applied = control::migrate::migrate(&control)
+                .await
+                .map_err(StartError::Migrate)?;
+            if !applied.is_empty() {
+                tracing::info!(?applied, "control database migrations applied");
+            }
+        }
+        let arbiter = actix::Arbiter::new();
+        let handle = arbiter.handle();
+        let events = EventBus::default();
+        let ttl = Duration::from_millis(settings.identity.cache_ttl_ms);
+        let sources = Arc::new(SourceRegistry::new(
+            control.clone(),
+            events.clone(),
+            settings.breaker.config(),
+            handle.clone(),
+            settings.catalog.max_relations,
+        ));
+        if settings.control.migrate_on_start {
+            sources.reload().await.map_err(StartError::Sources)?;
+        } else if let Err(e) = sources.reload().await {
+            tracing::warn!(error = %e, "sources could not be loaded yet");
+        }
+        let catalog_every = (settings.catalog.refresh_interval_secs > 0)
+            .then(|| Duration::from_secs(settings.catalog.refresh_interval_secs));
+        sources.spawn_upkeep(
+            Duration::from_millis(settings.sources.refresh_interval_ms),
+            catalog_every,
+        );
+        let audit = AuditHandle::start(
+            control.clone(),
+            AuditConfig {
+                max_batch: settings.audit.max_batch,
+                commit_timeout: Duration::from_millis(settings.audit.commit_timeout_ms),
+                ..AuditConfig::default()
+            },
+            &handle,
+        );
+        let catalogue = Catalogue::load().map_err(|e| StartError::Catalogue(e.to_string()))?;
+        Ok(Arc::new(AppState {
+            identities: IdentityResolver::new(control.clone(), ttl),
+            profiles: ProfileCache::new(control.clone(), ttl),
+            rate: RateLimitHandle::start(&handle, settings.rate_limit.mailbox),
+            cache: CacheHandle::start(&handle, settings.cache.max_entries),
+            audit,
+            sources,
+            events,
+            catalogue,
+            server_info: ServerInfo {
+                name: "interlock".into(),
+                version: crate::VERSION.into(),
+                instructions: Some(
+                    "InterLock governs access to company data. Start with interlock_list_sources, then \
+                     interlock_describe_access to learn what you may read. Writes are queued for human \
+                     approval and never run immediately."
+                        .into(),
+                ),
+            },
+            inflight: InFlight::default(),
+            control,
+            settings,
+            _arbiter: arbiter,
+        }))
+    }
 }
 
 /// A gateway serving HTTP. Stop it with [`Gateway::stop`]; wait for it with
@@ -39,20 +137,10 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Connects to the control database, applies migrations when configured, binds the
-    /// listener and starts serving. Must run inside an actix system (`#[actix_web::main]`,
-    /// `actix_rt::System`).
+    /// Builds the runtime, binds the listener and starts serving. Must run inside an actix
+    /// system (`#[actix_web::main]`, `actix_rt::System`).
     pub async fn start(settings: Settings) -> Result<Self, StartError> {
         let listen = settings.listen_addr()?;
-        let control = control::connect_pool(&settings.control)?;
-        if settings.control.migrate_on_start {
-            let applied = control::migrate::migrate(&control)
-                .await
-                .map_err(StartError::Migrate)?;
-            if !applied.is_empty() {
-                tracing::info!(?applied, "control database migrations applied");
-            }
-        }
         let listener = TcpListener::bind(listen).map_err(|source| StartError::Bind {
             addr: listen.to_string(),
             source,
@@ -61,7 +149,7 @@ impl Gateway {
             addr: listen.to_string(),
             source,
         })?;
-        let state = Arc::new(AppState { settings, control });
+        let state = AppState::build(settings).await?;
         let server =
             crate::http::server(state.clone(), listener).map_err(|source| StartError::Bind {
                 addr: addr.to_string(),

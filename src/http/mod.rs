@@ -1,7 +1,11 @@
 //! The only module that knows actix-web: routes, guards, request ids.
 
+mod guard;
 mod health;
+pub mod inflight;
+mod mcp_endpoint;
 pub mod request_id;
+mod sse;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -20,6 +24,13 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
     } else {
         settings.workers
     };
+    let bind = listener.local_addr()?.ip();
+    let policy = guard::EdgePolicy::new(
+        bind,
+        &settings.allowed_hosts,
+        &settings.allowed_origins,
+        settings.max_in_flight,
+    );
     let data = web::Data::from(state);
     let server = HttpServer::new(move || {
         App::new()
@@ -29,8 +40,16 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .wrap(request_id::RequestId)
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
+            .service(
+                web::resource("/mcp")
+                    .wrap(guard::EdgeGuard(policy.clone()))
+                    .route(web::post().to(mcp_endpoint::post))
+                    .route(web::get().to(mcp_endpoint::not_allowed))
+                    .route(web::delete().to(mcp_endpoint::not_allowed)),
+            )
     })
     .workers(workers)
+    .h1_allow_half_closed(false)
     .client_request_timeout(Duration::from_secs(settings.client_request_timeout_secs))
     .shutdown_timeout(settings.shutdown_timeout_secs)
     .listen(listener)?

@@ -1,9 +1,172 @@
 //! The governed call: the one place where the order of governance steps lives, plus the
 //! runtime pieces it needs (identity resolution, access profiles, catalogs, masking).
 //!
-//! The pure decision (`governance::decide`) says whether SQL may run; this module resolves
-//! who is asking, loads what governs them, runs what is allowed through the actors and the
-//! executor, masks the result and audits the call.
+//! Order (contract, "Governance And Errors"): identity resolution → source resolution →
+//! source-role authorization → policy (inside the SQL decision) → rate limit → write safety
+//! (writes are queued, never run) → execution → redaction → canonical audit.
+//!
+//! A call is split in two so adapters can answer refusals before committing to a response
+//! form: [`prepare`] runs every step up to execution and returns either a [`Prepared`] call
+//! or an already audited refusal; [`Prepared::run`] executes and audits.
 
+pub mod audit;
 pub mod catalog;
+pub mod identity;
 pub mod mask;
+pub mod outcome;
+pub mod profiles;
+mod query;
+mod sources_tool;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+pub use audit::AuditDraft;
+pub use outcome::Outcome;
+
+use crate::control::identities::Identity;
+use crate::mcp::ToolKind;
+use crate::AppState;
+
+/// Who is calling, through what, and how to cancel it.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub request_id: String,
+    /// `mcp`, `mcp-legacy`, `proxy`, `stdio`.
+    pub adapter: &'static str,
+    pub dialect: Option<String>,
+    pub bearer: Option<String>,
+    pub cancel: CancellationToken,
+}
+
+/// A call that passed every step before execution.
+pub struct Prepared {
+    draft: AuditDraft,
+    work: Work,
+}
+
+enum Work {
+    Done(Outcome),
+    Read(Box<query::ReadPlan>),
+    Write(Box<query::WritePlan>),
+}
+
+impl Prepared {
+    /// Executes (reads), queues (writes) or returns the prepared answer; then audits.
+    pub async fn run(self, state: &AppState, cancel: &CancellationToken) -> Outcome {
+        let mut draft = self.draft;
+        let outcome = match self.work {
+            Work::Done(o) => o,
+            Work::Read(plan) => query::run_read(state, &mut draft, *plan, cancel).await,
+            Work::Write(plan) => query::run_write(state, &mut draft, *plan).await,
+        };
+        audit::finish(state, draft, outcome).await
+    }
+}
+
+/// Runs a whole call: prepare, then run.
+pub async fn call(
+    state: &AppState,
+    ctx: &CallContext,
+    tool: ToolKind,
+    args: &Map<String, Value>,
+) -> Outcome {
+    match prepare(state, ctx, tool, args).await {
+        Ok(p) => p.run(state, &ctx.cancel).await,
+        Err(o) => o,
+    }
+}
+
+/// Every step up to execution. `Err` carries an outcome that is already audited.
+pub async fn prepare(
+    state: &AppState,
+    ctx: &CallContext,
+    tool: ToolKind,
+    args: &Map<String, Value>,
+) -> Result<Prepared, Outcome> {
+    let mut draft = AuditDraft::new(
+        &ctx.request_id,
+        ctx.adapter,
+        ctx.dialect.clone(),
+        tool.name(),
+    );
+    let identity = match resolve_identity(state, ctx, &mut draft).await {
+        Ok(i) => i,
+        Err(o) => return Err(audit::finish(state, draft, o).await),
+    };
+    draft.identity = Some((identity.id, identity.name.clone()));
+    if !state.audit.is_healthy() {
+        draft.refused(
+            "audit",
+            "audit_unavailable",
+            "audit writer",
+            "audit unavailable",
+        );
+        let o = Outcome::Unavailable {
+            reason: "audit unavailable".into(),
+        };
+        return Err(audit::finish(state, draft, o).await);
+    }
+    let work = match tool {
+        ToolKind::Query => query::prepare(state, &mut draft, &identity, args).await,
+        ToolKind::ListSources => sources_tool::list_sources(state, &mut draft, &identity).await,
+        other => Err(not_available_yet(other)),
+    };
+    match work {
+        Ok(work) => Ok(Prepared { draft, work }),
+        Err(o) => Err(audit::finish(state, draft, o).await),
+    }
+}
+
+/// Tools of the catalogue whose implementation is not part of this build answer as
+/// unavailable (never as a success with made-up data).
+fn not_available_yet(tool: ToolKind) -> Outcome {
+    Outcome::Unavailable {
+        reason: format!("{} is not available on this gateway yet", tool.name()),
+    }
+}
+
+async fn resolve_identity(
+    state: &AppState,
+    ctx: &CallContext,
+    draft: &mut AuditDraft,
+) -> Result<Arc<Identity>, Outcome> {
+    let Some(key) = ctx.bearer.as_deref() else {
+        draft.refused(
+            "identity",
+            "unauthenticated",
+            "bearer key required",
+            "no API key",
+        );
+        return Err(Outcome::refused(
+            401,
+            "unauthenticated",
+            "This tool needs an API key: send Authorization: Bearer <agent-api-key>.",
+        ));
+    };
+    match state.identities.resolve(key).await {
+        Ok(Some(identity)) => Ok(identity),
+        Ok(None) => {
+            draft.refused(
+                "identity",
+                "unauthenticated",
+                "unknown or revoked key",
+                "key not recognised",
+            );
+            Err(Outcome::refused(
+                401,
+                "unauthenticated",
+                "The API key is not recognised or was revoked; ask an operator for a valid key.",
+            ))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "identity lookup failed");
+            draft.error = Some("identity lookup failed: control database unavailable".into());
+            Err(Outcome::Unavailable {
+                reason: "control database unavailable".into(),
+            })
+        }
+    }
+}

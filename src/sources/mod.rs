@@ -1,3 +1,4 @@
 //! Connectors to registered sources.
 
 pub mod postgres;
+pub mod registry;

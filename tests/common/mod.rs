@@ -5,7 +5,9 @@
 //! when the test binary exits, through an `atexit` hook: Rust never drops statics.
 #![allow(dead_code)]
 
+pub mod env;
 pub mod http;
+pub mod mcp;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

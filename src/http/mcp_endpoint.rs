@@ -1,0 +1,133 @@
+//! `POST /mcp`: the canonical Streamable HTTP endpoint (both protocol eras), plus 405 for
+//! GET and DELETE.
+//!
+//! The protocol layer (`crate::mcp`) decides everything about the message; this adapter
+//! turns HTTP into its input and its replies into HTTP. `tools/call` runs every governance
+//! step up to execution first, so refusals answer as plain JSON with their real HTTP status
+//! (clients read error bodies only from JSON responses); allowed calls then answer on a
+//! request-scoped SSE stream whose closing cancels the work.
+
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::request_id::RequestIdValue;
+use super::sse::{event, SseBody};
+use crate::mcp::{self, Dispatch, Inbound, Reply, ToolCall};
+use crate::pipeline::{self, identity::bearer, CallContext};
+use crate::AppState;
+
+/// Seconds between SSE keep-alive comments (also how fast a vanished client is noticed).
+const KEEPALIVE: Duration = Duration::from_secs(1);
+
+pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -> HttpResponse {
+    let headers: Vec<(String, String)> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                String::from_utf8_lossy(v.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    let inbound = Inbound {
+        headers: &headers,
+        body: &body,
+    };
+    let auth = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    let bearer_key = bearer(auth).map(str::to_string);
+    match mcp::dispatch(&inbound, &state.catalogue, &state.server_info) {
+        Dispatch::Reply(reply) => to_http(reply),
+        Dispatch::Cancel { request_id, reply } => {
+            let cancelled = state.inflight.cancel(bearer_key.as_deref(), &request_id);
+            tracing::info!(request = %request_id, cancelled, "notifications/cancelled");
+            to_http(reply)
+        }
+        Dispatch::CallTool(call) => {
+            let request_id = req
+                .extensions()
+                .get::<RequestIdValue>()
+                .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone());
+            tool_call(state.into_inner(), call, request_id, bearer_key, "mcp").await
+        }
+    }
+}
+
+/// Runs a tool call: refusals as JSON, everything else on an SSE stream.
+pub async fn tool_call(
+    state: std::sync::Arc<AppState>,
+    call: ToolCall,
+    request_id: String,
+    bearer_key: Option<String>,
+    adapter: &'static str,
+) -> HttpResponse {
+    let token = CancellationToken::new();
+    let registration = state
+        .inflight
+        .register(bearer_key.as_deref(), &call.id, token.clone());
+    let ctx = CallContext {
+        request_id,
+        adapter,
+        dialect: Some(call.dialect.protocol_version().to_string()),
+        bearer: bearer_key,
+        cancel: token.clone(),
+    };
+    let prepared = match pipeline::prepare(&state, &ctx, call.tool.kind, &call.arguments).await {
+        Ok(p) => p,
+        Err(outcome) => {
+            let reply = mcp::render_outcome(&call, &outcome.to_tool_outcome(), &state.server_info);
+            return to_http(reply);
+        }
+    };
+    let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
+    let st = state.clone();
+    actix_rt::spawn(async move {
+        let _registration = registration;
+        if let Some(t) = &call.progress_token {
+            let _ = tx
+                .send(event(&mcp::progress_notification(t, 0.0, Some("running"))))
+                .await;
+        }
+        let outcome = prepared.run(&st, &token).await;
+        let reply = mcp::render_outcome(&call, &outcome.to_tool_outcome(), &st.server_info);
+        if let Some(body) = reply.body {
+            let _ = tx.send(event(&body)).await;
+        }
+    });
+    HttpResponse::Ok()
+        .insert_header(("Content-Type", "text/event-stream"))
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(body)
+}
+
+/// A protocol reply as HTTP: JSON body, or empty (202/405).
+pub fn to_http(reply: Reply) -> HttpResponse {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut res = HttpResponse::build(status);
+    for (k, v) in &reply.headers {
+        res.insert_header((k.as_str(), v.as_str()));
+    }
+    match reply.body {
+        Some(body) => res.content_type("application/json").body(body_bytes(&body)),
+        None => res.finish(),
+    }
+}
+
+fn body_bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).unwrap_or_default()
+}
+
+/// GET and DELETE: no standalone stream, no sessions.
+pub async fn not_allowed() -> HttpResponse {
+    HttpResponse::MethodNotAllowed()
+        .insert_header(("Allow", "POST"))
+        .finish()
+}

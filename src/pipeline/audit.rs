@@ -1,0 +1,143 @@
+//! Building the canonical audit record of a call as it moves through the pipeline, and
+//! releasing the outcome only once the record is durable.
+
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use interlock_actors::audit::AuditRecord;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use super::outcome::Outcome;
+use crate::AppState;
+
+/// Longest statement text kept in an audit record (refused input can be long).
+const MAX_AUDITED_SQL: usize = 16 * 1024;
+
+/// What is known about a call so far.
+#[derive(Debug, Clone)]
+pub struct AuditDraft {
+    started: Instant,
+    at: DateTime<Utc>,
+    pub request_id: String,
+    pub adapter: &'static str,
+    pub dialect: Option<String>,
+    pub tool: String,
+    pub identity: Option<(Uuid, String)>,
+    pub source: Option<String>,
+    pub action: Option<&'static str>,
+    pub statement: Option<String>,
+    pub fingerprint: Option<String>,
+    pub decision: Value,
+    pub row_count: Option<i64>,
+    pub cache_hit: bool,
+    pub approval_id: Option<Uuid>,
+    /// Detail of a failure, for the record only (never sent to the caller).
+    pub error: Option<String>,
+}
+
+impl AuditDraft {
+    pub fn new(
+        request_id: &str,
+        adapter: &'static str,
+        dialect: Option<String>,
+        tool: &str,
+    ) -> Self {
+        Self {
+            started: Instant::now(),
+            at: Utc::now(),
+            request_id: request_id.to_string(),
+            adapter,
+            dialect,
+            tool: tool.to_string(),
+            identity: None,
+            source: None,
+            action: None,
+            statement: None,
+            fingerprint: None,
+            decision: json!({"verdict": "pending"}),
+            row_count: None,
+            cache_hit: false,
+            approval_id: None,
+            error: None,
+        }
+    }
+
+    /// Records the statement (capped) and its fingerprint.
+    pub fn statement(&mut self, sql: &str) {
+        let mut s = sql.to_string();
+        if s.len() > MAX_AUDITED_SQL {
+            let mut cut = MAX_AUDITED_SQL;
+            while !s.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            s.truncate(cut);
+        }
+        self.fingerprint = Some(fingerprint(sql));
+        self.statement = Some(s);
+    }
+
+    /// Records a refusal by a named step and rule.
+    pub fn refused(&mut self, step: &str, code: &str, rule: &str, reason: &str) {
+        self.decision = json!({"verdict": "refuse", "step": step, "code": code, "rule": rule, "reason": reason});
+    }
+
+    pub fn allowed(&mut self, class: &str, rules: &[String]) {
+        self.decision = json!({"verdict": "allow", "class": class, "rules": rules});
+    }
+
+    fn into_record(self, outcome: &Outcome) -> AuditRecord {
+        let mut decision = self.decision;
+        if let (Some(e), Value::Object(m)) = (&self.error, &mut decision) {
+            m.insert("error".into(), Value::String(e.clone()));
+        }
+        AuditRecord {
+            at: self.at,
+            request_id: self.request_id,
+            identity_id: self.identity.as_ref().map(|i| i.0),
+            identity: self.identity.map(|i| i.1),
+            adapter: self.adapter.to_string(),
+            dialect: self.dialect,
+            tool: self.tool,
+            source_id: self.source,
+            action: self.action.map(str::to_string),
+            statement: self.statement,
+            fingerprint: self.fingerprint,
+            decision,
+            outcome: outcome.audit_outcome(),
+            row_count: self.row_count,
+            duration_us: i64::try_from(self.started.elapsed().as_micros()).unwrap_or(i64::MAX),
+            cache_hit: self.cache_hit,
+            approval_id: self.approval_id,
+        }
+    }
+}
+
+/// SHA-256 of the statement text, hex, first 32 characters.
+pub fn fingerprint(sql: &str) -> String {
+    let mut h = hex::encode(Sha256::digest(sql.as_bytes()));
+    h.truncate(32);
+    h
+}
+
+/// Appends the record and waits until it is durable. If the audit path cannot take it, the
+/// caller gets `unavailable: audit unavailable` instead of the outcome.
+pub async fn finish(state: &AppState, draft: AuditDraft, outcome: Outcome) -> Outcome {
+    let tool = draft.tool.clone();
+    let adapter = draft.adapter;
+    let record = draft.into_record(&outcome);
+    metrics::counter!("interlock_calls_total", "tool" => tool, "outcome" => record.outcome.as_str(), "adapter" => adapter)
+        .increment(1);
+    metrics::histogram!("interlock_call_seconds", "adapter" => adapter)
+        .record(record.duration_us as f64 / 1_000_000.0);
+    match state.audit.append(record).await {
+        Ok(_) => outcome,
+        Err(e) => {
+            tracing::error!(error = %e, "audit record not durable; refusing the call's result");
+            Outcome::Unavailable {
+                reason: "audit unavailable".into(),
+            }
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! `interlock_query`: source → role → SQL decision (policy inside) → rate limit → write
+//! safety → cache → breaker → execution → redaction.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use interlock_actors::breaker::CallOutcome;
+use interlock_actors::cache::{cache_key, CacheKeyParts, CachedResult};
+use interlock_actors::ratelimit::{Quota, RateRequest};
+use serde_json::{json, Map, Value};
+
+use super::audit::{fingerprint, AuditDraft};
+use super::outcome::Outcome;
+use super::profiles::LoadedProfile;
+use super::{mask, Work};
+use crate::control::approvals::{enqueue, NewApproval};
+use crate::control::identities::Identity;
+use crate::control::sources::SourceKind;
+use crate::governance::{decide, Allowed, AllowedClass, SqlLimits};
+use crate::sources::postgres::execute::{self, ExecError, Limits, TextParam, Truncation};
+use crate::sources::postgres::pool::Purpose;
+use crate::sources::registry::SourceRuntime;
+use crate::AppState;
+
+pub struct ReadPlan {
+    rt: Arc<SourceRuntime>,
+    allowed: Box<Allowed>,
+    params: Vec<Value>,
+    max_rows: u64,
+    profile: Arc<LoadedProfile>,
+}
+
+pub struct WritePlan {
+    rt: Arc<SourceRuntime>,
+    allowed: Box<Allowed>,
+    requester: uuid::Uuid,
+}
+
+/// Looks up the source and the caller's profile on it: the first three governance steps
+/// shared by every source-scoped tool.
+pub async fn source_and_profile(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    identity: &Identity,
+    source_id: &str,
+) -> Result<(Arc<SourceRuntime>, Arc<LoadedProfile>), Outcome> {
+    draft.source = Some(source_id.to_string());
+    let Some(rt) = state.sources.get(source_id) else {
+        draft.refused(
+            "source",
+            "unknown_source",
+            "source registry",
+            "no such source",
+        );
+        return Err(Outcome::NotFound {
+            reason: format!(
+                "no source with id {source_id:?} is registered; interlock_list_sources lists yours"
+            ),
+        });
+    };
+    let profile = match state.profiles.get(identity.id, source_id).await {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            draft.refused(
+                "source_role",
+                "no_grant",
+                "no role granted",
+                "no grant on source",
+            );
+            return Err(Outcome::refused(
+                403,
+                "no_grant",
+                format!("You hold no role on source {source_id:?}; ask an operator to grant one."),
+            ));
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "loading the access profile failed");
+            draft.error = Some("profile lookup failed".into());
+            return Err(Outcome::Unavailable {
+                reason: "control database unavailable".into(),
+            });
+        }
+    };
+    if !rt.source.enabled {
+        draft.refused(
+            "source",
+            "source_disabled",
+            "source disabled by an operator",
+            "disabled",
+        );
+        return Err(Outcome::Unavailable {
+            reason: "source disabled".into(),
+        });
+    }
+    Ok((rt, profile))
+}
+
+/// Checks the caller's rate budgets.
+pub async fn rate_limit(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    identity: &Identity,
+    source: Option<&str>,
+    write: bool,
+) -> Result<(), Outcome> {
+    let s = &state.settings.rate_limit;
+    let quota = identity.rate.map_or(
+        Quota {
+            per_second: s.default_per_second,
+            burst: s.default_burst,
+        },
+        |r| Quota {
+            per_second: r.per_second,
+            burst: r.burst,
+        },
+    );
+    let request = RateRequest {
+        identity: identity.id,
+        source: source.map(str::to_string),
+        write,
+        quota,
+        write_quota: Quota {
+            per_second: s.write_per_second,
+            burst: s.write_burst,
+        },
+    };
+    match state.rate.check(request).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(limited)) => {
+            let secs = limited.retry_after.as_secs_f64().max(0.001);
+            draft.refused(
+                "rate_limit",
+                "rate_limited",
+                limited.scope,
+                "rate limit reached",
+            );
+            Err(Outcome::Refused {
+                status: 429,
+                code: "rate_limited".into(),
+                message: format!(
+                    "Rate limit of your {} budget reached; retry after {secs:.3} s.",
+                    limited.scope
+                ),
+                retry_after: Some(Duration::from_secs_f64(secs)),
+            })
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "rate limiter overloaded");
+            draft.error = Some(e.to_string());
+            Err(Outcome::Unavailable {
+                reason: "gateway overloaded".into(),
+            })
+        }
+    }
+}
+
+pub async fn prepare(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    identity: &Identity,
+    args: &Map<String, Value>,
+) -> Result<Work, Outcome> {
+    let source_id = args
+        .get("source_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let sql = args.get("sql").and_then(Value::as_str).unwrap_or_default();
+    let params: Vec<Value> = args
+        .get("params")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    draft.statement(sql);
+    let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
+    if rt.source.kind != SourceKind::Postgres {
+        draft.refused(
+            "source",
+            "not_a_sql_source",
+            "source kind",
+            "document source",
+        );
+        return Err(Outcome::refused(
+            403,
+            "not_a_sql_source",
+            format!(
+                "Source {source_id:?} is a document collection; search it with interlock_discover."
+            ),
+        ));
+    }
+    let catalog = match state.sources.catalog(&rt).await {
+        Ok(c) => c,
+        Err(e) => {
+            draft.error = Some(format!("catalog: {e}"));
+            return Err(Outcome::Unavailable {
+                reason: "source catalog unavailable: the source could not be scanned".into(),
+            });
+        }
+    };
+    let limits = SqlLimits {
+        max_sql_bytes: state.settings.sql.max_sql_bytes,
+    };
+    let decision = decide(
+        sql,
+        params.len(),
+        &catalog.catalog,
+        &profile.profile,
+        &limits,
+    );
+    let allowed = match decision.verdict {
+        crate::governance::Verdict::Refused(r) => {
+            let step = serde_json::to_value(r.step).ok();
+            let step = step.as_ref().and_then(Value::as_str).unwrap_or("sql");
+            draft.refused(step, r.code, &r.rule, &r.reason);
+            return Err(Outcome::refused(403, r.code, r.reason));
+        }
+        crate::governance::Verdict::Allowed(a) => a,
+    };
+    let write = allowed.class == AllowedClass::Write;
+    draft.action = Some(if write { "write" } else { "read" });
+    draft.statement = Some(allowed.statement.clone());
+    draft.fingerprint = Some(fingerprint(&allowed.statement));
+    draft.allowed(
+        if write { "write" } else { "read" },
+        &allowed.deciding_rules,
+    );
+    rate_limit(state, draft, identity, Some(source_id), write).await?;
+    if write {
+        return Ok(Work::Write(Box::new(WritePlan {
+            rt,
+            allowed,
+            requester: identity.id,
+        })));
+    }
+    let requested = args
+        .get("max_rows")
+        .and_then(Value::as_u64)
+        .unwrap_or(u64::MAX);
+    let max_rows = u64::from(rt.source.max_rows)
+        .min(allowed.row_cap.unwrap_or(u64::MAX))
+        .min(requested)
+        .max(1);
+    Ok(Work::Read(Box::new(ReadPlan {
+        rt,
+        allowed,
+        params,
+        max_rows,
+        profile,
+    })))
+}
+
+pub async fn run_write(state: &AppState, draft: &mut AuditDraft, plan: WritePlan) -> Outcome {
+    let a = &plan.allowed;
+    let touches = json!({
+        "action": "write",
+        "tables_written": a.tables_written.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        "columns_written": a.columns_written.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+        "tables_read": a.tables_read.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+    });
+    let new = NewApproval {
+        source_id: plan.rt.source.id.clone(),
+        requester_id: plan.requester,
+        statement: a.statement.clone(),
+        fingerprint: fingerprint(&a.statement),
+        touches,
+        approvals_required: a.approvals_required.max(plan.rt.source.approvals_required),
+        ttl_secs: plan.rt.source.approval_ttl_secs,
+    };
+    match enqueue(&state.control, &new).await {
+        Ok((id, _expires)) => {
+            draft.approval_id = Some(id);
+            Outcome::Queued {
+                approval_id: id,
+                state: "pending".into(),
+            }
+        }
+        Err(e) => {
+            draft.error = Some(format!("enqueue: {e}"));
+            Outcome::Unavailable {
+                reason: "approval queue unavailable".into(),
+            }
+        }
+    }
+}
+
+pub async fn run_read(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    plan: ReadPlan,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Outcome {
+    let rt = &plan.rt;
+    let a = &plan.allowed;
+    let ttl = Duration::from_millis(u64::from(rt.source.cache_ttl_ms));
+    let cacheable = !a.non_deterministic && !ttl.is_zero();
+    let tables: Vec<(String, String)> = a
+        .tables_read
+        .iter()
+        .map(|t| (t.schema.clone(), t.name.clone()))
+        .collect();
+    let key = cache_key(&CacheKeyParts {
+        source: &rt.source.id,
+        statement: &a.statement,
+        params: &plan.params,
+        profile: &plan.profile.fingerprint,
+        max_rows: plan.max_rows,
+    });
+    if cacheable {
+        if let Some(hit) = state.cache.get(&key).await {
+            draft.cache_hit = true;
+            draft.row_count = i64::try_from(hit.row_count).ok();
+            return rows_outcome(&hit.payload);
+        }
+    }
+    let Some(pools) = rt.pools.as_ref() else {
+        draft.error = rt.pool_error.clone();
+        let reason = match &rt.pool_error {
+            Some(e) if e.contains("TLS") || e.contains("CA file") => "upstream TLS refused",
+            _ => "source connection settings are unusable",
+        };
+        return Outcome::Unavailable {
+            reason: reason.into(),
+        };
+    };
+    let permit = match rt.breaker.admit().await {
+        Ok(p) => p,
+        Err(_) => {
+            return Outcome::Unavailable {
+                reason: "circuit open".into(),
+            }
+        }
+    };
+    let seen = state.cache.generations(&rt.source.id, &tables);
+    let params: Vec<TextParam> = plan.params.iter().map(TextParam::from_json).collect();
+    let limits = Limits {
+        max_rows: plan.max_rows,
+        max_bytes: rt.source.max_bytes,
+    };
+    let result = execute::run(pools, Purpose::Read, &a.statement, &params, limits, cancel).await;
+    let breaker_outcome = match &result {
+        Ok(_) => CallOutcome::Answered,
+        Err(e) if e.is_upstream_failure() => CallOutcome::UpstreamFailure(e.to_string()),
+        Err(ExecError::Cancelled) => CallOutcome::NotAttempted,
+        Err(_) => CallOutcome::Answered,
+    };
+    rt.breaker.record(permit, breaker_outcome).await;
+    let mut rows = match result {
+        Ok(rows) => rows,
+        Err(e) => return exec_failure(draft, e),
+    };
+    if let Err(e) = mask::apply_masks(&mut rows, &a.output_columns, &rt.source.mask_key) {
+        tracing::warn!(source = %rt.source.id, error = %e, "result width differs from the decision; refreshing the catalog");
+        draft.error = Some(e.to_string());
+        let registry = state.sources.clone();
+        registry.spawn_catalog_refresh(rt.source.id.clone());
+        return Outcome::Failed;
+    }
+    let objects = rows.objects();
+    draft.row_count = i64::try_from(objects.len()).ok();
+    let payload = json!({"rows": objects, "truncated": rows.truncated});
+    if cacheable {
+        let value = CachedResult {
+            source: rt.source.id.clone(),
+            tables,
+            payload: Arc::new(payload.clone()),
+            row_count: objects.len() as u64,
+            ttl,
+        };
+        state.cache.insert(key, value, &seen).await;
+    }
+    Outcome::Rows {
+        rows: objects,
+        truncated: rows.truncated,
+    }
+}
+
+fn rows_outcome(payload: &Value) -> Outcome {
+    let rows = payload
+        .get("rows")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let truncated = match payload.get("truncated").and_then(Value::as_str) {
+        Some("row_limit") => Some(Truncation::RowLimit),
+        Some("byte_limit") => Some(Truncation::ByteLimit),
+        _ => None,
+    };
+    Outcome::Rows { rows, truncated }
+}
+
+fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
+    draft.error = Some(e.to_string());
+    match e {
+        ExecError::Cancelled => Outcome::Cancelled,
+        ExecError::TlsRefused => Outcome::Unavailable {
+            reason: "upstream TLS refused".into(),
+        },
+        other => {
+            tracing::info!(error = %other, "governed read failed");
+            Outcome::Failed
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! `interlock_list_sources`: the active sources the caller holds a grant on, keyed by id.
+
+use serde_json::{json, Map, Value};
+
+use super::audit::AuditDraft;
+use super::outcome::Outcome;
+use super::query::rate_limit;
+use super::Work;
+use crate::control::identities::Identity;
+use crate::AppState;
+
+pub async fn list_sources(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    identity: &Identity,
+) -> Result<Work, Outcome> {
+    rate_limit(state, draft, identity, None, false).await?;
+    let mut out = Map::new();
+    for rt in state.sources.all() {
+        if !rt.source.enabled {
+            continue;
+        }
+        match state.profiles.get(identity.id, &rt.source.id).await {
+            Ok(Some(_)) => {
+                out.insert(
+                    rt.source.id.clone(),
+                    json!({
+                        "type": rt.source.kind.as_str(),
+                        "description": rt.source.description,
+                    }),
+                );
+            }
+            Ok(None) => {}
+            Err(e) => {
+                draft.error = Some(format!("profile lookup: {e}"));
+                return Err(Outcome::Unavailable {
+                    reason: "control database unavailable".into(),
+                });
+            }
+        }
+    }
+    draft.allowed("list", &[]);
+    draft.row_count = i64::try_from(out.len()).ok();
+    Ok(Work::Done(Outcome::Json(Value::Object(out))))
+}

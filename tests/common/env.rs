@@ -1,0 +1,132 @@
+//! A demo environment on the shared cluster: a fresh control database, a fresh copy of the
+//! demo `shop` database registered as source `shop`, the demo access file applied through
+//! the operator code path, and keys for the demo identities.
+
+use interlock::control::{self, keys, policy_file, sources};
+use interlock::Settings;
+
+use super::{admin, cluster, fresh_control_db, fresh_database, settings_for, TestGateway};
+
+pub struct DemoEnv {
+    pub gateway: TestGateway,
+    pub control_db: String,
+    pub shop_db: String,
+    pub agent_key: String,
+    pub approver_key: String,
+    pub operator_key: String,
+    pub pool: control::ControlPool,
+}
+
+/// Settings tuned for tests: fast reloads, a short identity cache.
+pub fn test_settings(control_db: &str) -> Settings {
+    let mut s = settings_for(control_db);
+    s.identity.cache_ttl_ms = 300;
+    s.sources.refresh_interval_ms = 200;
+    s
+}
+
+pub async fn demo_env() -> DemoEnv {
+    demo_env_with(|_| {}, |_| {}).await
+}
+
+/// As [`demo_env`], letting the test adjust the settings and the source registration.
+pub async fn demo_env_with(
+    adjust: impl FnOnce(&mut Settings),
+    adjust_source: impl FnOnce(&mut sources::NewSource),
+) -> DemoEnv {
+    let control_db = fresh_control_db().await;
+    let shop_db = fresh_database("shop").await;
+    admin(&shop_db)
+        .await
+        .batch_execute(interlock::demo::SHOP_SQL)
+        .await
+        .expect("load demo data");
+    let mut settings = test_settings(&control_db);
+    adjust(&mut settings);
+    let pool = control::connect_pool(&settings.control).expect("pool");
+    let info = cluster();
+    let mut new = sources::NewSource {
+        id: "shop".into(),
+        description: "test shop".into(),
+        host: Some("127.0.0.1".into()),
+        port: Some(info.port),
+        dbname: Some(shop_db.clone()),
+        user: Some(interlock::pgcluster::SUPERUSER.into()),
+        password_file: Some(info.password_file.to_string_lossy().into_owned()),
+        search_path: Some(vec!["public".into()]),
+        cache_ttl_ms: Some(0),
+        ..Default::default()
+    };
+    adjust_source(&mut new);
+    sources::add_source(&pool, &new)
+        .await
+        .expect("register shop");
+    policy_file::apply(
+        &pool,
+        &policy_file::AccessFile::parse(interlock::demo::ACCESS_TOML).expect("parse"),
+    )
+    .await
+    .expect("apply demo access");
+    let agent_key = keys::create_key(&pool, "demo-agent", "test")
+        .await
+        .expect("key")
+        .key;
+    let approver_key = keys::create_key(&pool, "demo-approver", "test")
+        .await
+        .expect("key")
+        .key;
+    let operator_key = keys::create_key(&pool, "demo-operator", "test")
+        .await
+        .expect("key")
+        .key;
+    let gateway = TestGateway::start(settings);
+    DemoEnv {
+        gateway,
+        control_db,
+        shop_db,
+        agent_key,
+        approver_key,
+        operator_key,
+        pool,
+    }
+}
+
+impl DemoEnv {
+    /// Mints a key for a new agent identity with the given rate (e.g. "2/s") and no grants.
+    pub async fn new_agent(&self, name: &str, rate: Option<&str>) -> String {
+        let rate = rate.map(|r| r.parse().expect("rate"));
+        control::identities::ensure_identity(
+            &self.pool,
+            name,
+            control::identities::IdentityKind::Agent,
+            rate,
+        )
+        .await
+        .expect("identity");
+        keys::create_key(&self.pool, name, "test")
+            .await
+            .expect("key")
+            .key
+    }
+
+    /// Grants the demo `analyst` role on shop to `name`.
+    pub async fn grant_analyst(&self, name: &str) {
+        let client = self.pool.get().await.expect("client");
+        control::roles::grant_role(&client, name, "shop", "analyst")
+            .await
+            .expect("grant");
+    }
+
+    /// The last audit record, as JSON.
+    pub async fn last_audit(&self) -> serde_json::Value {
+        let row = admin(&self.control_db)
+            .await
+            .query_one(
+                "SELECT to_jsonb(a) - 'prev_hash' - 'hash' FROM audit_records a ORDER BY seq DESC LIMIT 1",
+                &[],
+            )
+            .await
+            .expect("audit record");
+        row.get(0)
+    }
+}
