@@ -59,6 +59,15 @@ pub enum Command {
     /// Apply access files (identities, roles, grants, approvers, policies, redactions).
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Inspect the tamper-evident audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Recompute the hash chain; exits non-zero at the first altered, missing or reordered record.
+    Verify,
 }
 
 #[derive(Debug, Args)]
@@ -204,5 +213,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys(cmd) => admin::keys(&settings, cmd).await,
         Command::Sources(cmd) => admin::sources(&settings, cmd).await,
         Command::Policy(cmd) => admin::policy(&settings, cmd).await,
+        Command::Audit(AuditCommand::Verify) => admin::audit_verify(&settings).await,
     }
 }

@@ -4,6 +4,7 @@
 //! goes through these functions, so there is one implementation of each.
 
 pub mod approvals;
+pub mod audit;
 pub mod catalog;
 pub mod identities;
 pub mod keys;

@@ -3,7 +3,9 @@
 mod guard;
 mod health;
 pub mod inflight;
+mod legacy;
 mod mcp_endpoint;
+mod proxy;
 pub mod request_id;
 mod sse;
 
@@ -32,9 +34,11 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
         settings.max_in_flight,
     );
     let data = web::Data::from(state);
+    let sessions = web::Data::new(legacy::LegacySessions::default());
     let server = HttpServer::new(move || {
         App::new()
             .app_data(data.clone())
+            .app_data(sessions.clone())
             .app_data(web::JsonConfig::default().limit(settings.max_body_bytes))
             .app_data(web::PayloadConfig::new(settings.max_body_bytes))
             .wrap(request_id::RequestId)
@@ -46,6 +50,21 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
                     .route(web::post().to(mcp_endpoint::post))
                     .route(web::get().to(mcp_endpoint::not_allowed))
                     .route(web::delete().to(mcp_endpoint::not_allowed)),
+            )
+            .service(
+                web::scope("/mcp")
+                    .wrap(guard::EdgeGuard(policy.clone()))
+                    .route("/tools/list", web::get().to(legacy::tools_list))
+                    .route("/tools/list", web::post().to(legacy::tools_list))
+                    .route("/tools/call", web::post().to(legacy::tools_call))
+                    .route("/sse", web::get().to(legacy::sse_open))
+                    .route("/messages", web::post().to(legacy::sse_message)),
+            )
+            .service(
+                web::scope("/v1")
+                    .wrap(guard::EdgeGuard(policy.clone()))
+                    .route("/sources", web::get().to(proxy::list_sources))
+                    .route("/sources/{id}/query", web::post().to(proxy::query)),
             )
     })
     .workers(workers)

@@ -30,7 +30,7 @@ pub const REMOVAL_VERSION: &str = "1.2.0";
 pub const SUNSET: &str = "Fri, 31 Dec 2027 23:59:59 GMT";
 
 /// Add the deprecation headers every legacy reply carries.
-fn deprecated(reply: Reply) -> Reply {
+pub fn deprecated(reply: Reply) -> Reply {
     reply
         .with_header("Deprecation", "true")
         .with_header("Sunset", SUNSET)

@@ -44,14 +44,14 @@ mod version;
 #[cfg(test)]
 mod tests;
 
-pub use arguments::{ArgumentError, InvalidArguments};
+pub use arguments::{check as check_arguments, ArgumentError, InvalidArguments};
 pub use catalogue::{
     Catalogue, CatalogueError, ToolDef, ToolKind, DEFAULT_TTL_MS, DEPRECATED_META_KEY,
 };
 pub use dispatch::{dispatch, Inbound, Method};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
-pub use legacy::{legacy_parse_call, legacy_render, legacy_tools_list, REMOVAL_VERSION, SUNSET};
+pub use legacy::{deprecated, legacy_parse_call, legacy_render, legacy_tools_list, REMOVAL_VERSION, SUNSET};
 pub use outcome::{render_outcome, ToolOutcome, FAILED_TEXT};
 pub use reply::{Dispatch, Reply, ToolCall};
 pub use version::{

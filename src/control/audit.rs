@@ -1,0 +1,109 @@
+//! Reading the audit chain: verification and filtered listing.
+
+use futures_util::TryStreamExt;
+use interlock_actors::audit::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, Outcome};
+use serde::Serialize;
+
+use super::{ControlError, ControlPool};
+
+/// The result of checking the whole chain.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    pub ok: bool,
+    pub records: u64,
+    pub first_break: Option<ChainBreak>,
+}
+
+const COLUMNS: &str = "seq, at, request_id, identity_id, identity, adapter, dialect, tool, source_id, action,
+    statement, fingerprint, decision, outcome, row_count, duration_us, cache_hit, approval_id, prev_hash, hash";
+
+fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
+    let outcome: String = r.get("outcome");
+    Ok(ChainedRecord {
+        seq: r.get("seq"),
+        record: AuditRecord {
+            at: r.get("at"),
+            request_id: r.get("request_id"),
+            identity_id: r.get("identity_id"),
+            identity: r.get("identity"),
+            adapter: r.get("adapter"),
+            dialect: r.get("dialect"),
+            tool: r.get("tool"),
+            source_id: r.get("source_id"),
+            action: r.get("action"),
+            statement: r.get("statement"),
+            fingerprint: r.get("fingerprint"),
+            decision: r.get("decision"),
+            outcome: Outcome::parse(&outcome)
+                .ok_or_else(|| ControlError::Invalid(format!("unknown audit outcome {outcome:?}")))?,
+            row_count: r.get("row_count"),
+            duration_us: r.get("duration_us"),
+            cache_hit: r.get("cache_hit"),
+            approval_id: r.get("approval_id"),
+        },
+        prev_hash: r.get("prev_hash"),
+        hash: r.get("hash"),
+    })
+}
+
+/// Recomputes every hash in sequence order, streaming the records.
+pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
+    let client = pool.get().await?;
+    let stream = client
+        .query_raw(
+            &format!("SELECT {COLUMNS} FROM audit_records ORDER BY seq"),
+            std::iter::empty::<i32>(),
+        )
+        .await?;
+    futures_util::pin_mut!(stream);
+    let mut verifier = ChainVerifier::default();
+    while let Some(row) = stream.try_next().await? {
+        let record = from_row(&row)?;
+        if let Err(b) = verifier.check(&record) {
+            return Ok(VerifyReport {
+                ok: false,
+                records: verifier.checked,
+                first_break: Some(b),
+            });
+        }
+    }
+    Ok(VerifyReport {
+        ok: true,
+        records: verifier.checked,
+        first_break: None,
+    })
+}
+
+/// Filters of the audit listing.
+#[derive(Debug, Default, Clone)]
+pub struct AuditFilter {
+    pub identity: Option<String>,
+    pub source: Option<String>,
+    pub outcome: Option<String>,
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    /// Only records older than this sequence number (paging, newest first).
+    pub before_seq: Option<i64>,
+    pub limit: i64,
+}
+
+/// Records matching `f`, newest first.
+pub async fn list(pool: &ControlPool, f: &AuditFilter) -> Result<Vec<(i64, AuditRecord)>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {COLUMNS} FROM audit_records
+                  WHERE ($1::text IS NULL OR identity = $1)
+                    AND ($2::text IS NULL OR source_id = $2)
+                    AND ($3::text IS NULL OR outcome = $3)
+                    AND ($4::timestamptz IS NULL OR at >= $4)
+                    AND ($5::timestamptz IS NULL OR at < $5)
+                    AND ($6::bigint IS NULL OR seq < $6)
+                  ORDER BY seq DESC LIMIT $7"
+            ),
+            &[&f.identity, &f.source, &f.outcome, &f.since, &f.until, &f.before_seq, &f.limit.clamp(1, 1000)],
+        )
+        .await?;
+    rows.iter().map(|r| from_row(r).map(|c| (c.seq, c.record))).collect()
+}

@@ -1,0 +1,121 @@
+//! The HTTP proxy API: the same pipeline, audit and limits as MCP, in plain JSON.
+//!
+//! - `GET /v1/sources` → 200 `{"sources": {...}}` (as `interlock_list_sources`)
+//! - `POST /v1/sources/{id}/query` with `{"sql", "params"?, "max_rows"?}` →
+//!   200 `{"rows": [...], "truncated": bool}`; 202 for a queued write
+//!   `{"error", "approval_id", "approval_state"}`; 401/403/404/429/503 `{"error", "code"}`.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::request_id::RequestIdValue;
+use crate::mcp::ToolKind;
+use crate::pipeline::{self, identity::bearer, CallContext, Outcome};
+use crate::AppState;
+
+fn context(req: &HttpRequest, token: CancellationToken) -> CallContext {
+    CallContext {
+        request_id: req
+            .extensions()
+            .get::<RequestIdValue>()
+            .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone()),
+        adapter: "proxy",
+        dialect: None,
+        bearer: bearer(req.headers().get("authorization").and_then(|v| v.to_str().ok())).map(str::to_string),
+        cancel: token,
+    }
+}
+
+pub async fn list_sources(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let token = CancellationToken::new();
+    let _guard = token.clone().drop_guard();
+    let ctx = context(&req, token);
+    match pipeline::call(&state, &ctx, ToolKind::ListSources, &Map::new()).await {
+        Outcome::Json(sources) => HttpResponse::Ok().json(json!({"sources": sources})),
+        other => render(other),
+    }
+}
+
+pub async fn query(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let mut args = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(m)) => m,
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "the body must be a JSON object: {\"sql\": \"...\", \"params\": [...], \"max_rows\": n}",
+            )
+        }
+    };
+    args.insert("source_id".into(), Value::String(path.into_inner()));
+    if let Some(tool) = state.catalogue.resolve("interlock_query") {
+        if let Err(invalid) = crate::mcp::check_arguments(tool, "interlock_query", &args) {
+            return HttpResponse::BadRequest().json(json!({
+                "error": invalid.summary(),
+                "code": "invalid_arguments",
+                "errors": invalid.errors_json(),
+            }));
+        }
+    }
+    // Dropping this handler's future (client gone) cancels the work.
+    let token = CancellationToken::new();
+    let _guard = token.clone().drop_guard();
+    let ctx = context(&req, token);
+    render(pipeline::call(&state, &ctx, ToolKind::Query, &args).await)
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> HttpResponse {
+    HttpResponse::build(status).json(json!({"error": message, "code": code}))
+}
+
+/// The proxy API's rendering of an outcome.
+pub fn render(outcome: Outcome) -> HttpResponse {
+    match outcome {
+        Outcome::Rows { rows, truncated } => HttpResponse::Ok().json(json!({
+            "rows": rows,
+            "truncated": truncated.is_some(),
+            "truncated_by": truncated,
+        })),
+        Outcome::Json(v) => HttpResponse::Ok().json(v),
+        Outcome::Queued { approval_id, state } => HttpResponse::Accepted().json(json!({
+            "error": Outcome::queued_message(&approval_id),
+            "code": "approval_required",
+            "approval_id": approval_id,
+            "approval_state": state,
+        })),
+        Outcome::Refused {
+            status,
+            code,
+            message,
+            retry_after,
+        } => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+            let mut res = HttpResponse::build(status);
+            if status == StatusCode::UNAUTHORIZED {
+                res.insert_header(("WWW-Authenticate", "Bearer"));
+            }
+            if let Some(d) = retry_after {
+                res.insert_header(("Retry-After", (d.as_secs_f64().ceil() as u64).max(1).to_string()));
+            }
+            res.json(json!({"error": message, "code": code}))
+        }
+        Outcome::NotFound { reason } => error(StatusCode::NOT_FOUND, "not_found", &reason),
+        Outcome::Unavailable { reason } => {
+            let mut res = HttpResponse::ServiceUnavailable();
+            res.insert_header(("Retry-After", "1"));
+            res.json(json!({"error": reason, "code": "unavailable"}))
+        }
+        Outcome::Failed | Outcome::Cancelled => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "failed",
+            crate::mcp::FAILED_TEXT,
+        ),
+    }
+}
