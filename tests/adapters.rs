@@ -48,17 +48,52 @@ async fn the_proxy_api_answers_rows_queued_writes_and_refusals() {
     assert_eq!(queued.status(), 202);
     let body: Value = queued.json().await.expect("json");
     assert_eq!(body["approval_state"], "pending");
-    assert!(body["approval_id"].is_string() && body["error"].is_string(), "{body}");
+    assert!(
+        body["approval_id"].is_string() && body["error"].is_string(),
+        "{body}"
+    );
 
     let cases: Vec<(Option<&str>, &str, Value, u16, &str)> = vec![
-        (None, "shop", json!({"sql": "SELECT 1"}), 401, "unauthenticated"),
-        (Some(&auth), "shop", json!({"sql": "SELECT * FROM hr.salaries"}), 403, "access_denied"),
-        (Some(&auth), "nowhere", json!({"sql": "SELECT 1"}), 404, "not_found"),
-        (Some(&auth), "shop", json!({"sql": 42}), 400, "invalid_arguments"),
-        (Some(&auth), "shop", json!({"sql": "SELECT 1", "extra": true}), 400, "invalid_arguments"),
+        (
+            None,
+            "shop",
+            json!({"sql": "SELECT 1"}),
+            401,
+            "unauthenticated",
+        ),
+        (
+            Some(&auth),
+            "shop",
+            json!({"sql": "SELECT * FROM hr.salaries"}),
+            403,
+            "access_denied",
+        ),
+        (
+            Some(&auth),
+            "nowhere",
+            json!({"sql": "SELECT 1"}),
+            404,
+            "not_found",
+        ),
+        (
+            Some(&auth),
+            "shop",
+            json!({"sql": 42}),
+            400,
+            "invalid_arguments",
+        ),
+        (
+            Some(&auth),
+            "shop",
+            json!({"sql": "SELECT 1", "extra": true}),
+            400,
+            "invalid_arguments",
+        ),
     ];
     for (key, source, body, status, code) in cases {
-        let mut req = c.post(env.gateway.url(&format!("/v1/sources/{source}/query"))).json(&body);
+        let mut req = c
+            .post(env.gateway.url(&format!("/v1/sources/{source}/query")))
+            .json(&body);
         if let Some(k) = key {
             req = req.header("Authorization", k);
         }
@@ -76,10 +111,17 @@ async fn the_proxy_api_answers_rows_queued_writes_and_refusals() {
 async fn legacy_routes_work_and_announce_their_removal() {
     let env = demo_env().await;
     let c = client();
-    let list = c.get(env.gateway.url("/mcp/tools/list")).send().await.expect("list");
+    let list = c
+        .get(env.gateway.url("/mcp/tools/list"))
+        .send()
+        .await
+        .expect("list");
     assert_eq!(list.status(), 200);
     assert_eq!(list.headers()["deprecation"], "true");
-    assert!(list.headers()["x-interlock-removal"].to_str().unwrap_or("").contains("1.2.0"));
+    assert!(list.headers()["x-interlock-removal"]
+        .to_str()
+        .unwrap_or("")
+        .contains("1.2.0"));
     assert!(list.headers().contains_key("sunset"));
     let body: Value = list.json().await.expect("json");
     let names: Vec<String> = body["tools"]
@@ -88,7 +130,11 @@ async fn legacy_routes_work_and_announce_their_removal() {
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_string))
         .collect();
-    for name in ["interlock_query", "agentgate_query", "agentgate_list_sources"] {
+    for name in [
+        "interlock_query",
+        "agentgate_query",
+        "agentgate_list_sources",
+    ] {
         assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
     }
 
@@ -103,7 +149,8 @@ async fn legacy_routes_work_and_announce_their_removal() {
     assert_eq!(legacy_query.status(), 200);
     assert_eq!(legacy_query.headers()["deprecation"], "true");
     let body: Value = legacy_query.json().await.expect("json");
-    let rows: Value = serde_json::from_str(body["content"][0]["text"].as_str().expect("text")).expect("rows");
+    let rows: Value =
+        serde_json::from_str(body["content"][0]["text"].as_str().expect("text")).expect("rows");
     assert_eq!(rows, json!([{"one": 1}]));
 
     let queued = c
@@ -115,7 +162,11 @@ async fn legacy_routes_work_and_announce_their_removal() {
         .expect("call");
     assert_eq!(queued.status(), 202);
     let body: Value = queued.json().await.expect("json");
-    assert!(body["approval_id"].is_string() && body["approval_state"] == "pending" && body["error"].is_string());
+    assert!(
+        body["approval_id"].is_string()
+            && body["approval_state"] == "pending"
+            && body["error"].is_string()
+    );
     assert_eq!(env.last_audit().await["adapter"], "mcp-legacy");
 }
 
@@ -168,14 +219,24 @@ async fn the_legacy_sse_transport_answers_on_its_stream() {
         }
     };
     assert_eq!(message["id"], 5);
-    assert!(message["result"]["content"][0]["text"].as_str().unwrap_or("").contains("shop"), "{message}");
+    assert!(
+        message["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("shop"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
 async fn get_and_delete_on_mcp_are_405() {
     let env = demo_env().await;
     for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
-        let res = client().request(method.clone(), env.gateway.url("/mcp")).send().await.expect("req");
+        let res = client()
+            .request(method.clone(), env.gateway.url("/mcp"))
+            .send()
+            .await
+            .expect("req");
         assert_eq!(res.status(), 405, "{method}");
         assert_eq!(res.headers()["allow"], "POST");
     }
@@ -192,7 +253,9 @@ async fn host_and_origin_are_checked_on_every_request_of_a_connection() {
         format!(
             "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
              Accept: application/json, text/event-stream\r\n{}Content-Length: {}\r\n{}\r\n{ping}",
-            origin.map(|o| format!("Origin: {o}\r\n")).unwrap_or_default(),
+            origin
+                .map(|o| format!("Origin: {o}\r\n"))
+                .unwrap_or_default(),
             ping.len(),
             if close { "Connection: close\r\n" } else { "" },
         )
@@ -200,7 +263,11 @@ async fn host_and_origin_are_checked_on_every_request_of_a_connection() {
     let good_host = format!("127.0.0.1:{}", addr.port());
     let own_origin = format!("http://127.0.0.1:{}", addr.port());
     let cases = [
-        (request(&good_host, None, false), request("evil.example", None, true), "forbidden_host"),
+        (
+            request(&good_host, None, false),
+            request("evil.example", None, true),
+            "forbidden_host",
+        ),
         (
             request(&good_host, Some(&own_origin), false),
             request(&good_host, Some("http://evil.example"), true),
@@ -213,7 +280,11 @@ async fn host_and_origin_are_checked_on_every_request_of_a_connection() {
             .await
             .expect("join");
         let statuses: Vec<&str> = answer.split("HTTP/1.1 ").skip(1).map(|s| &s[..3]).collect();
-        assert_eq!(statuses, ["200", "403"], "two answers on one connection: {answer}");
+        assert_eq!(
+            statuses,
+            ["200", "403"],
+            "two answers on one connection: {answer}"
+        );
         assert!(answer.contains(key), "{answer}");
     }
 }

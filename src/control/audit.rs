@@ -34,8 +34,9 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
             statement: r.get("statement"),
             fingerprint: r.get("fingerprint"),
             decision: r.get("decision"),
-            outcome: Outcome::parse(&outcome)
-                .ok_or_else(|| ControlError::Invalid(format!("unknown audit outcome {outcome:?}")))?,
+            outcome: Outcome::parse(&outcome).ok_or_else(|| {
+                ControlError::Invalid(format!("unknown audit outcome {outcome:?}"))
+            })?,
             row_count: r.get("row_count"),
             duration_us: r.get("duration_us"),
             cache_hit: r.get("cache_hit"),
@@ -88,7 +89,10 @@ pub struct AuditFilter {
 }
 
 /// Records matching `f`, newest first.
-pub async fn list(pool: &ControlPool, f: &AuditFilter) -> Result<Vec<(i64, AuditRecord)>, ControlError> {
+pub async fn list(
+    pool: &ControlPool,
+    f: &AuditFilter,
+) -> Result<Vec<(i64, AuditRecord)>, ControlError> {
     let client = pool.get().await?;
     let rows = client
         .query(
@@ -102,8 +106,18 @@ pub async fn list(pool: &ControlPool, f: &AuditFilter) -> Result<Vec<(i64, Audit
                     AND ($6::bigint IS NULL OR seq < $6)
                   ORDER BY seq DESC LIMIT $7"
             ),
-            &[&f.identity, &f.source, &f.outcome, &f.since, &f.until, &f.before_seq, &f.limit.clamp(1, 1000)],
+            &[
+                &f.identity,
+                &f.source,
+                &f.outcome,
+                &f.since,
+                &f.until,
+                &f.before_seq,
+                &f.limit.clamp(1, 1000),
+            ],
         )
         .await?;
-    rows.iter().map(|r| from_row(r).map(|c| (c.seq, c.record))).collect()
+    rows.iter()
+        .map(|r| from_row(r).map(|c| (c.seq, c.record)))
+        .collect()
 }

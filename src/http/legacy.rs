@@ -37,14 +37,23 @@ fn request_id(req: &HttpRequest) -> String {
 }
 
 fn auth(req: &HttpRequest) -> Option<String> {
-    bearer(req.headers().get("authorization").and_then(|v| v.to_str().ok())).map(str::to_string)
+    bearer(
+        req.headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok()),
+    )
+    .map(str::to_string)
 }
 
 pub async fn tools_list(state: web::Data<AppState>) -> HttpResponse {
     to_http(mcp::legacy_tools_list(&state.catalogue))
 }
 
-pub async fn tools_call(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -> HttpResponse {
+pub async fn tools_call(
+    req: HttpRequest,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+) -> HttpResponse {
     let call = match mcp::legacy_parse_call(&body, &state.catalogue) {
         Ok(c) => c,
         Err(reply) => return to_http(reply),
@@ -67,7 +76,9 @@ pub async fn sse_open(sessions: web::Data<LegacySessions>) -> HttpResponse {
     let id = uuid::Uuid::new_v4().to_string();
     let token = CancellationToken::new();
     let (body, tx) = SseBody::new(token.clone(), Duration::from_secs(15));
-    let announce = web::Bytes::from(format!("event: endpoint\ndata: /mcp/messages?session_id={id}\n\n"));
+    let announce = web::Bytes::from(format!(
+        "event: endpoint\ndata: /mcp/messages?session_id={id}\n\n"
+    ));
     if tx.send(announce).await.is_err() {
         return HttpResponse::InternalServerError().finish();
     }
@@ -111,9 +122,16 @@ pub async fn sse_message(
     // the protocol layer as a handshake-era request.
     let mut headers = vec![
         ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "application/json, text/event-stream".to_string()),
+        (
+            "accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        ),
     ];
-    if let Some(a) = req.headers().get("authorization").and_then(|v| v.to_str().ok()) {
+    if let Some(a) = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+    {
         headers.push(("authorization".into(), a.to_string()));
     }
     let inbound = Inbound {
@@ -135,7 +153,9 @@ pub async fn sse_message(
             let rid = request_id(&req);
             actix_rt::spawn(async move {
                 let token = CancellationToken::new();
-                let _reg = state.inflight.register(key.as_deref(), &call.id, token.clone());
+                let _reg = state
+                    .inflight
+                    .register(key.as_deref(), &call.id, token.clone());
                 let ctx = CallContext {
                     request_id: rid,
                     adapter: "mcp-legacy",
@@ -144,7 +164,8 @@ pub async fn sse_message(
                     cancel: token,
                 };
                 let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
-                let reply = mcp::render_outcome(&call, &outcome.to_tool_outcome(), &state.server_info);
+                let reply =
+                    mcp::render_outcome(&call, &outcome.to_tool_outcome(), &state.server_info);
                 if let Some(b) = reply.body {
                     let _ = tx.send(event(&b)).await;
                 }

@@ -23,7 +23,12 @@ fn context(req: &HttpRequest, token: CancellationToken) -> CallContext {
             .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone()),
         adapter: "proxy",
         dialect: None,
-        bearer: bearer(req.headers().get("authorization").and_then(|v| v.to_str().ok())).map(str::to_string),
+        bearer: bearer(
+            req.headers()
+                .get("authorization")
+                .and_then(|v| v.to_str().ok()),
+        )
+        .map(str::to_string),
         cancel: token,
     }
 }
@@ -102,7 +107,10 @@ pub fn render(outcome: Outcome) -> HttpResponse {
                 res.insert_header(("WWW-Authenticate", "Bearer"));
             }
             if let Some(d) = retry_after {
-                res.insert_header(("Retry-After", (d.as_secs_f64().ceil() as u64).max(1).to_string()));
+                res.insert_header((
+                    "Retry-After",
+                    (d.as_secs_f64().ceil() as u64).max(1).to_string(),
+                ));
             }
             res.json(json!({"error": message, "code": code}))
         }

@@ -51,7 +51,9 @@ pub use catalogue::{
 pub use dispatch::{dispatch, Inbound, Method};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
-pub use legacy::{deprecated, legacy_parse_call, legacy_render, legacy_tools_list, REMOVAL_VERSION, SUNSET};
+pub use legacy::{
+    deprecated, legacy_parse_call, legacy_render, legacy_tools_list, REMOVAL_VERSION, SUNSET,
+};
 pub use outcome::{render_outcome, ToolOutcome, FAILED_TEXT};
 pub use reply::{Dispatch, Reply, ToolCall};
 pub use version::{

@@ -22,6 +22,8 @@ use super::values;
 
 /// How long a cancelled statement may take to drain before its connection is discarded.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to wait for a cancelled statement to end before asking again.
+const CANCEL_RETRY: Duration = Duration::from_millis(100);
 
 /// Limits of one execution.
 #[derive(Debug, Clone, Copy)]
@@ -168,17 +170,23 @@ pub async fn run(
         tokio::select! {
             r = &mut work => Some(r),
             _ = cancel.cancelled() => {
-                let sent = match &pools.tls {
-                    SourceTls::None => cancel_token.cancel_query(tokio_postgres::NoTls).await,
-                    SourceTls::Rustls(t) => cancel_token.cancel_query(t.clone()).await,
-                };
-                if let Err(e) = sent {
-                    tracing::warn!(error = %e, "sending the cancel request failed");
-                }
-                // Drain the aborted statement so the connection is clean for the next caller.
-                match tokio::time::timeout(DRAIN_TIMEOUT, &mut work).await {
-                    Ok(_) => None,
-                    Err(_) => Some(Err(ExecError::Cancelled)),
+                // A cancel request that arrives while the backend is between protocol
+                // messages (e.g. after Parse, before Execute) is ignored by PostgreSQL, so
+                // keep asking until the statement ends or the drain time is up.
+                let started = std::time::Instant::now();
+                loop {
+                    let sent = match &pools.tls {
+                        SourceTls::None => cancel_token.cancel_query(tokio_postgres::NoTls).await,
+                        SourceTls::Rustls(t) => cancel_token.cancel_query(t.clone()).await,
+                    };
+                    if let Err(e) = sent {
+                        tracing::warn!(error = %e, "sending the cancel request failed");
+                    }
+                    match tokio::time::timeout(CANCEL_RETRY, &mut work).await {
+                        Ok(_) => break None,
+                        Err(_) if started.elapsed() >= DRAIN_TIMEOUT => break Some(Err(ExecError::Cancelled)),
+                        Err(_) => continue,
+                    }
                 }
             }
         }

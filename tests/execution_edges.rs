@@ -1,0 +1,180 @@
+//! The edges of execution: a client that goes away, a statement that runs too long, and an
+//! audit chain that must notice tampering.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::env::{demo_env, demo_env_with};
+use common::mcp::{call, MODERN};
+use serde_json::{json, Value};
+
+const LONG: &str = "SELECT count(*) FROM generate_series(1, 2000000000)";
+
+async fn long_query_running(db: &str) -> bool {
+    let n: i64 = common::admin(db)
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE query LIKE '%generate_series(1, 2000000000)%' AND state = 'active'
+                AND pid <> pg_backend_pid() AND datname = current_database()",
+            &[],
+        )
+        .await
+        .expect("pg_stat_activity")
+        .get(0);
+    n > 0
+}
+
+#[tokio::test]
+async fn closing_the_stream_cancels_the_query_on_the_server() {
+    let env = demo_env().await;
+    // A raw connection, so "the client goes away" means exactly: the socket closes.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": LONG}}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+         Authorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{body}",
+        env.gateway.addr.port(),
+        env.agent_key,
+        body.len()
+    );
+    let mut socket = tokio::net::TcpStream::connect(env.gateway.addr)
+        .await
+        .expect("connect");
+    socket.write_all(request.as_bytes()).await.expect("write");
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&head).contains("\r\n\r\n") {
+        let n = socket.read(&mut buf).await.expect("read");
+        assert!(n > 0, "connection closed before the answer started");
+        head.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        String::from_utf8_lossy(&head).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !long_query_running(&env.shop_db).await {
+        assert!(Instant::now() < deadline, "the query never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(socket); // the client goes away
+    let closed = Instant::now();
+    while long_query_running(&env.shop_db).await {
+        assert!(
+            closed.elapsed() < Duration::from_secs(1),
+            "the query outlived its client by > 1 s"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // The audit record says cancelled.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let a = env.last_audit().await;
+        if a["outcome"] == "cancelled" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no cancelled audit record: {a}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_statement_over_the_source_timeout_fails_opaquely_and_is_audited() {
+    let env = demo_env_with(|_| {}, |s| s.statement_timeout_ms = Some(300)).await;
+    let started = Instant::now();
+    let a = call(
+        &env.gateway.url(""),
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": LONG}),
+    )
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(a.body["error"]["code"], -32603, "{:?}", a.body);
+    assert!(
+        a.body.to_string().contains("tool execution failed"),
+        "{:?}",
+        a.body
+    );
+    let audit = env.last_audit().await;
+    assert_eq!(audit["outcome"], "error");
+    assert!(
+        audit["decision"]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("timeout"),
+        "{audit}"
+    );
+    assert!(!long_query_running(&env.shop_db).await);
+}
+
+#[tokio::test]
+async fn the_audit_chain_verifies_and_breaks_when_a_record_is_altered() {
+    let env = demo_env().await;
+    let base = env.gateway.url("");
+    for sql in [
+        "SELECT 1 AS a",
+        "SELECT * FROM hr.salaries",
+        "SELECT 2 AS b",
+    ] {
+        call(
+            &base,
+            Some(&env.agent_key),
+            MODERN,
+            "interlock_query",
+            json!({"source_id": "shop", "sql": sql}),
+        )
+        .await;
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let s = common::settings_for(&env.control_db);
+    let config = dir.path().join("c.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
+            s.control.port, s.control.dbname, s.control.user, s.control.password_file
+        ),
+    )
+    .expect("config");
+    let verify = || {
+        Command::new(env!("CARGO_BIN_EXE_interlock"))
+            .arg("--config")
+            .arg(&config)
+            .args(["audit", "verify"])
+            .env_remove("INTERLOCK_CONFIG")
+            .output()
+            .expect("run")
+    };
+    let ok = verify();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let report: Value = serde_json::from_slice(&ok.stdout).expect("json");
+    assert_eq!(report["ok"], true);
+    assert!(report["records"].as_u64().unwrap_or(0) >= 3);
+
+    common::admin(&env.control_db)
+        .await
+        .execute("UPDATE audit_records SET outcome = 'ok' WHERE seq = 2", &[])
+        .await
+        .expect("tamper");
+    let broken = verify();
+    assert!(
+        !broken.status.success(),
+        "an altered record must fail verification"
+    );
+    let report: Value = serde_json::from_slice(&broken.stdout).expect("json");
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["first_break"]["seq"], 2, "{report}");
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# InterLock interoperability and conformance run against a running gateway.
+#
+#   run_all.sh ENDPOINT AGENT_KEY
+#
+# Installs what is missing (a venv at .venv with requirements.txt; `npm ci` in node/, which also
+# brings Node 22 as the `node` npm package), then runs:
+#   - python_client.py --mode auto     (Python mcp 2.3.0, 2026-07-28 via server/discover)
+#   - python_client.py --mode legacy   (Python mcp 2.3.0, initialize handshake)
+#   - node/ts_client.mjs               (TypeScript SDK 1.32.2, initialize handshake)
+#   - rmcp_client (initialize, discover) when its binary exists (see below)
+#   - run_conformance.sh               (conformance 0.1.16 and 0.2.0-alpha.12 / 2026-07-28)
+# Quiet on success: one line per step and a closing "N passed, N failed" line. Full output goes to
+# results/ (INTEROP_RESULTS to change). Exits 1 when any step fails, 2 on a setup error.
+#
+# rmcp: the Rust client is a separate crate (rmcp/) whose first build takes minutes, so it is only
+# built when INTEROP_BUILD_RMCP=1 (cargo build -j 1). Its binary is looked up in
+# ${INTEROP_RMCP_TARGET:-rmcp/target}/debug/rmcp_client; without one the step is reported skipped.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ENDPOINT="${1:-}"
+KEY="${2:-}"
+if [[ -z "$ENDPOINT" || -z "$KEY" ]]; then
+  echo "usage: $0 ENDPOINT AGENT_KEY" >&2
+  exit 2
+fi
+RESULTS="${INTEROP_RESULTS:-$HERE/results}"
+RMCP_TARGET="${INTEROP_RMCP_TARGET:-$HERE/rmcp/target}"
+STEP_TIMEOUT="${INTEROP_STEP_TIMEOUT:-300}"
+mkdir -p "$RESULTS"
+
+setup_fail() {
+  echo "run_all: setup failed: $1 (log: $2)" >&2
+  tail -n 20 "$2" >&2
+  exit 2
+}
+
+# --- install what is missing -------------------------------------------------------------------
+PY="$HERE/.venv/bin/python"
+want_py="$(sha256sum "$HERE/requirements.txt" | cut -d' ' -f1)"
+if [[ ! -x "$PY" || "$(cat "$HERE/.venv/.requirements.sha256" 2>/dev/null)" != "$want_py" ]]; then
+  {
+    python3 -m venv "$HERE/.venv" &&
+      "$PY" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" &&
+      echo "$want_py" >"$HERE/.venv/.requirements.sha256"
+  } >"$RESULTS/setup-python.log" 2>&1 || setup_fail "python venv" "$RESULTS/setup-python.log"
+fi
+
+NODE_DIR="$HERE/node"
+want_npm="$(sha256sum "$NODE_DIR/package-lock.json" | cut -d' ' -f1)"
+if [[ ! -d "$NODE_DIR/node_modules" || "$(cat "$NODE_DIR/node_modules/.lock.sha256" 2>/dev/null)" != "$want_npm" ]]; then
+  (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error && echo "$want_npm" >node_modules/.lock.sha256) \
+    >"$RESULTS/setup-node.log" 2>&1 || setup_fail "npm ci" "$RESULTS/setup-node.log"
+fi
+NODE="$NODE_DIR/node_modules/node/bin/node"
+[[ -x "$NODE" ]] || NODE="$(command -v node)"
+
+if [[ "${INTEROP_BUILD_RMCP:-0}" == "1" ]]; then
+  (cd "$HERE/rmcp" && CARGO_TARGET_DIR="$RMCP_TARGET" cargo build -j 1 --locked) \
+    >"$RESULTS/setup-rmcp.log" 2>&1 || setup_fail "rmcp build" "$RESULTS/setup-rmcp.log"
+fi
+
+# --- run ---------------------------------------------------------------------------------------
+passed=0
+failed=0
+skipped=0
+
+# step NAME COMMAND...: stdout (the JSON summary lines) to results/NAME.json, stderr to NAME.log
+step() {
+  local name="$1"
+  shift
+  local t0 t1 rc
+  t0=$(date +%s%N)
+  timeout "$STEP_TIMEOUT" "$@" >"$RESULTS/$name.json" 2>"$RESULTS/$name.log"
+  rc=$?
+  t1=$(date +%s%N)
+  local ms=$(((t1 - t0) / 1000000))
+  if [[ $rc -eq 0 ]]; then
+    passed=$((passed + 1))
+    printf 'PASS %-28s %d.%03ds\n' "$name" $((ms / 1000)) $((ms % 1000))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %-28s %d.%03ds (exit %d; %s)\n' "$name" $((ms / 1000)) $((ms % 1000)) "$rc" "$RESULTS/$name.log"
+    sed -n '1,40p' "$RESULTS/$name.log" | sed 's/^/    /'
+  fi
+}
+
+step python-mcp-auto "$PY" "$HERE/python_client.py" --endpoint "$ENDPOINT" --key "$KEY" --mode auto
+step python-mcp-legacy "$PY" "$HERE/python_client.py" --endpoint "$ENDPOINT" --key "$KEY" --mode legacy
+step typescript-sdk "$NODE" "$NODE_DIR/ts_client.mjs" --endpoint "$ENDPOINT" --key "$KEY"
+RMCP_BIN="$RMCP_TARGET/debug/rmcp_client"
+if [[ -x "$RMCP_BIN" ]]; then
+  step rmcp-initialize "$RMCP_BIN" --endpoint "$ENDPOINT" --key "$KEY" --mode initialize
+  step rmcp-discover "$RMCP_BIN" --endpoint "$ENDPOINT" --key "$KEY" --mode discover
+else
+  skipped=$((skipped + 2))
+  echo "SKIP rmcp (no binary at $RMCP_BIN; INTEROP_BUILD_RMCP=1 builds it)"
+fi
+step conformance "$HERE/run_conformance.sh" "$ENDPOINT" "$RESULTS/conformance"
+
+if [[ $skipped -gt 0 ]]; then
+  echo "interop: $passed passed, $failed failed, $skipped skipped"
+else
+  echo "interop: $passed passed, $failed failed"
+fi
+[[ $failed -eq 0 ]]
