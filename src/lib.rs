@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod control;
 pub mod demo;
+pub mod discovery;
 pub mod governance;
 pub mod http;
 pub mod mcp;
