@@ -311,13 +311,17 @@ async fn access_files_apply_atomically() {
         ],
     );
     assert!(ok, "{stderr}");
+    let pool = interlock::control::connect_pool(&settings_for(&db).control).expect("pool");
+    interlock::demo::register_handbook(&pool)
+        .await
+        .expect("handbook");
     let demo = dir.path().join("access.toml");
     std::fs::write(&demo, interlock::demo::ACCESS_TOML).expect("write");
     let (ok, out, stderr) = cli(&config, &["policy", "apply", demo.to_str().expect("utf8")]);
     assert!(ok, "{stderr}");
     let applied: Value = serde_json::from_str(&out).expect("json");
     assert_eq!(applied["identities"], 3);
-    assert_eq!(applied["grants"], 1);
+    assert_eq!(applied["grants"], 2);
 
     // A file with one bad statement changes nothing.
     let bad = dir.path().join("bad.toml");

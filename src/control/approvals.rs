@@ -40,3 +40,102 @@ pub async fn enqueue(
         .await?;
     Ok((id, row.get(0)))
 }
+
+/// A decision on an approval.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ApprovalDecision {
+    pub approver: String,
+    pub decision: String,
+    pub reason: String,
+    pub decided_at: DateTime<Utc>,
+}
+
+/// An approval as stored, with its decisions.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Approval {
+    pub id: Uuid,
+    pub source_id: String,
+    pub requester_id: Uuid,
+    pub requester: String,
+    pub statement: String,
+    pub fingerprint: String,
+    pub touches: Value,
+    pub state: String,
+    pub approvals_required: i32,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub executed_at: Option<DateTime<Utc>>,
+    pub rows_affected: Option<i64>,
+    pub result: Option<Value>,
+    pub error: Option<String>,
+    pub decisions: Vec<ApprovalDecision>,
+}
+
+pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.source_id, a.requester_id, i.name AS requester, a.statement,
+    a.fingerprint, a.touches, a.state, a.approvals_required, a.created_at, a.expires_at, a.executed_at,
+    a.rows_affected, a.result, a.error";
+
+pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
+    Approval {
+        id: r.get("id"),
+        source_id: r.get("source_id"),
+        requester_id: r.get("requester_id"),
+        requester: r.get("requester"),
+        statement: r.get("statement"),
+        fingerprint: r.get("fingerprint"),
+        touches: r.get("touches"),
+        state: r.get("state"),
+        approvals_required: r.get("approvals_required"),
+        created_at: r.get("created_at"),
+        expires_at: r.get("expires_at"),
+        executed_at: r.get("executed_at"),
+        rows_affected: r.get("rows_affected"),
+        result: r.get("result"),
+        error: r.get("error"),
+        decisions: Vec::new(),
+    }
+}
+
+/// One approval with its decisions; `requester` restricts it to that identity's own.
+pub async fn get(
+    pool: &ControlPool,
+    id: Uuid,
+    requester: Option<Uuid>,
+) -> Result<Option<Approval>, ControlError> {
+    let client = pool.get().await?;
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals a JOIN identities i ON i.id = a.requester_id
+                  WHERE a.id = $1 AND ($2::uuid IS NULL OR a.requester_id = $2)"
+            ),
+            &[&id, &requester],
+        )
+        .await?;
+    let Some(row) = row else { return Ok(None) };
+    let mut approval = approval_from_row(&row);
+    approval.decisions = decisions(&client, id).await?;
+    Ok(Some(approval))
+}
+
+pub(crate) async fn decisions(
+    client: &tokio_postgres::Client,
+    id: Uuid,
+) -> Result<Vec<ApprovalDecision>, ControlError> {
+    let rows = client
+        .query(
+            "SELECT i.name, d.decision, d.reason, d.decided_at FROM approval_decisions d
+               JOIN identities i ON i.id = d.approver_id WHERE d.approval_id = $1 ORDER BY d.decided_at",
+            &[&id],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| ApprovalDecision {
+            approver: r.get(0),
+            decision: r.get(1),
+            reason: r.get(2),
+            decided_at: r.get(3),
+        })
+        .collect())
+}

@@ -13,6 +13,9 @@ use crate::pgcluster::Cluster;
 
 pub const SHOP_SQL: &str = include_str!("../../config/demo/shop.sql");
 pub const ACCESS_TOML: &str = include_str!("../../config/demo/access.toml");
+/// The demo handbook, read from the source tree (the demo runs from a checkout).
+pub const HANDBOOK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config/demo/handbook");
+pub const HANDBOOK: &str = "handbook";
 pub const CONTROL_DB: &str = "interlock";
 pub const SHOP_DB: &str = "shop";
 pub const DEMO_KEY_LABEL: &str = "demo";
@@ -25,6 +28,8 @@ pub enum DemoError {
     Control(#[from] ControlError),
     #[error("demo setup: {0}: {1}")]
     Io(String, std::io::Error),
+    #[error("demo handbook: {0}")]
+    Handbook(String),
 }
 
 /// The keys minted for this run.
@@ -127,6 +132,7 @@ pub async fn seed(pool: &ControlPool, cluster: &Cluster) -> Result<DemoKeys, Dem
     } else {
         update_port(pool, cluster.port()).await?;
     }
+    register_handbook(pool).await?;
     policy_file::apply(pool, &policy_file::AccessFile::parse(ACCESS_TOML)?).await?;
     for k in keys::list_keys(pool, None).await? {
         if k.label == DEMO_KEY_LABEL && k.revoked_at.is_none() {
@@ -144,6 +150,36 @@ pub async fn seed(pool: &ControlPool, cluster: &Cluster) -> Result<DemoKeys, Dem
             .await?
             .key,
     })
+}
+
+/// Registers the document source `handbook` (if absent) and (re)loads its documents from
+/// [`HANDBOOK_DIR`], through the same ingestion code as the admin API.
+pub async fn register_handbook(pool: &ControlPool) -> Result<usize, DemoError> {
+    let registered = sources::list_sources(pool)
+        .await?
+        .iter()
+        .any(|s| s.id == HANDBOOK);
+    if !registered {
+        sources::add_source(
+            pool,
+            &sources::NewSource {
+                id: HANDBOOK.into(),
+                kind: Some(sources::SourceKind::Documents),
+                description: "Northwind Outfitters company handbook".into(),
+                ..Default::default()
+            },
+        )
+        .await?;
+    }
+    let assets = crate::discovery::load_directory(std::path::Path::new(HANDBOOK_DIR))
+        .map_err(|e| DemoError::Handbook(e.to_string()))?;
+    let mut client = pool.get().await.map_err(ControlError::from)?;
+    let tx = client.transaction().await?;
+    let n = crate::discovery::replace_documents(&tx, HANDBOOK, &assets)
+        .await
+        .map_err(|e| DemoError::Handbook(e.to_string()))?;
+    tx.commit().await?;
+    Ok(n)
 }
 
 /// The private cluster may come up on another port than last time.

@@ -52,6 +52,7 @@ pub async fn refresh(
             RefreshError::Scan(crate::sources::postgres::execute::db_error(e).to_string())
         })?;
     crate::control::catalog::store(control, &source.id, &scan).await?;
+    sync_table_assets(control, &source.id, &scan).await;
     crate::control::catalog::load(control, &source.id)
         .await?
         .ok_or_else(|| RefreshError::Scan("the stored catalog vanished".into()))
@@ -65,4 +66,34 @@ pub enum RefreshError {
     Scan(String),
     #[error(transparent)]
     Control(#[from] crate::control::ControlError),
+}
+
+/// One discovery asset per table or view, so agents can find tables by what they hold.
+/// Failures are logged: discovery of tables must not block a catalog refresh.
+async fn sync_table_assets(
+    control: &crate::control::ControlPool,
+    source_id: &str,
+    scan: &crate::sources::postgres::catalog_scan::ScannedCatalog,
+) {
+    let inputs: Vec<crate::discovery::TableAssetInput> = scan
+        .relations
+        .iter()
+        .filter(|r| r.kind != "sequence")
+        .map(|r| crate::discovery::TableAssetInput {
+            schema: r.schema.clone(),
+            table: r.name.clone(),
+            comment: r.comment.clone(),
+            columns: r.columns.iter().map(|c| c.name.clone()).collect(),
+        })
+        .collect();
+    let result = async {
+        let client = control.get().await.map_err(|e| e.to_string())?;
+        crate::discovery::sync_table_assets(&client, source_id, &inputs)
+            .await
+            .map_err(|e| e.to_string())
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::warn!(source = %source_id, error = %e, "table assets could not be synchronized");
+    }
 }

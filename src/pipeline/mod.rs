@@ -9,8 +9,11 @@
 //! form: [`prepare`] runs every step up to execution and returns either a [`Prepared`] call
 //! or an already audited refusal; [`Prepared::run`] executes and audits.
 
+mod approval_status;
 pub mod audit;
 pub mod catalog;
+mod describe;
+mod discover_tool;
 pub mod identity;
 pub mod mask;
 pub mod outcome;
@@ -23,6 +26,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+pub use approval_status::status_json;
 pub use audit::AuditDraft;
 pub use outcome::Outcome;
 
@@ -92,7 +96,7 @@ pub async fn prepare(
         ctx.dialect.clone(),
         tool.name(),
     );
-    let identity = match resolve_identity(state, ctx, &mut draft).await {
+    let identity = match resolve_identity(state, ctx, tool, &mut draft).await {
         Ok(i) => i,
         Err(o) => return Err(audit::finish(state, draft, o).await),
     };
@@ -112,7 +116,19 @@ pub async fn prepare(
     let work = match tool {
         ToolKind::Query => query::prepare(state, &mut draft, &identity, args).await,
         ToolKind::ListSources => sources_tool::list_sources(state, &mut draft, &identity).await,
-        other => Err(not_available_yet(other)),
+        ToolKind::DescribeAccess => {
+            describe::describe_access(state, &mut draft, &identity, args).await
+        }
+        ToolKind::DescribeSource => {
+            describe::describe_source(state, &mut draft, &identity, args).await
+        }
+        ToolKind::Discover => discover_tool::discover(state, &mut draft, &identity, args).await,
+        ToolKind::RelatedDocuments => {
+            discover_tool::related(state, &mut draft, &identity, args).await
+        }
+        ToolKind::ApprovalStatus => {
+            approval_status::approval_status(state, &mut draft, &identity, args).await
+        }
     };
     match work {
         Ok(work) => Ok(Prepared { draft, work }),
@@ -120,19 +136,19 @@ pub async fn prepare(
     }
 }
 
-/// Tools of the catalogue whose implementation is not part of this build answer as
-/// unavailable (never as a success with made-up data).
-fn not_available_yet(tool: ToolKind) -> Outcome {
-    Outcome::Unavailable {
-        reason: format!("{} is not available on this gateway yet", tool.name()),
-    }
-}
-
+/// The caller's identity. `interlock_describe_access` answers 403 rather than 401 without
+/// one (contract): an empty description would read as "you may do nothing".
 async fn resolve_identity(
     state: &AppState,
     ctx: &CallContext,
+    tool: ToolKind,
     draft: &mut AuditDraft,
 ) -> Result<Arc<Identity>, Outcome> {
+    let status = if tool == ToolKind::DescribeAccess {
+        403
+    } else {
+        401
+    };
     let Some(key) = ctx.bearer.as_deref() else {
         draft.refused(
             "identity",
@@ -141,7 +157,7 @@ async fn resolve_identity(
             "no API key",
         );
         return Err(Outcome::refused(
-            401,
+            status,
             "unauthenticated",
             "This tool needs an API key: send Authorization: Bearer <agent-api-key>.",
         ));
@@ -156,7 +172,7 @@ async fn resolve_identity(
                 "key not recognised",
             );
             Err(Outcome::refused(
-                401,
+                status,
                 "unauthenticated",
                 "The API key is not recognised or was revoked; ask an operator for a valid key.",
             ))

@@ -61,6 +61,9 @@ pub async fn demo_env_with(
     sources::add_source(&pool, &new)
         .await
         .expect("register shop");
+    interlock::demo::register_handbook(&pool)
+        .await
+        .expect("register handbook");
     policy_file::apply(
         &pool,
         &policy_file::AccessFile::parse(interlock::demo::ACCESS_TOML).expect("parse"),

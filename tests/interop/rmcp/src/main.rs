@@ -13,6 +13,7 @@
 //! summary line per mode; exits 1 when a check fails, 2 on a usage error.
 //!
 //! Usage: rmcp_client --endpoint http://127.0.0.1:8080/mcp --key <agent key> [--mode initialize|discover|both]
+//!        [--strict]   (count the known rmcp 401/403 limitation as a failure; see RMCP_401_403_LIMITATION)
 
 use std::time::{Duration, Instant};
 
@@ -34,11 +35,37 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
 type Client = RunningService<RoleClient, ClientConfig>;
 
-struct Checks(Vec<Value>);
+const OTHER_TOOLS: [(&str, &str); 5] = [
+    ("interlock_describe_access", r#"{}"#),
+    ("interlock_describe_source", r#"{"source_id": "shop"}"#),
+    ("interlock_discover", r#"{"source_id": "shop"}"#),
+    ("interlock_related_documents", r#"{"asset_id": "interop-probe"}"#),
+    ("interlock_approval_status", r#"{"approval_id": "00000000-0000-0000-0000-000000000000"}"#),
+];
+
+/// rmcp 3.11.0 does not surface a JSON-RPC error carried by a 401 or 403 response as an McpError:
+/// `post_message_with_response_limits` turns a 401 with `WWW-Authenticate` into
+/// `StreamableHttpError::AuthRequired` (body dropped) and an unchallenged 403 into
+/// `UnexpectedServerResponse("HTTP 403 Forbidden: <body>")`. InterLock's modern dialect answers
+/// refusals with exactly those statuses (contract), so with rmcp in Discover mode a refusal arrives as
+/// a transport error. These are checked for what InterLock sent (status, header, body inside the
+/// error text) and reported as `known_client_limitation`; `--strict` counts them as failures.
+const RMCP_401_403_LIMITATION: &str = "rmcp 3.11.0 does not parse JSON-RPC error bodies of 401/403 responses \
+(401 with WWW-Authenticate -> AuthRequired transport error, body dropped; unchallenged 403 -> \
+UnexpectedServerResponse transport error with the body as text)";
+
+struct Checks(Vec<Value>, bool);
 
 impl Checks {
     fn record(&mut self, name: &str, ok: bool, detail: Value) -> bool {
         self.0.push(json!({"name": name, "ok": ok, "detail": detail}));
+        ok
+    }
+    /// A check that passed only through a documented client limitation.
+    fn record_limited(&mut self, name: &str, detail: Value) -> bool {
+        let ok = !self.1;
+        self.0.push(json!({"name": name, "ok": ok, "known_client_limitation": RMCP_401_403_LIMITATION,
+                           "detail": detail}));
         ok
     }
     fn failed(&self) -> Vec<String> {
@@ -128,9 +155,9 @@ fn is_str(v: &Value) -> bool {
     v.as_str().is_some_and(|s| !s.is_empty())
 }
 
-async fn run(endpoint: &str, key: &str, mode: &str) -> Result<Value, String> {
+async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Value, String> {
     let modern = mode == "discover";
-    let mut checks = Checks(Vec::new());
+    let mut checks = Checks(Vec::new(), strict);
     let client = connect(endpoint, key, mode).await?;
 
     let info = client.peer_info().ok_or("no peer info after startup")?;
@@ -200,7 +227,17 @@ async fn run(endpoint: &str, key: &str, mode: &str) -> Result<Value, String> {
             && o["status"] == json!(403)
             && is_str(&o["key"])
             && is_str(&o["reason"]);
-        checks.record("refusal-modern-jsonrpc-error", ok, o);
+        // What InterLock put on the wire, as far as the transport error text shows it.
+        let text = o["error"].as_str().unwrap_or_default();
+        let limited = o["form"] == "client-error"
+            && text.contains("HTTP 403")
+            && text.contains(r#""code":-32602"#)
+            && text.contains(r#""status":403"#);
+        if !ok && limited {
+            checks.record_limited("refusal-modern-jsonrpc-error", o);
+        } else {
+            checks.record("refusal-modern-jsonrpc-error", ok, o);
+        }
     } else {
         let ok = o["form"] == "tool-result"
             && o["isError"] == json!(true)
@@ -210,6 +247,42 @@ async fn run(endpoint: &str, key: &str, mode: &str) -> Result<Value, String> {
             && is_str(&o["message"]);
         checks.record("refusal-handshake-tool-result", ok, o);
     }
+
+    // The tools that answer "unavailable" (503): -32603 with data.status 503 in modern, a tool result
+    // with structuredContent.status "unavailable" in the handshake dialect.
+    let mut unavailable = Vec::new();
+    let mut outcomes = Map::new();
+    for (name, args) in OTHER_TOOLS {
+        if !names.iter().any(|n| n == name) {
+            continue;
+        }
+        let o = call(&client, name, serde_json::from_str(args).expect("static JSON")).await;
+        let is_unavailable = if modern {
+            o["form"] == "jsonrpc-error" && o["code"] == json!(-32603) && o["status"] == json!(503)
+                && o["key"] == json!("unavailable")
+        } else {
+            o["form"] == "tool-result" && o["isError"] == json!(true) && o["status"] == json!("unavailable")
+                && o["http_status"] == json!(503) && o["key"] == json!("unavailable")
+        };
+        if is_unavailable {
+            unavailable.push(name);
+        }
+        outcomes.insert(name.to_owned(), o);
+    }
+    let misrendered: Vec<&String> = outcomes
+        .iter()
+        .filter(|(n, o)| {
+            !unavailable.contains(&n.as_str())
+                && (o["status"] == json!(503) || o["status"] == json!("unavailable") || o["http_status"] == json!(503)
+                    || o["form"] == "client-error")
+        })
+        .map(|(n, _)| n)
+        .collect();
+    checks.record(
+        "unavailable-rendering",
+        misrendered.is_empty(),
+        json!({"unavailable": unavailable, "misrendered": misrendered, "outcomes": outcomes}),
+    );
 
     // After the refusal the same client must still work (a refusal is not a broken connection).
     let o = call(&client, "interlock_list_sources", json!({})).await;
@@ -233,7 +306,13 @@ async fn run(endpoint: &str, key: &str, mode: &str) -> Result<Value, String> {
                     && o["code"] == json!(-32602)
                     && o["status"] == json!(401)
                     && is_str(&o["key"]);
-                checks.record("unauthorized-modern-jsonrpc-error", ok, o);
+                let limited = o["form"] == "client-error"
+                    && o["debug"].as_str().unwrap_or_default().contains(r#"AuthRequired(AuthRequiredError { www_authenticate_header: "Bearer""#);
+                if !ok && limited {
+                    checks.record_limited("unauthorized-modern-jsonrpc-error", o);
+                } else {
+                    checks.record("unauthorized-modern-jsonrpc-error", ok, o);
+                }
             } else {
                 let ok = o["form"] == "tool-result"
                     && o["isError"] == json!(true)
@@ -247,6 +326,8 @@ async fn run(endpoint: &str, key: &str, mode: &str) -> Result<Value, String> {
     }
 
     let failed = checks.failed();
+    let limited: Vec<Value> = checks.0.iter().filter(|c| c.get("known_client_limitation").is_some())
+        .map(|c| c["name"].clone()).collect();
     Ok(json!({
         "client": "rmcp",
         "sdk": "3.11.0",
@@ -254,14 +335,16 @@ async fn run(endpoint: &str, key: &str, mode: &str) -> Result<Value, String> {
         "endpoint": endpoint,
         "protocol_version": version,
         "tools": names,
+        "unavailable_tools": unavailable,
         "checks": checks.0,
         "ok": failed.is_empty(),
+        "known_client_limitations": limited,
         "failed": failed,
     }))
 }
 
 fn usage() -> ! {
-    eprintln!("usage: rmcp_client --endpoint URL --key AGENT_KEY [--mode initialize|discover|both]");
+    eprintln!("usage: rmcp_client --endpoint URL --key AGENT_KEY [--mode initialize|discover|both] [--strict]");
     std::process::exit(2)
 }
 
@@ -270,12 +353,14 @@ async fn main() {
     let mut endpoint = None;
     let mut key = None;
     let mut mode = "both".to_owned();
+    let mut strict = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--endpoint" => endpoint = args.next(),
             "--key" => key = args.next(),
             "--mode" => mode = args.next().unwrap_or_else(|| usage()),
+            "--strict" => strict = true,
             _ => usage(),
         }
     }
@@ -289,7 +374,7 @@ async fn main() {
     let mut all_ok = true;
     for mode in modes {
         let started = Instant::now();
-        let mut summary = match run(&endpoint, &key, mode).await {
+        let mut summary = match run(&endpoint, &key, mode, strict).await {
             Ok(summary) => summary,
             Err(error) => json!({"client": "rmcp", "sdk": "3.11.0", "mode": mode, "endpoint": endpoint,
                                  "ok": false, "error": error}),

@@ -1,0 +1,69 @@
+//! `interlock_approval_status`: the caller's own approvals only; anyone else's is
+//! indistinguishable from one that does not exist.
+
+use serde_json::{json, Map, Value};
+
+use super::audit::AuditDraft;
+use super::outcome::Outcome;
+use super::query::rate_limit;
+use super::Work;
+use crate::control::approvals;
+use crate::control::identities::Identity;
+use crate::AppState;
+
+/// The requester's view of an approval (the statement is theirs; decisions name approvers).
+pub fn status_json(a: &approvals::Approval) -> Value {
+    json!({
+        "approval_id": a.id,
+        "state": a.state,
+        "source_id": a.source_id,
+        "statement": a.statement,
+        "approvals_required": a.approvals_required,
+        "created_at": a.created_at,
+        "expires_at": a.expires_at,
+        "decisions": a.decisions,
+        "result": {
+            "executed_at": a.executed_at,
+            "rows_affected": a.rows_affected,
+            "returning": a.result,
+            "error": a.error,
+        },
+    })
+}
+
+pub async fn approval_status(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    identity: &Identity,
+    args: &Map<String, Value>,
+) -> Result<Work, Outcome> {
+    rate_limit(state, draft, identity, None, false).await?;
+    let not_found = || Outcome::NotFound {
+        reason: "no approval with that id was requested by you".into(),
+    };
+    let Some(id) = args
+        .get("approval_id")
+        .and_then(Value::as_str)
+        .and_then(|s| uuid::Uuid::parse_str(s).ok())
+    else {
+        return Err(not_found());
+    };
+    draft.approval_id = Some(id);
+    match approvals::get(&state.control, id, Some(identity.id)).await {
+        Ok(Some(a)) => {
+            draft.source = Some(a.source_id.clone());
+            draft.allowed("status", &[]);
+            Ok(Work::Done(Outcome::Json(status_json(&a))))
+        }
+        Ok(None) => {
+            draft.refused("approval", "not_found", "own approvals only", "not found");
+            Err(not_found())
+        }
+        Err(e) => {
+            draft.error = Some(e.to_string());
+            Err(Outcome::Unavailable {
+                reason: "control database unavailable".into(),
+            })
+        }
+    }
+}
