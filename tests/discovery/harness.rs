@@ -5,7 +5,6 @@
 use deadpool_postgres::Pool;
 
 #[path = "../common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 pub async fn fresh_db() -> Pool {
