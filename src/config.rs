@@ -37,6 +37,7 @@ pub struct Settings {
     pub audit: AuditSettings,
     pub catalog: CatalogSettings,
     pub sources: SourcesSettings,
+    pub approvals: ApprovalSettings,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -136,6 +137,12 @@ pub struct CatalogSettings {
 #[serde(deny_unknown_fields)]
 pub struct SourcesSettings {
     pub refresh_interval_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalSettings {
+    pub sweep_interval_secs: u64,
 }
 
 impl BreakerSettings {
@@ -305,6 +312,12 @@ impl Settings {
         }
         if self.catalog.max_relations == 0 {
             return Err(invalid("catalog.max_relations", "must be at least 1"));
+        }
+        if self.approvals.sweep_interval_secs == 0 {
+            return Err(invalid(
+                "approvals.sweep_interval_secs",
+                "must be at least 1",
+            ));
         }
         if self.sources.refresh_interval_ms < 100 {
             return Err(invalid(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
+use interlock_actors::approval::ApprovalHandle;
 use interlock_actors::audit::{AuditConfig, AuditHandle};
 use interlock_actors::cache::CacheHandle;
 use interlock_actors::events::EventBus;
@@ -29,9 +30,12 @@ pub struct AppState {
     pub rate: RateLimitHandle,
     pub cache: CacheHandle,
     pub audit: AuditHandle,
+    pub approvals: ApprovalHandle,
     pub catalogue: Catalogue,
     pub server_info: ServerInfo,
     pub inflight: InFlight,
+    /// This instance's liveness lock (see `approvals::instance`).
+    pub instance: crate::approvals::instance::InstanceLock,
     /// Keeps the actors' arbiter (thread) alive as long as the state.
     _arbiter: actix::Arbiter,
 }
@@ -100,12 +104,32 @@ impl AppState {
             &handle,
         );
         let catalogue = Catalogue::load().map_err(|e| StartError::Catalogue(e.to_string()))?;
+        let cache = CacheHandle::start(&handle, settings.cache.max_entries);
+        let instance = crate::approvals::instance::InstanceLock::acquire(&control)
+            .await
+            .map_err(StartError::Sources)?;
+        let runner = crate::approvals::runner::GatewayRunner {
+            control: control.clone(),
+            sources: sources.clone(),
+            cache: cache.clone(),
+            audit: audit.clone(),
+            events: events.clone(),
+            instance: instance.id,
+            max_sql_bytes: settings.sql.max_sql_bytes,
+        };
+        let approvals = ApprovalHandle::start(
+            Arc::new(runner),
+            Duration::from_secs(settings.approvals.sweep_interval_secs),
+            &handle,
+        );
         Ok(Arc::new(AppState {
             identities: IdentityResolver::new(control.clone(), ttl),
             profiles: ProfileCache::new(control.clone(), ttl),
             rate: RateLimitHandle::start(&handle, settings.rate_limit.mailbox),
-            cache: CacheHandle::start(&handle, settings.cache.max_entries),
+            cache,
             audit,
+            approvals,
+            instance,
             sources,
             events,
             catalogue,

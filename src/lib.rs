@@ -4,6 +4,7 @@
 //! `dev` demo and the integration tests all use it, so they run the same code.
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod approvals;
 pub mod cli;
 pub mod config;
 pub mod control;

@@ -18,6 +18,59 @@ pub enum Event {
         reason: String,
         at: DateTime<Utc>,
     },
+    #[serde(rename = "approval.created")]
+    ApprovalCreated {
+        id: String,
+        source: String,
+        requester: String,
+        at: DateTime<Utc>,
+    },
+    #[serde(rename = "approval.decided")]
+    ApprovalDecided {
+        id: String,
+        source: String,
+        approver: String,
+        decision: String,
+        state: String,
+        at: DateTime<Utc>,
+    },
+    #[serde(rename = "approval.executed")]
+    ApprovalExecuted {
+        id: String,
+        source: String,
+        state: String,
+        at: DateTime<Utc>,
+    },
+    #[serde(rename = "approval.expired")]
+    ApprovalExpired {
+        id: String,
+        source: String,
+        at: DateTime<Utc>,
+    },
+}
+
+impl Event {
+    /// The SSE event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::CircuitChanged { .. } => "circuit.changed",
+            Event::ApprovalCreated { .. } => "approval.created",
+            Event::ApprovalDecided { .. } => "approval.decided",
+            Event::ApprovalExecuted { .. } => "approval.executed",
+            Event::ApprovalExpired { .. } => "approval.expired",
+        }
+    }
+
+    /// The source the event concerns (approvers only see their sources' events).
+    pub fn source(&self) -> &str {
+        match self {
+            Event::CircuitChanged { source, .. }
+            | Event::ApprovalCreated { source, .. }
+            | Event::ApprovalDecided { source, .. }
+            | Event::ApprovalExecuted { source, .. }
+            | Event::ApprovalExpired { source, .. } => source,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -139,3 +139,37 @@ pub(crate) async fn decisions(
         })
         .collect())
 }
+
+/// Approvals newest first, filtered by state and source; `scopes` (approvers) restricts the
+/// sources; `before` pages by creation time.
+pub async fn list(
+    pool: &ControlPool,
+    state: Option<&str>,
+    source: Option<&str>,
+    scopes: Option<&[String]>,
+    before: Option<DateTime<Utc>>,
+    limit: i64,
+) -> Result<Vec<Approval>, ControlError> {
+    let client = pool.get().await?;
+    let scopes: Option<Vec<String>> = scopes.map(<[String]>::to_vec);
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {APPROVAL_COLUMNS} FROM approvals a JOIN identities i ON i.id = a.requester_id
+                  WHERE ($1::text IS NULL OR a.state = $1)
+                    AND ($2::text IS NULL OR a.source_id = $2)
+                    AND ($3::text[] IS NULL OR a.source_id = ANY($3))
+                    AND ($4::timestamptz IS NULL OR a.created_at < $4)
+                  ORDER BY a.created_at DESC LIMIT $5"
+            ),
+            &[&state, &source, &scopes, &before, &limit],
+        )
+        .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut a = approval_from_row(r);
+        a.decisions = decisions(&client, a.id).await?;
+        out.push(a);
+    }
+    Ok(out)
+}

@@ -19,11 +19,18 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_control_schema",
-    sql: include_str!("../../migrations/0001_control_schema.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_control_schema",
+        sql: include_str!("../../migrations/0001_control_schema.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_approval_execution",
+        sql: include_str!("../../migrations/0002_approval_execution.sql"),
+    },
+];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").
 const MIGRATION_LOCK: i64 = 0x494c_4d49_4752_4154;

@@ -1,5 +1,6 @@
 //! The only module that knows actix-web: routes, guards, request ids.
 
+mod admin;
 mod guard;
 mod health;
 pub mod inflight;
@@ -7,7 +8,7 @@ mod legacy;
 mod mcp_endpoint;
 mod proxy;
 pub mod request_id;
-mod sse;
+pub(crate) mod sse;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -60,11 +61,13 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
                     .route("/sse", web::get().to(legacy::sse_open))
                     .route("/messages", web::post().to(legacy::sse_message)),
             )
+            .service(admin::routes().wrap(guard::EdgeGuard(policy.clone())))
             .service(
                 web::scope("/v1")
                     .wrap(guard::EdgeGuard(policy.clone()))
                     .route("/sources", web::get().to(proxy::list_sources))
-                    .route("/sources/{id}/query", web::post().to(proxy::query)),
+                    .route("/sources/{id}/query", web::post().to(proxy::query))
+                    .route("/approvals/{id}", web::get().to(proxy::approval)),
             )
     })
     .workers(workers)

@@ -127,3 +127,17 @@ pub fn render(outcome: Outcome) -> HttpResponse {
         ),
     }
 }
+
+/// `GET /v1/approvals/{id}`: the requester's own approval (anyone else's is 404).
+pub async fn approval(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let token = CancellationToken::new();
+    let _guard = token.clone().drop_guard();
+    let ctx = context(&req, token);
+    let mut args = Map::new();
+    args.insert("approval_id".into(), Value::String(path.into_inner()));
+    render(pipeline::call(&state, &ctx, ToolKind::ApprovalStatus, &args).await)
+}

@@ -121,17 +121,26 @@ pub fn fingerprint(sql: &str) -> String {
     h
 }
 
-/// Appends the record and waits until it is durable. If the audit path cannot take it, the
-/// caller gets `unavailable: audit unavailable` instead of the outcome.
-pub async fn finish(state: &AppState, draft: AuditDraft, outcome: Outcome) -> Outcome {
+/// Appends the record of `draft` ending in `outcome` and waits until it is durable.
+pub async fn append(
+    audit: &interlock_actors::audit::AuditHandle,
+    draft: AuditDraft,
+    outcome: &Outcome,
+) -> Result<i64, interlock_actors::audit::AuditError> {
     let tool = draft.tool.clone();
     let adapter = draft.adapter;
-    let record = draft.into_record(&outcome);
+    let record = draft.into_record(outcome);
     metrics::counter!("interlock_calls_total", "tool" => tool, "outcome" => record.outcome.as_str(), "adapter" => adapter)
         .increment(1);
     metrics::histogram!("interlock_call_seconds", "adapter" => adapter)
         .record(record.duration_us as f64 / 1_000_000.0);
-    match state.audit.append(record).await {
+    audit.append(record).await
+}
+
+/// Appends the record and waits until it is durable. If the audit path cannot take it, the
+/// caller gets `unavailable: audit unavailable` instead of the outcome.
+pub async fn finish(state: &AppState, draft: AuditDraft, outcome: Outcome) -> Outcome {
+    match append(&state.audit, draft, &outcome).await {
         Ok(_) => outcome,
         Err(e) => {
             tracing::error!(error = %e, "audit record not durable; refusing the call's result");

@@ -268,6 +268,18 @@ pub async fn run_write(state: &AppState, draft: &mut AuditDraft, plan: WritePlan
     match enqueue(&state.control, &new).await {
         Ok((id, _expires)) => {
             draft.approval_id = Some(id);
+            state
+                .events
+                .publish(interlock_actors::events::Event::ApprovalCreated {
+                    id: id.to_string(),
+                    source: plan.rt.source.id.clone(),
+                    requester: draft
+                        .identity
+                        .as_ref()
+                        .map(|i| i.1.clone())
+                        .unwrap_or_default(),
+                    at: chrono::Utc::now(),
+                });
             Outcome::Queued {
                 approval_id: id,
                 state: "pending".into(),

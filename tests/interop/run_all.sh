@@ -89,7 +89,11 @@ step() {
   else
     failed=$((failed + 1))
     printf 'FAIL %-28s %d.%03ds (exit %d; %s)\n' "$name" $((ms / 1000)) $((ms % 1000)) "$rc" "$RESULTS/$name.log"
-    sed -n '1,40p' "$RESULTS/$name.log" | sed 's/^/    /'
+    if [[ -s "$RESULTS/$name.log" ]]; then
+      sed -n '1,40p' "$RESULTS/$name.log" | sed 's/^/    /'
+    else
+      grep -v '^PASS' "$out" | sed -n '1,40p' | cut -c1-600 | sed 's/^/    /'
+    fi
   fi
 }
 

@@ -424,6 +424,7 @@ def main() -> int:
     except httpx2.HTTPError as exc:
         print(json.dumps({"client": "wire-checks", "ok": False, "error": f"{type(exc).__name__}: {exc}",
                           "checks": w.results}))
+        print(f"wire-checks: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     failed = [c["name"] for c in w.results if not c["ok"]]
     print(json.dumps({"client": "wire-checks", "endpoint": args.endpoint, "ok": not failed, "failed": failed,

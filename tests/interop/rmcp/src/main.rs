@@ -39,8 +39,14 @@ const OTHER_TOOLS: [(&str, &str); 5] = [
     ("interlock_describe_access", r#"{}"#),
     ("interlock_describe_source", r#"{"source_id": "shop"}"#),
     ("interlock_discover", r#"{"source_id": "shop"}"#),
-    ("interlock_related_documents", r#"{"asset_id": "interop-probe"}"#),
-    ("interlock_approval_status", r#"{"approval_id": "00000000-0000-0000-0000-000000000000"}"#),
+    (
+        "interlock_related_documents",
+        r#"{"asset_id": "interop-probe"}"#,
+    ),
+    (
+        "interlock_approval_status",
+        r#"{"approval_id": "00000000-0000-0000-0000-000000000000"}"#,
+    ),
 ];
 
 /// rmcp 3.11.0 does not surface a JSON-RPC error carried by a 401 or 403 response as an McpError:
@@ -58,14 +64,17 @@ struct Checks(Vec<Value>, bool);
 
 impl Checks {
     fn record(&mut self, name: &str, ok: bool, detail: Value) -> bool {
-        self.0.push(json!({"name": name, "ok": ok, "detail": detail}));
+        self.0
+            .push(json!({"name": name, "ok": ok, "detail": detail}));
         ok
     }
     /// A check that passed only through a documented client limitation.
     fn record_limited(&mut self, name: &str, detail: Value) -> bool {
         let ok = !self.1;
-        self.0.push(json!({"name": name, "ok": ok, "known_client_limitation": RMCP_401_403_LIMITATION,
-                           "detail": detail}));
+        self.0.push(
+            json!({"name": name, "ok": ok, "known_client_limitation": RMCP_401_403_LIMITATION,
+                           "detail": detail}),
+        );
         ok
     }
     fn failed(&self) -> Vec<String> {
@@ -94,7 +103,8 @@ fn lifecycle(mode: &str) -> ClientLifecycleMode {
 
 async fn connect(endpoint: &str, key: &str, mode: &str) -> Result<Client, String> {
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned()).auth_header(key.to_owned()),
+        StreamableHttpClientTransportConfig::with_uri(endpoint.to_owned())
+            .auth_header(key.to_owned()),
     );
     let started = client_config().serve_with_lifecycle(transport, lifecycle(mode));
     match tokio::time::timeout(CALL_TIMEOUT, started).await {
@@ -163,7 +173,11 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
     let info = client.peer_info().ok_or("no peer info after startup")?;
     let version = info.protocol_version.to_string();
     if modern {
-        checks.record("negotiated-modern", version == "2026-07-28", json!({"protocol_version": version}));
+        checks.record(
+            "negotiated-modern",
+            version == "2026-07-28",
+            json!({"protocol_version": version}),
+        );
     } else {
         checks.record(
             "negotiated-handshake",
@@ -183,10 +197,15 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
         serde_json::to_value(&info.capabilities).unwrap_or(Value::Null),
     );
 
-    let names: Vec<String> = match tokio::time::timeout(CALL_TIMEOUT, client.list_all_tools()).await {
+    let names: Vec<String> = match tokio::time::timeout(CALL_TIMEOUT, client.list_all_tools()).await
+    {
         Ok(Ok(tools)) => tools.iter().map(|t| t.name.to_string()).collect(),
         Ok(Err(error)) => {
-            checks.record("tools-list", false, json!({"error": error.to_string(), "debug": format!("{error:?}")}));
+            checks.record(
+                "tools-list",
+                false,
+                json!({"error": error.to_string(), "debug": format!("{error:?}")}),
+            );
             Vec::new()
         }
         Err(_) => {
@@ -199,28 +218,50 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
             .into_iter()
             .filter(|n| !names.iter().any(|m| m == n))
             .collect();
-        checks.record("tools-list", missing.is_empty(), json!({"missing": missing}));
+        checks.record(
+            "tools-list",
+            missing.is_empty(),
+            json!({"missing": missing}),
+        );
     }
 
     let o = call(&client, "interlock_list_sources", json!({})).await;
-    let sources: Option<Map<String, Value>> = o["text"].as_str().and_then(|t| serde_json::from_str(t).ok());
+    let sources: Option<Map<String, Value>> = o["text"]
+        .as_str()
+        .and_then(|t| serde_json::from_str(t).ok());
     checks.record(
         "list-sources",
-        o["form"] == "tool-result" && o["isError"] != json!(true) && sources.is_some_and(|s| s.contains_key(DEMO_SOURCE)),
+        o["form"] == "tool-result"
+            && o["isError"] != json!(true)
+            && sources.is_some_and(|s| s.contains_key(DEMO_SOURCE)),
         o,
     );
 
-    let o = call(&client, "interlock_query", json!({"source_id": DEMO_SOURCE, "sql": READ_SQL})).await;
-    let rows: Option<Vec<Value>> = o["text"].as_str().and_then(|t| serde_json::from_str(t).ok());
+    let o = call(
+        &client,
+        "interlock_query",
+        json!({"source_id": DEMO_SOURCE, "sql": READ_SQL}),
+    )
+    .await;
+    let rows: Option<Vec<Value>> = o["text"]
+        .as_str()
+        .and_then(|t| serde_json::from_str(t).ok());
     checks.record(
         "query-demo-data",
         o["form"] == "tool-result"
             && o["isError"] != json!(true)
-            && rows.is_some_and(|r| r.len() == 1 && r[0]["id"] == json!(1) && r[0]["name"].is_string()),
+            && rows.is_some_and(|r| {
+                r.len() == 1 && r[0]["id"] == json!(1) && r[0]["name"].is_string()
+            }),
         o,
     );
 
-    let o = call(&client, "interlock_query", json!({"source_id": DEMO_SOURCE, "sql": REFUSED_SQL})).await;
+    let o = call(
+        &client,
+        "interlock_query",
+        json!({"source_id": DEMO_SOURCE, "sql": REFUSED_SQL}),
+    )
+    .await;
     if modern {
         let ok = o["form"] == "jsonrpc-error"
             && o["code"] == json!(-32602)
@@ -256,13 +297,23 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
         if !names.iter().any(|n| n == name) {
             continue;
         }
-        let o = call(&client, name, serde_json::from_str(args).expect("static JSON")).await;
+        let o = call(
+            &client,
+            name,
+            serde_json::from_str(args).expect("static JSON"),
+        )
+        .await;
         let is_unavailable = if modern {
-            o["form"] == "jsonrpc-error" && o["code"] == json!(-32603) && o["status"] == json!(503)
+            o["form"] == "jsonrpc-error"
+                && o["code"] == json!(-32603)
+                && o["status"] == json!(503)
                 && o["key"] == json!("unavailable")
         } else {
-            o["form"] == "tool-result" && o["isError"] == json!(true) && o["status"] == json!("unavailable")
-                && o["http_status"] == json!(503) && o["key"] == json!("unavailable")
+            o["form"] == "tool-result"
+                && o["isError"] == json!(true)
+                && o["status"] == json!("unavailable")
+                && o["http_status"] == json!(503)
+                && o["key"] == json!("unavailable")
         };
         if is_unavailable {
             unavailable.push(name);
@@ -273,7 +324,9 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
         .iter()
         .filter(|(n, o)| {
             !unavailable.contains(&n.as_str())
-                && (o["status"] == json!(503) || o["status"] == json!("unavailable") || o["http_status"] == json!(503)
+                && (o["status"] == json!(503)
+                    || o["status"] == json!("unavailable")
+                    || o["http_status"] == json!(503)
                     || o["form"] == "client-error")
         })
         .map(|(n, _)| n)
@@ -300,14 +353,21 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
         }
         Ok(bad) => {
             let _ = tokio::time::timeout(CALL_TIMEOUT, bad.list_all_tools()).await;
-            let o = call(&bad, "interlock_query", json!({"source_id": DEMO_SOURCE, "sql": READ_SQL})).await;
+            let o = call(
+                &bad,
+                "interlock_query",
+                json!({"source_id": DEMO_SOURCE, "sql": READ_SQL}),
+            )
+            .await;
             if modern {
                 let ok = o["form"] == "jsonrpc-error"
                     && o["code"] == json!(-32602)
                     && o["status"] == json!(401)
                     && is_str(&o["key"]);
                 let limited = o["form"] == "client-error"
-                    && o["debug"].as_str().unwrap_or_default().contains(r#"AuthRequired(AuthRequiredError { www_authenticate_header: "Bearer""#);
+                    && o["debug"].as_str().unwrap_or_default().contains(
+                        r#"AuthRequired(AuthRequiredError { www_authenticate_header: "Bearer""#,
+                    );
                 if !ok && limited {
                     checks.record_limited("unauthorized-modern-jsonrpc-error", o);
                 } else {
@@ -326,8 +386,12 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
     }
 
     let failed = checks.failed();
-    let limited: Vec<Value> = checks.0.iter().filter(|c| c.get("known_client_limitation").is_some())
-        .map(|c| c["name"].clone()).collect();
+    let limited: Vec<Value> = checks
+        .0
+        .iter()
+        .filter(|c| c.get("known_client_limitation").is_some())
+        .map(|c| c["name"].clone())
+        .collect();
     Ok(json!({
         "client": "rmcp",
         "sdk": "3.11.0",
@@ -344,7 +408,9 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
 }
 
 fn usage() -> ! {
-    eprintln!("usage: rmcp_client --endpoint URL --key AGENT_KEY [--mode initialize|discover|both] [--strict]");
+    eprintln!(
+        "usage: rmcp_client --endpoint URL --key AGENT_KEY [--mode initialize|discover|both] [--strict]"
+    );
     std::process::exit(2)
 }
 
@@ -364,7 +430,9 @@ async fn main() {
             _ => usage(),
         }
     }
-    let (Some(endpoint), Some(key)) = (endpoint, key) else { usage() };
+    let (Some(endpoint), Some(key)) = (endpoint, key) else {
+        usage()
+    };
     let modes: Vec<&str> = match mode.as_str() {
         "both" => vec!["initialize", "discover"],
         "initialize" | "discover" => vec![mode.as_str()],
@@ -376,8 +444,10 @@ async fn main() {
         let started = Instant::now();
         let mut summary = match run(&endpoint, &key, mode, strict).await {
             Ok(summary) => summary,
-            Err(error) => json!({"client": "rmcp", "sdk": "3.11.0", "mode": mode, "endpoint": endpoint,
-                                 "ok": false, "error": error}),
+            Err(error) => {
+                json!({"client": "rmcp", "sdk": "3.11.0", "mode": mode, "endpoint": endpoint,
+                                 "ok": false, "error": error})
+            }
         };
         summary["elapsed_s"] = json!(started.elapsed().as_secs_f64());
         println!("{summary}");

@@ -1,0 +1,65 @@
+//! The approval queue: the state machine ([`state`]) and the actor that executes approved
+//! writes and sweeps expired ones.
+//!
+//! Exactly-once execution does not rest on this actor: the runner claims an approval with a
+//! compare-and-set (`approved` → `executing`) in the control database, so two replicas, or
+//! two approvers clicking together, cannot both run it. The actor serializes this replica's
+//! executions, owns the expiry timer, and recovers at start-up (`executing` left by a dead
+//! gateway → `outcome_unknown`; `approved` never started → executed now).
+
+mod actor;
+pub mod state;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use uuid::Uuid;
+
+pub use actor::ApprovalQueue;
+pub use state::{decide, ApprovalState, DecisionInput, DecisionRefused, Verdict};
+
+use crate::ActorError;
+
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// What the gateway plugs into the queue: claiming and running one approval, the expiry
+/// sweep and start-up recovery. Implementations never panic; failures are logged and stored.
+pub trait ApprovalRunner: Send + Sync + 'static {
+    /// Claims (CAS) and executes one approved write; no-op when another worker claimed it.
+    fn execute(&self, id: Uuid) -> BoxFuture<()>;
+    /// Marks pending approvals past their expiry as expired; returns how many.
+    fn expire_due(&self) -> BoxFuture<u64>;
+    /// Start-up: `executing` → `outcome_unknown`; returns approved ids still to run.
+    fn recover(&self) -> BoxFuture<Vec<Uuid>>;
+}
+
+#[derive(Clone)]
+pub struct ApprovalHandle {
+    addr: Addr<ApprovalQueue>,
+}
+
+impl ApprovalHandle {
+    pub fn start(
+        runner: Arc<dyn ApprovalRunner>,
+        sweep_every: Duration,
+        arbiter: &actix::ArbiterHandle,
+    ) -> Self {
+        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
+            ctx.set_mailbox_capacity(1024);
+            ApprovalQueue::new(runner, sweep_every)
+        });
+        Self { addr }
+    }
+
+    /// Asks the queue to execute an approval that just became approved.
+    pub async fn execute(&self, id: Uuid) -> Result<(), ActorError> {
+        self.addr
+            .send(actor::Execute(id))
+            .timeout(Duration::from_secs(5))
+            .await
+            .map_err(|e| ActorError::Mailbox(format!("approval queue: {e}")))
+    }
+}

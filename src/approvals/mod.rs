@@ -1,0 +1,19 @@
+//! Approvals: writes held for human approvers, decided through the admin API and executed
+//! exactly once.
+//!
+//! - [`decide`]: an approver's decision, in one control-database transaction with the
+//!   approval row locked (no self-approval, scoped approvers, distinct approvers, 409 for
+//!   anything not pending);
+//! - [`runner`]: claiming (`approved` → `executing` compare-and-set), re-checking grants and
+//!   policy, running the write in a READ WRITE transaction, storing the outcome, invalidating
+//!   the cache; plus expiry and recovery;
+//! - [`instance`]: the advisory lock that tells a live executor from a dead one;
+//! - [`display`]: the statement as approvers see it, control characters escaped.
+
+pub mod decide;
+pub mod display;
+pub mod instance;
+pub mod runner;
+
+pub use decide::{decide, DecideError};
+pub use display::escape_for_display;

@@ -1,0 +1,348 @@
+//! Executing approved writes, expiring stale approvals, recovering after a crash.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use interlock_actors::approval::{ApprovalRunner, BoxFuture};
+use interlock_actors::audit::AuditHandle;
+use interlock_actors::cache::CacheHandle;
+use interlock_actors::events::{Event, EventBus};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::instance::instance_dead;
+use crate::control::{profiles::load_profile, ControlError, ControlPool};
+use crate::governance::{decide, AllowedClass, SqlLimits};
+use crate::pipeline::{audit, mask, AuditDraft, Outcome};
+use crate::sources::postgres::execute::{self, Limits};
+use crate::sources::postgres::pool::Purpose;
+use crate::sources::registry::SourceRegistry;
+
+/// Everything execution needs, cloned out of the gateway state (no cycle through it).
+#[derive(Clone)]
+pub struct GatewayRunner {
+    pub control: ControlPool,
+    pub sources: Arc<SourceRegistry>,
+    pub cache: CacheHandle,
+    pub audit: AuditHandle,
+    pub events: EventBus,
+    pub instance: i32,
+    pub max_sql_bytes: usize,
+}
+
+struct Claimed {
+    id: Uuid,
+    source_id: String,
+    requester_id: Uuid,
+    requester: String,
+    statement: String,
+}
+
+impl GatewayRunner {
+    async fn claim(&self, id: Uuid) -> Result<Option<Claimed>, ControlError> {
+        let client = self.control.get().await?;
+        let row = client
+            .query_opt(
+                "UPDATE approvals a SET state = 'executing', executing_by = $2, executing_at = now()
+                  FROM identities i
+                 WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
+                 RETURNING a.source_id, a.requester_id, i.name, a.statement",
+                &[&id, &self.instance],
+            )
+            .await?;
+        Ok(row.map(|r| Claimed {
+            id,
+            source_id: r.get(0),
+            requester_id: r.get(1),
+            requester: r.get(2),
+            statement: r.get(3),
+        }))
+    }
+
+    async fn finish(
+        &self,
+        c: &Claimed,
+        state: &str,
+        rows_affected: Option<i64>,
+        result: Option<Value>,
+        error: Option<String>,
+    ) -> Result<(), ControlError> {
+        let client = self.control.get().await?;
+        client
+            .execute(
+                "UPDATE approvals SET state = $2, executed_at = now(), rows_affected = $3, result = $4, error = $5
+                  WHERE id = $1 AND state = 'executing'",
+                &[&c.id, &state, &rows_affected, &result, &error],
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Re-checks grants and policy as they are now, then runs the write.
+    async fn run(&self, c: &Claimed) -> (String, Option<i64>, Option<Value>, Option<String>) {
+        let failed = |reason: String| ("failed".to_string(), None, None, Some(reason));
+        let Some(rt) = self.sources.get(&c.source_id) else {
+            return failed(format!("source {} is no longer registered", c.source_id));
+        };
+        if !rt.source.enabled {
+            return failed(format!("source {} is disabled", c.source_id));
+        }
+        let profile = match load_profile(&self.control, c.requester_id, &c.source_id).await {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                return failed(format!(
+                    "{} no longer holds a role on {}; the write was not run",
+                    c.requester, c.source_id
+                ))
+            }
+            Err(e) => return failed(format!("grants could not be checked: {e}")),
+        };
+        let catalog = match self.sources.catalog(&rt).await {
+            Ok(c) => c,
+            Err(e) => return failed(format!("the source catalog is unavailable: {e}")),
+        };
+        let limits = SqlLimits {
+            max_sql_bytes: self.max_sql_bytes,
+        };
+        let decision = decide(&c.statement, 0, &catalog.catalog, &profile, &limits);
+        let allowed = match (decision.allowed(), decision.refusal()) {
+            (Some(a), _) if a.class == AllowedClass::Write => a.clone(),
+            (_, Some(r)) => return failed(format!("refused at execution time: {}", r.reason)),
+            _ => return failed("the statement is no longer classified as a write".into()),
+        };
+        let Some(pools) = rt.pools.as_ref() else {
+            return failed("the source's connection settings are unusable".into());
+        };
+        let never = CancellationToken::new();
+        let limits = Limits {
+            max_rows: u64::from(rt.source.max_rows),
+            max_bytes: rt.source.max_bytes,
+        };
+        match execute::run(
+            pools,
+            Purpose::Write,
+            &allowed.statement,
+            &[],
+            limits,
+            &never,
+        )
+        .await
+        {
+            Ok(mut rows) => {
+                let returning = if rows.columns.is_empty() {
+                    None
+                } else if mask::apply_masks(&mut rows, &allowed.output_columns, &rt.source.mask_key)
+                    .is_ok()
+                {
+                    Some(Value::Array(rows.objects()))
+                } else {
+                    Some(json!({"withheld": "RETURNING rows could not be masked safely"}))
+                };
+                let tables = allowed
+                    .tables_written
+                    .iter()
+                    .map(|t| (t.schema.clone(), t.name.clone()))
+                    .collect();
+                if let Err(e) = self.cache.invalidate(&c.source_id, tables).await {
+                    tracing::error!(error = %e, "cache invalidation after an approved write failed");
+                }
+                let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
+                ("executed".into(), affected, returning, None)
+            }
+            Err(e) => failed(e.to_string()),
+        }
+    }
+
+    async fn audit_event(
+        &self,
+        id: Uuid,
+        source: &str,
+        tool: &str,
+        outcome: Outcome,
+        detail: Value,
+    ) {
+        let mut draft = AuditDraft::new(&format!("approval-{id}"), "approvals", None, tool);
+        draft.source = Some(source.to_string());
+        draft.approval_id = Some(id);
+        draft.action = Some("write");
+        draft.decision = detail;
+        let _ = audit::append(&self.audit, draft, &outcome).await;
+    }
+}
+
+impl ApprovalRunner for GatewayRunner {
+    fn execute(&self, id: Uuid) -> BoxFuture<()> {
+        let this = self.clone();
+        Box::pin(async move {
+            let claimed = match this.claim(id).await {
+                Ok(Some(c)) => c,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::error!(%id, error = %e, "claiming an approval failed");
+                    return;
+                }
+            };
+            this.audit_event(
+                id,
+                &claimed.source_id,
+                "approval.execute",
+                Outcome::Json(Value::Null),
+                json!({"step": "execution started"}),
+            )
+            .await;
+            let (state, affected, result, error) = this.run(&claimed).await;
+            if let Err(e) = this
+                .finish(&claimed, &state, affected, result, error.clone())
+                .await
+            {
+                tracing::error!(%id, error = %e, "storing an approval outcome failed");
+            }
+            let outcome = if state == "executed" {
+                Outcome::Json(Value::Null)
+            } else {
+                Outcome::Failed
+            };
+            this.audit_event(
+                id,
+                &claimed.source_id,
+                "approval.outcome",
+                outcome,
+                json!({"state": state, "rows_affected": affected, "error": error}),
+            )
+            .await;
+            this.events.publish(Event::ApprovalExecuted {
+                id: id.to_string(),
+                source: claimed.source_id.clone(),
+                state,
+                at: Utc::now(),
+            });
+        })
+    }
+
+    fn expire_due(&self) -> BoxFuture<u64> {
+        let this = self.clone();
+        Box::pin(async move {
+            let rows = match this.control.get().await {
+                Ok(client) => client
+                    .query(
+                        "UPDATE approvals SET state = 'expired'
+                          WHERE state = 'pending' AND expires_at <= now()
+                         RETURNING id, source_id",
+                        &[],
+                    )
+                    .await
+                    .unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+            for r in &rows {
+                let (id, source): (Uuid, String) = (r.get(0), r.get(1));
+                this.audit_event(
+                    id,
+                    &source,
+                    "approval.expire",
+                    Outcome::Json(Value::Null),
+                    json!({"state": "expired"}),
+                )
+                .await;
+                this.events.publish(Event::ApprovalExpired {
+                    id: id.to_string(),
+                    source,
+                    at: Utc::now(),
+                });
+            }
+            this.recover_dead_executions().await;
+            // Approved records whose hand-off to a queue was lost (e.g. a replica died right
+            // after the deciding commit) are executed here; the claim keeps it to one run.
+            if let Ok(client) = this.control.get().await {
+                let stale = client
+                    .query(
+                        "SELECT a.id FROM approvals a
+                          WHERE a.state = 'approved'
+                            AND (SELECT max(decided_at) FROM approval_decisions d WHERE d.approval_id = a.id)
+                                < now() - interval '5 seconds'",
+                        &[],
+                    )
+                    .await
+                    .unwrap_or_default();
+                for r in stale {
+                    this.execute(r.get(0)).await;
+                }
+            }
+            rows.len() as u64
+        })
+    }
+
+    fn recover(&self) -> BoxFuture<Vec<Uuid>> {
+        let this = self.clone();
+        Box::pin(async move {
+            this.recover_dead_executions().await;
+            match this.control.get().await {
+                Ok(client) => client
+                    .query(
+                        "SELECT id FROM approvals WHERE state = 'approved' ORDER BY created_at",
+                        &[],
+                    )
+                    .await
+                    .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+                    .unwrap_or_default(),
+                Err(_) => Vec::new(),
+            }
+        })
+    }
+}
+
+impl GatewayRunner {
+    /// `executing` approvals whose instance is gone become `outcome_unknown`: never re-run,
+    /// surfaced for an operator to verify by hand.
+    async fn recover_dead_executions(&self) {
+        let Ok(client) = self.control.get().await else {
+            return;
+        };
+        let Ok(rows) = client
+            .query(
+                "SELECT id, source_id, executing_by FROM approvals WHERE state = 'executing' AND executing_by <> $1",
+                &[&self.instance],
+            )
+            .await
+        else {
+            return;
+        };
+        for r in rows {
+            let (id, source, by): (Uuid, String, Option<i32>) = (r.get(0), r.get(1), r.get(2));
+            let dead = match by {
+                Some(by) => instance_dead(&client, by).await.unwrap_or(false),
+                None => true,
+            };
+            if !dead {
+                continue;
+            }
+            let updated = client
+                .execute(
+                    "UPDATE approvals SET state = 'outcome_unknown',
+                            error = 'the gateway stopped while executing this write; verify by hand whether it ran'
+                      WHERE id = $1 AND state = 'executing'",
+                    &[&id],
+                )
+                .await
+                .unwrap_or(0);
+            if updated == 1 {
+                tracing::warn!(%id, "approval left executing by a dead gateway: outcome unknown");
+                self.audit_event(
+                    id,
+                    &source,
+                    "approval.recover",
+                    Outcome::Failed,
+                    json!({"state": "outcome_unknown"}),
+                )
+                .await;
+                self.events.publish(Event::ApprovalExecuted {
+                    id: id.to_string(),
+                    source,
+                    state: "outcome_unknown".into(),
+                    at: Utc::now(),
+                });
+            }
+        }
+    }
+}

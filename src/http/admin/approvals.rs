@@ -1,0 +1,236 @@
+//! Approvals for approvers: list, show, approve, reject.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use interlock_actors::approval::Verdict;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::auth::{admin, error, AdminCaller};
+use crate::approvals::{decide, escape_for_display, DecideError};
+use crate::control::approvals::{self as repo, Approval};
+use crate::control::identities::IdentityKind;
+use crate::AppState;
+
+const READERS: &[IdentityKind] = &[IdentityKind::Approver, IdentityKind::Operator];
+
+/// An approval as approvers see it.
+pub fn approval_json(a: &Approval) -> Value {
+    let age = (Utc::now() - a.created_at).num_seconds().max(0);
+    json!({
+        "id": a.id,
+        "source_id": a.source_id,
+        "requester": a.requester,
+        "state": a.state,
+        "statement": a.statement,
+        "statement_display": escape_for_display(&a.statement),
+        "fingerprint": a.fingerprint,
+        "touches": a.touches,
+        "approvals_required": a.approvals_required,
+        "approvals": a.decisions.iter().filter(|d| d.decision == "approve").count(),
+        "decisions": a.decisions,
+        "created_at": a.created_at,
+        "age_secs": age,
+        "expires_at": a.expires_at,
+        "executed_at": a.executed_at,
+        "rows_affected": a.rows_affected,
+        "result": a.result,
+        "error": a.error,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    state: Option<String>,
+    source: Option<String>,
+    limit: Option<i64>,
+    /// Paging: only approvals created before this time (the previous page's `next_before`).
+    before: Option<DateTime<Utc>>,
+}
+
+pub async fn list(
+    req: HttpRequest,
+    q: web::Query<ListQuery>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, READERS).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let limit = q.limit.unwrap_or(50).clamp(1, 200);
+    let scopes: Option<Vec<String>> = (!caller.is_operator()).then(|| caller.scopes.clone());
+    match repo::list(
+        &state.control,
+        q.state.as_deref(),
+        q.source.as_deref(),
+        scopes.as_deref(),
+        q.before,
+        limit,
+    )
+    .await
+    {
+        Ok(items) => {
+            let next = (items.len() as i64 == limit)
+                .then(|| items.last().map(|a| a.created_at))
+                .flatten();
+            HttpResponse::Ok().json(json!({
+                "approvals": items.iter().map(approval_json).collect::<Vec<_>>(),
+                "next_before": next,
+            }))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "listing approvals failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}
+
+fn parse_id(raw: &str) -> Result<Uuid, HttpResponse> {
+    Uuid::parse_str(raw).map_err(|_| {
+        error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no approval with that id",
+        )
+    })
+}
+
+async fn visible(
+    state: &AppState,
+    caller: &AdminCaller,
+    id: Uuid,
+) -> Result<Approval, HttpResponse> {
+    match repo::get(&state.control, id, None).await {
+        Ok(Some(a)) if caller.sees(&a.source_id) => Ok(a),
+        Ok(_) => Err(error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no approval with that id is visible to you",
+        )),
+        Err(e) => {
+            tracing::error!(error = %e, "loading an approval failed");
+            Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            ))
+        }
+    }
+}
+
+pub async fn show(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, READERS).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let id = match parse_id(&path) {
+        Ok(id) => id,
+        Err(res) => return res,
+    };
+    match visible(&state, &caller, id).await {
+        Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
+        Err(res) => res,
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    #[serde(default)]
+    reason: String,
+}
+
+pub async fn approve(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    decision(req, path, body, state, Verdict::Approve).await
+}
+
+pub async fn reject(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    decision(req, path, body, state, Verdict::Reject).await
+}
+
+async fn decision(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+    verdict: Verdict,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, &[IdentityKind::Approver]).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let id = match parse_id(&path) {
+        Ok(id) => id,
+        Err(res) => return res,
+    };
+    let body: DecisionBody = if body.is_empty() {
+        DecisionBody::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(b) => b,
+            Err(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "the body must be {\"reason\": \"...\"}",
+                )
+            }
+        }
+    };
+    if verdict == Verdict::Reject && body.reason.trim().is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "reason_required",
+            "say why you reject it: {\"reason\": \"...\"}",
+        );
+    }
+    if body.reason.chars().count() > 2000 {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "reason_too_long",
+            "keep the reason under 2000 characters",
+        );
+    }
+    match decide(&state, &caller.identity, id, verdict, body.reason.trim()).await {
+        Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
+        Err(DecideError::NotFound) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no approval with that id is visible to you",
+        ),
+        Err(DecideError::Forbidden(m)) => error(StatusCode::FORBIDDEN, "forbidden", &m),
+        Err(DecideError::Conflict { state, message }) => HttpResponse::Conflict().json(json!({
+            "error": message,
+            "code": "conflict",
+            "state": state,
+        })),
+        Err(DecideError::Control(e)) => {
+            tracing::error!(error = %e, "deciding an approval failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Who is calling the admin API: an approver (with the sources it may approve) or an
+//! operator. Agents get 403.
+
+use std::sync::Arc;
+
+use actix_web::{HttpRequest, HttpResponse};
+use serde_json::json;
+
+use crate::control::identities::{Identity, IdentityKind};
+use crate::pipeline::identity::bearer;
+use crate::AppState;
+
+pub struct AdminCaller {
+    pub identity: Arc<Identity>,
+    /// For approvers: the sources they may approve. Operators see every source.
+    pub scopes: Vec<String>,
+}
+
+impl AdminCaller {
+    pub fn is_operator(&self) -> bool {
+        self.identity.kind == IdentityKind::Operator
+    }
+
+    /// Whether this caller may see things of `source`.
+    pub fn sees(&self, source: &str) -> bool {
+        self.is_operator() || self.scopes.iter().any(|s| s == source)
+    }
+}
+
+pub fn error(status: actix_web::http::StatusCode, code: &str, message: &str) -> HttpResponse {
+    let mut res = HttpResponse::build(status);
+    if status == actix_web::http::StatusCode::UNAUTHORIZED {
+        res.insert_header(("WWW-Authenticate", "Bearer"));
+    }
+    res.json(json!({"error": message, "code": code}))
+}
+
+/// Resolves the caller and checks its kind is one of `allowed`.
+pub async fn admin(
+    req: &HttpRequest,
+    state: &AppState,
+    allowed: &[IdentityKind],
+) -> Result<AdminCaller, HttpResponse> {
+    use actix_web::http::StatusCode;
+    let Some(key) = bearer(
+        req.headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok()),
+    ) else {
+        return Err(error(
+            StatusCode::UNAUTHORIZED,
+            "unauthenticated",
+            "send Authorization: Bearer <approver or operator key>",
+        ));
+    };
+    let identity = match state.identities.resolve(key).await {
+        Ok(Some(i)) => i,
+        Ok(None) => {
+            return Err(error(
+                StatusCode::UNAUTHORIZED,
+                "unauthenticated",
+                "the key is not recognised or was revoked",
+            ))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "admin identity lookup failed");
+            return Err(error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            ));
+        }
+    };
+    if !allowed.contains(&identity.kind) {
+        let who = allowed
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(" or ");
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            &format!(
+                "this endpoint needs an {who} key; yours belongs to an {}",
+                identity.kind
+            ),
+        ));
+    }
+    let scopes = if identity.kind == IdentityKind::Approver {
+        approver_scopes(state, &identity).await.map_err(|e| {
+            tracing::error!(error = %e, "approver scope lookup failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        })?
+    } else {
+        Vec::new()
+    };
+    Ok(AdminCaller { identity, scopes })
+}
+
+async fn approver_scopes(
+    state: &AppState,
+    identity: &Identity,
+) -> Result<Vec<String>, crate::control::ControlError> {
+    let client = state.control.get().await?;
+    let rows = client
+        .query(
+            "SELECT source_id FROM approver_scopes WHERE identity_id = $1 ORDER BY source_id",
+            &[&identity.id],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
