@@ -105,9 +105,7 @@ impl AppState {
         );
         let catalogue = Catalogue::load().map_err(|e| StartError::Catalogue(e.to_string()))?;
         let cache = CacheHandle::start(&handle, settings.cache.max_entries);
-        let instance = crate::approvals::instance::InstanceLock::acquire(&control)
-            .await
-            .map_err(StartError::Sources)?;
+        let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
         let runner = crate::approvals::runner::GatewayRunner {
             control: control.clone(),
             sources: sources.clone(),
@@ -115,6 +113,7 @@ impl AppState {
             audit: audit.clone(),
             events: events.clone(),
             instance: instance.id,
+            instance_held: instance.flag(),
             max_sql_bytes: settings.sql.max_sql_bytes,
         };
         let approvals = ApprovalHandle::start(

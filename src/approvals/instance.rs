@@ -2,6 +2,14 @@
 //! connection for as long as it lives. An approval left `executing` by an instance whose lock
 //! can be taken belongs to a dead instance: its outcome is unknown and it must never be run
 //! again. PostgreSQL releases the lock when the instance's connection dies, however it died.
+//!
+//! The lock is taken (and re-taken after a control-database outage) by a background task, so
+//! a gateway can start while the control database is down and report itself not ready. While
+//! the lock is not held, the instance claims no approvals.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use rand::Rng;
 
@@ -12,23 +20,52 @@ const LOCK_CLASS: i32 = 0x494c_4953; // "ILIS"
 
 pub struct InstanceLock {
     pub id: i32,
-    _conn: deadpool_postgres::Client,
+    held: Arc<AtomicBool>,
 }
 
 impl InstanceLock {
-    /// Takes a fresh instance id and holds its lock on a connection kept out of the pool's
-    /// rotation for the life of the instance.
-    pub async fn acquire(pool: &ControlPool) -> Result<Self, ControlError> {
-        let conn = pool.get().await?;
-        loop {
-            let id: i32 = rand::thread_rng().gen_range(1..i32::MAX);
-            let row = conn
-                .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_CLASS, &id])
-                .await?;
-            if row.get::<_, bool>(0) {
-                return Ok(Self { id, _conn: conn });
+    /// Picks a random instance id and starts holding its lock in the background.
+    pub fn spawn(pool: ControlPool) -> Self {
+        let id: i32 = rand::thread_rng().gen_range(1..i32::MAX);
+        let held = Arc::new(AtomicBool::new(false));
+        let flag = held.clone();
+        tokio::spawn(async move {
+            loop {
+                if let Err(e) = hold(&pool, id, &flag).await {
+                    tracing::warn!(error = %e, "instance lock lost; retrying");
+                }
+                flag.store(false, Ordering::Release);
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
-        }
+        });
+        Self { id, held }
+    }
+
+    /// Whether this instance currently holds its lock (and may claim approvals).
+    pub fn is_held(&self) -> bool {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// A shared view of the flag, for the approval runner.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.held.clone()
+    }
+}
+
+/// Takes the lock and keeps its connection busy-checked until it fails.
+async fn hold(pool: &ControlPool, id: i32, flag: &AtomicBool) -> Result<(), ControlError> {
+    let conn = pool.get().await?;
+    let got: bool = conn
+        .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_CLASS, &id])
+        .await?
+        .get(0);
+    if !got {
+        return Err(ControlError::Conflict(format!("instance id {id} is taken")));
+    }
+    flag.store(true, Ordering::Release);
+    loop {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        conn.simple_query("SELECT 1").await?;
     }
 }
 

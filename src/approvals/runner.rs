@@ -28,6 +28,8 @@ pub struct GatewayRunner {
     pub audit: AuditHandle,
     pub events: EventBus,
     pub instance: i32,
+    /// Whether this instance holds its liveness lock; no claims without it.
+    pub instance_held: Arc<std::sync::atomic::AtomicBool>,
     pub max_sql_bytes: usize,
 }
 
@@ -41,6 +43,18 @@ struct Claimed {
 
 impl GatewayRunner {
     async fn claim(&self, id: Uuid) -> Result<Option<Claimed>, ControlError> {
+        if !self.instance_held.load(std::sync::atomic::Ordering::Acquire) {
+            // Wait briefly for the lock at start-up; without it a crash could not be told apart.
+            for _ in 0..50 {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                if self.instance_held.load(std::sync::atomic::Ordering::Acquire) {
+                    break;
+                }
+            }
+            if !self.instance_held.load(std::sync::atomic::Ordering::Acquire) {
+                return Ok(None);
+            }
+        }
         let client = self.control.get().await?;
         let row = client
             .query_opt(
