@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod secrets;
 pub mod sources;
 pub mod sql;
+pub mod stdio;
 pub mod telemetry;
 
 mod gateway;

@@ -43,15 +43,24 @@ struct Claimed {
 
 impl GatewayRunner {
     async fn claim(&self, id: Uuid) -> Result<Option<Claimed>, ControlError> {
-        if !self.instance_held.load(std::sync::atomic::Ordering::Acquire) {
+        if !self
+            .instance_held
+            .load(std::sync::atomic::Ordering::Acquire)
+        {
             // Wait briefly for the lock at start-up; without it a crash could not be told apart.
             for _ in 0..50 {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                if self.instance_held.load(std::sync::atomic::Ordering::Acquire) {
+                if self
+                    .instance_held
+                    .load(std::sync::atomic::Ordering::Acquire)
+                {
                     break;
                 }
             }
-            if !self.instance_held.load(std::sync::atomic::Ordering::Acquire) {
+            if !self
+                .instance_held
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
                 return Ok(None);
             }
         }

@@ -46,6 +46,9 @@ fn parse_log_format(s: &str) -> Result<LogFormat, String> {
 pub enum Command {
     /// Serve the gateway with the configured control database.
     Serve,
+    /// Serve MCP over stdin/stdout for a host that launches InterLock as a child process.
+    /// The API key comes from the INTERLOCK_API_KEY environment variable.
+    Stdio,
     /// Run a local demo: private PostgreSQL, demo source `shop`, demo keys, gateway.
     Dev(DevArgs),
     /// Apply pending control-database migrations and exit.
@@ -206,6 +209,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve => {
             let gateway = crate::Gateway::start(settings).await?;
             gateway.wait().await?;
+            Ok(())
+        }
+        Command::Stdio => {
+            let state = crate::AppState::build(settings).await?;
+            let key = std::env::var("INTERLOCK_API_KEY")
+                .ok()
+                .filter(|k| !k.trim().is_empty());
+            if key.is_none() {
+                tracing::warn!(
+                    "INTERLOCK_API_KEY is not set: governed tools will refuse every call"
+                );
+            }
+            crate::stdio::serve(state, key).await?;
             Ok(())
         }
         Command::Dev(args) => dev::run(settings, args).await,

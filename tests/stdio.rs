@@ -1,0 +1,144 @@
+//! `interlock stdio` as an MCP host would run it: a child process speaking newline-delimited
+//! JSON-RPC, identity from INTERLOCK_API_KEY, logs on stderr only.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::env::demo_env;
+use serde_json::{json, Value};
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Server {
+    fn start(config: &std::path::Path, key: Option<&str>) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
+        cmd.arg("--config")
+            .arg(config)
+            .arg("stdio")
+            .env_remove("INTERLOCK_CONFIG")
+            .env_remove("INTERLOCK_API_KEY")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        if let Some(k) = key {
+            cmd.env("INTERLOCK_API_KEY", k);
+        }
+        let mut child = cmd.spawn().expect("spawn stdio");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        Server {
+            child,
+            stdin,
+            lines: rx,
+        }
+    }
+
+    fn send(&mut self, msg: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{msg}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next message with this id (every line on stdout must be JSON-RPC).
+    fn response(&self, id: u64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).expect("a response in time");
+            let msg: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|_| panic!("stdout carried a non-JSON line: {line}"));
+            assert_eq!(msg["jsonrpc"], "2.0", "{line}");
+            if msg["id"] == id {
+                return msg;
+            }
+        }
+    }
+}
+
+fn config_for(env: &common::env::DemoEnv, dir: &std::path::Path) -> std::path::PathBuf {
+    let s = common::settings_for(&env.control_db);
+    let path = dir.join("stdio.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
+            s.control.port, s.control.dbname, s.control.user, s.control.password_file
+        ),
+    )
+    .expect("config");
+    path
+}
+
+#[tokio::test]
+async fn handshake_and_modern_requests_over_stdio() {
+    let env = demo_env().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = config_for(&env, dir.path());
+    let mut s = Server::start(&config, Some(&env.agent_key));
+
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}));
+    let init = s.response(1);
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}));
+    let list = s.response(2);
+    assert!(list["result"]["tools"]
+        .as_array()
+        .is_some_and(|t| t.len() >= 7));
+    s.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                  "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": "SELECT id FROM public.products WHERE id = 5"}}}));
+    let q = s.response(3);
+    assert_eq!(q["result"]["content"][0]["text"], "[{\"id\":5}]", "{q}");
+    // Modern per-request form in the same process.
+    s.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                  "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": "SELECT * FROM hr.salaries"},
+                             "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                       "io.modelcontextprotocol/clientCapabilities": {}}}}));
+    let refused = s.response(4);
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["status"], 403);
+
+    // EOF: the process exits promptly.
+    drop(s.stdin.take());
+    let started = Instant::now();
+    loop {
+        if s.child.try_wait().expect("wait").is_some() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "stdio did not exit after EOF"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let audit = env.last_audit().await;
+    assert_eq!(audit["adapter"], "stdio");
+}
+
+#[tokio::test]
+async fn without_a_key_governed_tools_refuse() {
+    let env = demo_env().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = config_for(&env, dir.path());
+    let mut s = Server::start(&config, None);
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "interlock_list_sources", "arguments": {}}}));
+    let r = s.response(1);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let _ = s.child.kill();
+}
