@@ -63,6 +63,7 @@ impl AppState {
     /// Builds the runtime: pools, actors on their own arbiter, registries. Must run inside an
     /// actix system.
     pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
+        crate::http::metrics::install();
         let control = control::connect_pool(&settings.control)?;
         if settings.control.migrate_on_start {
             let applied = control::migrate::migrate(&control)
@@ -173,6 +174,7 @@ impl Gateway {
             source,
         })?;
         let state = AppState::build(settings).await?;
+        crate::http::metrics::spawn_sampler(state.clone());
         let server =
             crate::http::server(state.clone(), listener).map_err(|source| StartError::Bind {
                 addr: addr.to_string(),

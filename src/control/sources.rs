@@ -319,3 +319,83 @@ pub async fn set_cache_ttl(pool: &ControlPool, id: &str, ttl_ms: u32) -> Result<
     }
     Ok(())
 }
+
+/// Fields an operator may change on a registered source (secrets by reference only).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceChanges {
+    pub description: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub dbname: Option<String>,
+    pub user: Option<String>,
+    pub password_env: Option<String>,
+    pub password_file: Option<String>,
+    pub tls_mode: Option<TlsMode>,
+    pub tls_ca_file: Option<String>,
+    pub statement_timeout_ms: Option<u32>,
+    pub max_rows: Option<u32>,
+    pub max_bytes: Option<u64>,
+    pub pool_size: Option<u32>,
+    pub cache_ttl_ms: Option<u32>,
+    pub approval_ttl_secs: Option<u32>,
+    pub approvals_required: Option<u32>,
+}
+
+/// Applies `c` to source `id`; untouched fields keep their values. Setting one password
+/// reference clears the other.
+pub async fn update_source(
+    pool: &ControlPool,
+    id: &str,
+    c: &SourceChanges,
+) -> Result<Source, ControlError> {
+    if c.password_env.is_some() && c.password_file.is_some() {
+        return Err(ControlError::Invalid(
+            "give the password either by environment variable or by file, not both".into(),
+        ));
+    }
+    let client = pool.get().await?;
+    let to_i32 = |v: Option<u32>| v.map(|v| i32::try_from(v).unwrap_or(i32::MAX));
+    let port = c.port.map(i32::from);
+    let max_bytes = c.max_bytes.map(|v| i64::try_from(v).unwrap_or(i64::MAX));
+    let tls = c.tls_mode.map(TlsMode::as_str);
+    let row = client
+        .query_opt(
+            &format!(
+                "UPDATE sources SET
+                    description = coalesce($2, description), host = coalesce($3, host),
+                    port = coalesce($4, port), dbname = coalesce($5, dbname), read_user = coalesce($6, read_user),
+                    read_password_env = CASE WHEN $7::text IS NOT NULL THEN $7 WHEN $8::text IS NOT NULL THEN NULL ELSE read_password_env END,
+                    read_password_file = CASE WHEN $8::text IS NOT NULL THEN $8 WHEN $7::text IS NOT NULL THEN NULL ELSE read_password_file END,
+                    tls_mode = coalesce($9, tls_mode), tls_ca_file = coalesce($10, tls_ca_file),
+                    statement_timeout_ms = coalesce($11, statement_timeout_ms), max_rows = coalesce($12, max_rows),
+                    max_bytes = coalesce($13, max_bytes), pool_size = coalesce($14, pool_size),
+                    cache_ttl_ms = coalesce($15, cache_ttl_ms), approval_ttl_secs = coalesce($16, approval_ttl_secs),
+                    approvals_required = coalesce($17, approvals_required), updated_at = now()
+                  WHERE id = $1 RETURNING {COLUMNS}"
+            ),
+            &[
+                &id,
+                &c.description,
+                &c.host,
+                &port,
+                &c.dbname,
+                &c.user,
+                &c.password_env,
+                &c.password_file,
+                &tls,
+                &c.tls_ca_file,
+                &to_i32(c.statement_timeout_ms),
+                &to_i32(c.max_rows),
+                &max_bytes,
+                &to_i32(c.pool_size),
+                &to_i32(c.cache_ttl_ms),
+                &to_i32(c.approval_ttl_secs),
+                &to_i32(c.approvals_required),
+            ],
+        )
+        .await
+        .map_err(|e| conflict_on_unique(e, || format!("source {id:?}")))?
+        .ok_or_else(|| ControlError::NotFound(format!("no source with id {id:?}")))?;
+    from_row(&row)
+}

@@ -6,6 +6,7 @@ mod health;
 pub mod inflight;
 mod legacy;
 mod mcp_endpoint;
+pub mod metrics;
 mod proxy;
 pub mod request_id;
 pub(crate) mod sse;
@@ -45,6 +46,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .wrap(request_id::RequestId)
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
+            .configure(metrics::route)
             .service(
                 web::resource("/mcp")
                     .wrap(guard::EdgeGuard(policy.clone()))

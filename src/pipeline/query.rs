@@ -231,6 +231,17 @@ pub async fn prepare(
             requester: identity.id,
         })));
     }
+    if rt.breaker.rejects_now() {
+        draft.refused(
+            "execution",
+            "circuit_open",
+            "circuit breaker",
+            "circuit open",
+        );
+        return Err(Outcome::Unavailable {
+            reason: "circuit open".into(),
+        });
+    }
     let requested = args
         .get("max_rows")
         .and_then(Value::as_u64)
@@ -317,7 +328,9 @@ pub async fn run_read(
         max_rows: plan.max_rows,
     });
     if cacheable {
-        if let Some(hit) = state.cache.get(&key).await {
+        let hit = state.cache.get(&key).await;
+        rt.stats.cache(hit.is_some());
+        if let Some(hit) = hit {
             draft.cache_hit = true;
             draft.row_count = i64::try_from(hit.row_count).ok();
             return rows_outcome(&hit.payload);
@@ -347,7 +360,9 @@ pub async fn run_read(
         max_rows: plan.max_rows,
         max_bytes: rt.source.max_bytes,
     };
+    let started = std::time::Instant::now();
     let result = execute::run(pools, Purpose::Read, &a.statement, &params, limits, cancel).await;
+    rt.stats.record(started.elapsed());
     let breaker_outcome = match &result {
         Ok(_) => CallOutcome::Answered,
         Err(e) if e.is_upstream_failure() => CallOutcome::UpstreamFailure(e.to_string()),

@@ -34,6 +34,7 @@ pub struct SourceRuntime {
     pub pools: Option<SourcePools>,
     pub pool_error: Option<String>,
     pub breaker: BreakerHandle,
+    pub stats: Arc<super::stats::SourceStats>,
     catalog: RwLock<Option<Arc<CatalogSnapshot>>>,
     catalog_lock: tokio::sync::Mutex<()>,
 }
@@ -140,13 +141,15 @@ impl SourceRegistry {
             },
             SourceKind::Documents => (None, None),
         };
-        // Keep the catalog across a settings change; a refresh replaces it.
+        // Keep the catalog and the numbers across a settings change.
         let catalog = previous.and_then(|p| p.catalog());
+        let stats = previous.map_or_else(Default::default, |p| p.stats.clone());
         Ok(SourceRuntime {
             source,
             pools,
             pool_error,
             breaker,
+            stats,
             catalog: RwLock::new(catalog),
             catalog_lock: tokio::sync::Mutex::new(()),
         })

@@ -54,6 +54,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct BreakerHandle {
     addr: Addr<BreakerActor>,
     snapshot: watch::Receiver<BreakerSnapshot>,
+    open_for: Duration,
 }
 
 impl BreakerHandle {
@@ -78,7 +79,11 @@ impl BreakerHandle {
             ctx.set_mailbox_capacity(4096);
             BreakerActor::new(source, config, tx, events)
         });
-        Ok(Self { addr, snapshot: rx })
+        Ok(Self {
+            addr,
+            snapshot: rx,
+            open_for: config.open_for,
+        })
     }
 
     /// Asks whether a call may go to the source. `Err(CircuitOpen)` means: do not try.
@@ -117,6 +122,18 @@ impl BreakerHandle {
         reason: String,
     ) -> Result<Option<Transition>, ActorError> {
         self.send(actor::Force { action, reason }).await
+    }
+
+    /// True when a call now would be refused without reaching the source: open, and either
+    /// forced or still inside its open duration. Cheap (reads the published snapshot), so
+    /// adapters can refuse before committing to a response form.
+    pub fn rejects_now(&self) -> bool {
+        let s = self.snapshot.borrow();
+        if s.state != CircuitState::Open {
+            return false;
+        }
+        let open_for = chrono::Duration::from_std(self.open_for).unwrap_or_default();
+        s.forced || Utc::now() < s.since + open_for
     }
 
     pub fn snapshot(&self) -> BreakerSnapshot {

@@ -11,8 +11,12 @@
 #![allow(clippy::result_large_err)]
 
 mod approvals;
+mod audit;
+mod audit_log;
 mod auth;
 mod events;
+mod identities;
+mod sources;
 
 use actix_web::web;
 
@@ -27,4 +31,40 @@ pub fn routes() -> actix_web::Scope {
         )
         .route("/approvals/{id}/reject", web::post().to(approvals::reject))
         .route("/events", web::get().to(events::stream))
+        .route("/sources", web::get().to(sources::list))
+        .route("/sources", web::post().to(sources::create))
+        .route("/sources/{id}", web::get().to(sources::show))
+        .route("/sources/{id}", web::patch().to(sources::update))
+        .route("/sources/{id}/enable", web::post().to(sources::enable))
+        .route("/sources/{id}/disable", web::post().to(sources::disable))
+        .route("/sources/{id}/test", web::post().to(sources::test))
+        .route("/sources/{id}/circuit", web::post().to(sources::circuit))
+        .route(
+            "/sources/{id}/catalog/refresh",
+            web::post().to(sources::refresh_catalog),
+        )
+        .route(
+            "/sources/{id}/documents",
+            web::post().to(sources::documents),
+        )
+        .route("/identities", web::get().to(identities::list))
+        .route("/identities", web::post().to(identities::create))
+        .route(
+            "/identities/{name}/keys",
+            web::post().to(identities::create_key),
+        )
+        .route(
+            "/identities/{name}/grants",
+            web::post().to(identities::grant),
+        )
+        .route(
+            "/identities/{name}/grants/{source}/{role}",
+            web::delete().to(identities::revoke_grant),
+        )
+        .route(
+            "/keys/{prefix}/revoke",
+            web::post().to(identities::revoke_key),
+        )
+        .route("/audit", web::get().to(audit::list))
+        .route("/audit/verify", web::get().to(audit::verify))
 }

@@ -1,0 +1,85 @@
+//! The audit log for operators: filtered listing (newest first, paged) and chain check.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::{admin, error};
+use crate::control::audit::{self as repo, AuditFilter};
+use crate::control::identities::IdentityKind;
+use crate::AppState;
+
+#[derive(Debug, Deserialize)]
+pub struct AuditQuery {
+    identity: Option<String>,
+    source: Option<String>,
+    outcome: Option<String>,
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+    /// Paging: records older than this sequence number (the previous page's `next_before`).
+    before: Option<i64>,
+    limit: Option<i64>,
+}
+
+pub async fn list(
+    req: HttpRequest,
+    q: web::Query<AuditQuery>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    if let Err(res) = admin(&req, &state, &[IdentityKind::Operator]).await {
+        return res;
+    }
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let filter = AuditFilter {
+        identity: q.identity.clone(),
+        source: q.source.clone(),
+        outcome: q.outcome.clone(),
+        since: q.since,
+        until: q.until,
+        before_seq: q.before,
+        limit,
+    };
+    match repo::list(&state.control, &filter).await {
+        Ok(rows) => {
+            let next = (rows.len() as i64 == limit)
+                .then(|| rows.last().map(|r| r.0))
+                .flatten();
+            let records: Vec<_> = rows
+                .into_iter()
+                .map(|(seq, r)| {
+                    let mut v = serde_json::to_value(r).unwrap_or_default();
+                    v["seq"] = json!(seq);
+                    v
+                })
+                .collect();
+            HttpResponse::Ok().json(json!({"records": records, "next_before": next}))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "listing audit records failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}
+
+pub async fn verify(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(res) = admin(&req, &state, &[IdentityKind::Operator]).await {
+        return res;
+    }
+    match repo::verify(&state.control).await {
+        Ok(report) => HttpResponse::Ok().json(report),
+        Err(e) => {
+            tracing::error!(error = %e, "verifying the audit chain failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}

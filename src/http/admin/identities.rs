@@ -1,0 +1,255 @@
+//! Identities, keys and grants for operators: the same repository functions as the CLI.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::audit_log;
+use super::auth::{admin, error};
+use crate::control::identities::{ensure_identity, list_identities, IdentityKind, RateLimit};
+use crate::control::{keys, roles, ControlError};
+use crate::AppState;
+
+const OPERATOR: &[IdentityKind] = &[IdentityKind::Operator];
+
+fn control_error(e: ControlError) -> HttpResponse {
+    match e {
+        ControlError::NotFound(m) => error(StatusCode::NOT_FOUND, "not_found", &m),
+        ControlError::Conflict(m) => error(StatusCode::CONFLICT, "conflict", &m),
+        ControlError::Invalid(m) => error(StatusCode::BAD_REQUEST, "invalid", &m),
+        other => {
+            tracing::error!(error = %other, "admin identity operation failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}
+
+pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(res) = admin(&req, &state, OPERATOR).await {
+        return res;
+    }
+    let result = async {
+        let identities = list_identities(&state.control).await?;
+        let all_keys = keys::list_keys(&state.control, None).await?;
+        let client = state.control.get().await?;
+        let grants = client
+            .query(
+                "SELECT i.name, g.source_id, g.role_name FROM role_grants g JOIN identities i ON i.id = g.identity_id
+                  ORDER BY 1, 2, 3",
+                &[],
+            )
+            .await?;
+        Ok::<_, ControlError>(
+            identities
+                .iter()
+                .map(|i| {
+                    json!({
+                        "name": i.name,
+                        "kind": i.kind,
+                        "rate": i.rate,
+                        "created_at": i.created_at,
+                        "keys": all_keys.iter().filter(|k| k.identity == i.name).collect::<Vec<_>>(),
+                        "grants": grants.iter()
+                            .filter(|g| g.get::<_, String>(0) == i.name)
+                            .map(|g| json!({"source": g.get::<_, String>(1), "role": g.get::<_, String>(2)}))
+                            .collect::<Vec<_>>(),
+                    })
+                })
+                .collect::<Vec<_>>(),
+        )
+    }
+    .await;
+    match result {
+        Ok(v) => HttpResponse::Ok().json(json!({"identities": v})),
+        Err(e) => control_error(e),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewIdentity {
+    name: String,
+    kind: IdentityKind,
+    rate: Option<String>,
+    burst: Option<u32>,
+}
+
+pub async fn create(
+    req: HttpRequest,
+    body: web::Json<NewIdentity>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let rate = match body
+        .rate
+        .as_deref()
+        .map(str::parse::<RateLimit>)
+        .transpose()
+    {
+        Ok(r) => r.map(|mut r| {
+            if let Some(b) = body.burst {
+                r.burst = b;
+            }
+            r
+        }),
+        Err(m) => return error(StatusCode::BAD_REQUEST, "invalid", &m),
+    };
+    match ensure_identity(&state.control, &body.name, body.kind, rate).await {
+        Ok(i) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.identity.create",
+                None,
+                json!({"identity": i.name, "kind": i.kind}),
+            )
+            .await;
+            HttpResponse::Created().json(i)
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewKey {
+    #[serde(default)]
+    label: String,
+}
+
+pub async fn create_key(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: Option<web::Json<NewKey>>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let label = body.map(|b| b.into_inner().label).unwrap_or_default();
+    match keys::create_key(&state.control, &path, &label).await {
+        Ok(k) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.key.create",
+                None,
+                json!({"identity": k.identity, "prefix": k.prefix}),
+            )
+            .await;
+            HttpResponse::Created().json(
+                json!({"identity": k.identity, "prefix": k.prefix, "key": k.key,
+                                                "note": "the key is shown only this once"}),
+            )
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+pub async fn revoke_key(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    match keys::revoke_key(&state.control, &path).await {
+        Ok(k) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.key.revoke",
+                None,
+                json!({"identity": k.identity, "prefix": k.prefix}),
+            )
+            .await;
+            HttpResponse::Ok().json(k)
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grant {
+    source: String,
+    role: String,
+}
+
+pub async fn grant(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Json<Grant>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let result = async {
+        let client = state.control.get().await?;
+        roles::grant_role(&client, &path, &body.source, &body.role).await
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            state.profiles.invalidate_all();
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.grant",
+                Some(&body.source),
+                json!({"identity": path.as_str(), "role": body.role}),
+            )
+            .await;
+            HttpResponse::Ok().json(json!({"identity": path.as_str(), "source": body.source, "role": body.role, "granted": true}))
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+pub async fn revoke_grant(
+    req: HttpRequest,
+    path: web::Path<(String, String, String)>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let (identity, source, role) = path.into_inner();
+    let result = async {
+        let client = state.control.get().await?;
+        roles::revoke_role(&client, &identity, &source, &role).await
+    }
+    .await;
+    match result {
+        Ok(true) => {
+            state.profiles.invalidate_all();
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.revoke",
+                Some(&source),
+                json!({"identity": identity, "role": role}),
+            )
+            .await;
+            HttpResponse::Ok().json(
+                json!({"identity": identity, "source": source, "role": role, "granted": false}),
+            )
+        }
+        Ok(false) => error(StatusCode::NOT_FOUND, "not_found", "no such grant"),
+        Err(e) => control_error(e),
+    }
+}

@@ -1,0 +1,343 @@
+//! Sources and circuits for operators.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use interlock_actors::breaker::ForceAction;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::audit_log;
+use super::auth::{admin, error};
+use crate::control::identities::IdentityKind;
+use crate::control::{sources, ControlError};
+use crate::sources::registry::SourceRuntime;
+use crate::AppState;
+
+const OPERATOR: &[IdentityKind] = &[IdentityKind::Operator];
+
+/// Everything an operator sees about one source.
+fn source_json(rt: &SourceRuntime, cache_entries: u64) -> Value {
+    let s = &rt.source;
+    let circuit = rt.breaker.snapshot();
+    let pool = rt.pools.as_ref().map(|p| {
+        let st = p.read.status();
+        json!({"size": st.size, "max_size": st.max_size, "in_use": st.size.saturating_sub(st.available), "waiting": st.waiting})
+    });
+    json!({
+        "id": s.id,
+        "type": s.kind.as_str(),
+        "description": s.description,
+        "enabled": s.enabled,
+        "database": s.dbname.as_ref().map(|d| format!("{}:{}/{d}", s.host.clone().unwrap_or_default(), s.port.unwrap_or(0))),
+        "tls": s.tls_mode.as_str(),
+        "limits": {"statement_timeout_ms": s.statement_timeout_ms, "max_rows": s.max_rows, "max_bytes": s.max_bytes,
+                   "cache_ttl_ms": s.cache_ttl_ms, "approval_ttl_secs": s.approval_ttl_secs,
+                   "approvals_required": s.approvals_required},
+        "circuit": circuit,
+        "pool": pool,
+        "settings_error": rt.pool_error,
+        "stats": rt.stats.snapshot(),
+        "cache_entries": cache_entries,
+        "catalog": rt.catalog().map(|c| json!({"scanned_at": c.stored.scanned_at, "truncated": c.stored.truncated,
+                                                 "relations": c.stored.relations.len()})),
+    })
+}
+
+fn control_error(e: ControlError) -> HttpResponse {
+    match e {
+        ControlError::NotFound(m) => error(StatusCode::NOT_FOUND, "not_found", &m),
+        ControlError::Conflict(m) => error(StatusCode::CONFLICT, "conflict", &m),
+        ControlError::Invalid(m) => error(StatusCode::BAD_REQUEST, "invalid", &m),
+        other => {
+            tracing::error!(error = %other, "admin source operation failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}
+
+pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Err(res) = admin(&req, &state, OPERATOR).await {
+        return res;
+    }
+    let entries = state.cache.entry_count();
+    let all: Vec<Value> = state
+        .sources
+        .all()
+        .iter()
+        .map(|rt| source_json(rt, entries))
+        .collect();
+    HttpResponse::Ok().json(json!({"sources": all}))
+}
+
+pub async fn show(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    if let Err(res) = admin(&req, &state, OPERATOR).await {
+        return res;
+    }
+    match state.sources.get(&path) {
+        Some(rt) => HttpResponse::Ok().json(source_json(&rt, state.cache.entry_count())),
+        None => error(StatusCode::NOT_FOUND, "not_found", "no source with that id"),
+    }
+}
+
+/// Reloads registrations now so the change is visible on this replica at once.
+async fn reload(state: &AppState, id: &str) -> HttpResponse {
+    if let Err(e) = state.sources.reload().await {
+        return control_error(e);
+    }
+    match state.sources.get(id) {
+        Some(rt) => HttpResponse::Ok().json(source_json(&rt, state.cache.entry_count())),
+        None => error(StatusCode::NOT_FOUND, "not_found", "no source with that id"),
+    }
+}
+
+pub async fn create(
+    req: HttpRequest,
+    body: web::Json<sources::NewSource>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    match sources::add_source(&state.control, &body).await {
+        Ok(s) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.source.create",
+                Some(&s.id),
+                json!({"source": s.id}),
+            )
+            .await;
+            let res = reload(&state, &s.id).await;
+            state.sources.spawn_catalog_refresh(s.id.clone());
+            if res.status() == StatusCode::OK {
+                let mut r = res;
+                *r.status_mut() = StatusCode::CREATED;
+                r
+            } else {
+                res
+            }
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+pub async fn update(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Json<sources::SourceChanges>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    match sources::update_source(&state.control, &path, &body).await {
+        Ok(s) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.source.update",
+                Some(&s.id),
+                json!({"source": s.id}),
+            )
+            .await;
+            reload(&state, &s.id).await
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+pub async fn enable(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    set_enabled(req, path, state, true).await
+}
+
+pub async fn disable(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    set_enabled(req, path, state, false).await
+}
+
+async fn set_enabled(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+    on: bool,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    match sources::set_enabled(&state.control, &path, on).await {
+        Ok(s) => {
+            let tool = if on {
+                "admin.source.enable"
+            } else {
+                "admin.source.disable"
+            };
+            audit_log::record(&state, &caller, tool, Some(&s.id), json!({"enabled": on})).await;
+            reload(&state, &s.id).await
+        }
+        Err(e) => control_error(e),
+    }
+}
+
+pub async fn test(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    if let Err(res) = admin(&req, &state, OPERATOR).await {
+        return res;
+    }
+    match sources::get_source(&state.control, &path).await {
+        Ok(s) => HttpResponse::Ok().json(crate::sources::postgres::probe(&s).await),
+        Err(e) => control_error(e),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CircuitBody {
+    action: ForceAction,
+    #[serde(default)]
+    reason: String,
+}
+
+pub async fn circuit(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Json<CircuitBody>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let Some(rt) = state.sources.get(&path) else {
+        return error(StatusCode::NOT_FOUND, "not_found", "no source with that id");
+    };
+    if body.reason.trim().is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "reason_required",
+            "say why: {\"action\": \"open\", \"reason\": \"...\"}",
+        );
+    }
+    let reason = format!("{} ({})", body.reason.trim(), caller.identity.name);
+    match rt.breaker.force(body.action, reason).await {
+        Ok(t) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.circuit",
+                Some(&rt.source.id),
+                json!({"action": body.action, "reason": body.reason, "transition": t}),
+            )
+            .await;
+            HttpResponse::Ok()
+                .json(json!({"source": rt.source.id, "circuit": rt.breaker.snapshot()}))
+        }
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            &e.to_string(),
+        ),
+    }
+}
+
+pub async fn refresh_catalog(
+    req: HttpRequest,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    match state.sources.refresh_catalog(&path).await {
+        Ok(at) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.catalog.refresh",
+                Some(&path),
+                json!({"scanned_at": at}),
+            )
+            .await;
+            HttpResponse::Ok().json(json!({"source": path.as_str(), "scanned_at": at}))
+        }
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            &e.to_string(),
+        ),
+    }
+}
+
+/// `POST /admin/sources/{id}/documents`: JSON lines of documents into a document source.
+pub async fn documents(
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let caller = match admin(&req, &state, OPERATOR).await {
+        Ok(c) => c,
+        Err(res) => return res,
+    };
+    let Some(rt) = state.sources.get(&path) else {
+        return error(StatusCode::NOT_FOUND, "not_found", "no source with that id");
+    };
+    if rt.source.kind != sources::SourceKind::Documents {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "not_a_document_source",
+            "documents can only be added to a document source",
+        );
+    }
+    let text = String::from_utf8_lossy(&body);
+    let assets = match crate::discovery::parse_json_lines(&text) {
+        Ok(a) => a,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_documents", &e.to_string()),
+    };
+    let result = async {
+        let mut client = state.control.get().await.map_err(|e| e.to_string())?;
+        let tx = client.transaction().await.map_err(|e| e.to_string())?;
+        let n = crate::discovery::upsert_assets(&tx, &rt.source.id, &assets)
+            .await
+            .map_err(|e| e.to_string())?;
+        tx.commit().await.map_err(|e| e.to_string())?;
+        Ok::<usize, String>(n)
+    }
+    .await;
+    match result {
+        Ok(n) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.documents",
+                Some(&rt.source.id),
+                json!({"documents": n}),
+            )
+            .await;
+            HttpResponse::Ok().json(json!({"source": rt.source.id, "documents": n}))
+        }
+        Err(e) => error(StatusCode::BAD_REQUEST, "invalid_documents", &e),
+    }
+}

@@ -1,0 +1,76 @@
+//! `GET /metrics`: Prometheus text format, from the `metrics` facade recorded everywhere in
+//! the gateway (calls by tool/outcome/adapter, latency histograms, circuit states and
+//! transitions, rate-limit rejections, cache hits and misses, audit batch sizes and commit
+//! latency, in-flight requests), plus gauges sampled here: pool usage per source and the
+//! approval queue depth by state.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use actix_web::{web, HttpResponse};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::AppState;
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process-wide recorder once (several gateways in one test process share it).
+pub fn install() {
+    HANDLE.get_or_init(|| match PrometheusBuilder::new().install_recorder() {
+        Ok(h) => Some(h),
+        Err(e) => {
+            tracing::warn!(error = %e, "the metrics recorder could not be installed");
+            None
+        }
+    });
+}
+
+pub async fn render() -> HttpResponse {
+    match HANDLE.get().and_then(Option::as_ref) {
+        Some(h) => HttpResponse::Ok()
+            .content_type("text/plain; version=0.0.4")
+            .body(h.render()),
+        None => HttpResponse::ServiceUnavailable().body("metrics recorder not installed"),
+    }
+}
+
+/// Samples gauges that are states rather than events, every few seconds.
+pub fn spawn_sampler(state: Arc<AppState>) {
+    let weak = Arc::downgrade(&state);
+    drop(state);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        loop {
+            tick.tick().await;
+            let Some(state) = weak.upgrade() else { return };
+            for rt in state.sources.all() {
+                if let Some(p) = &rt.pools {
+                    let st = p.read.status();
+                    let id = rt.source.id.clone();
+                    metrics::gauge!("interlock_pool_connections", "source" => id.clone())
+                        .set(st.size as f64);
+                    metrics::gauge!("interlock_pool_in_use", "source" => id.clone())
+                        .set(st.size.saturating_sub(st.available) as f64);
+                    metrics::gauge!("interlock_pool_waiting", "source" => id)
+                        .set(st.waiting as f64);
+                }
+            }
+            if let Ok(client) = state.control.get().await {
+                if let Ok(rows) = client
+                    .query("SELECT state, count(*) FROM approvals GROUP BY state", &[])
+                    .await
+                {
+                    for r in rows {
+                        let (s, n): (String, i64) = (r.get(0), r.get(1));
+                        metrics::gauge!("interlock_approvals", "state" => s).set(n as f64);
+                    }
+                }
+            }
+            metrics::gauge!("interlock_cache_entries").set(state.cache.entry_count() as f64);
+        }
+    });
+}
+
+pub fn route(cfg: &mut web::ServiceConfig) {
+    cfg.route("/metrics", web::get().to(render));
+}
