@@ -1,6 +1,7 @@
 //! The only module that knows actix-web: routes, guards, request ids.
 
 mod admin;
+mod console;
 mod guard;
 mod health;
 pub mod inflight;
@@ -47,6 +48,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
             .configure(metrics::route)
+            .configure(console::routes)
             .service(
                 web::resource("/mcp")
                     .wrap(guard::EdgeGuard(policy.clone()))

@@ -1,0 +1,2 @@
+"use strict";
+document.getElementById("app").textContent = "InterLock console";
