@@ -457,3 +457,58 @@ async fn events_stream_approval_lifecycle_to_approvers() {
     }
     assert!(seen.contains(&id));
 }
+
+#[tokio::test]
+async fn the_cli_lists_shows_and_decides_through_the_admin_api() {
+    let env = demo_env().await;
+    let id = queue(
+        &env,
+        &env.agent_key,
+        "UPDATE public.orders SET status = 'cancelled' WHERE id = 19",
+    )
+    .await;
+    let endpoint = env.gateway.url("");
+    let cli = |key: &str, args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+            .args(args)
+            .arg("--endpoint")
+            .arg(&endpoint)
+            .env("INTERLOCK_API_KEY", key)
+            .env_remove("INTERLOCK_CONFIG")
+            .output()
+            .expect("run");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = cli(&env.approver_key, &["approvals", "list"]);
+    assert!(ok, "{err}");
+    assert!(out.contains(&id) && out.contains("UPDATE"), "{out}");
+    let (ok, out, _) = cli(&env.approver_key, &["approvals", "show", &id]);
+    assert!(ok);
+    let shown: Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(shown["state"], "pending");
+    let (ok, out, err) = cli(
+        &env.approver_key,
+        &["approvals", "approve", &id, "--reason", "ticket 42"],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("approved") || out.contains("executed"),
+        "{out}"
+    );
+    wait_state(&env, &id, "executed").await;
+    let (ok, _, err) = cli(
+        &env.approver_key,
+        &["approvals", "reject", &id, "--reason", "late"],
+    );
+    assert!(!ok);
+    assert!(err.contains("409") && err.contains("executed"), "{err}");
+    let (ok, out, err) = cli(&env.operator_key, &["sources", "status"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("shop") && out.contains("closed"), "{out}");
+    let (ok, _, err) = cli(&env.agent_key, &["sources", "status"]);
+    assert!(!ok && err.contains("403"), "{err}");
+}

@@ -3,7 +3,7 @@
 use anyhow::Context;
 
 use super::output::{print_json, print_table};
-use super::{KeysCommand, PolicyCommand, SourceAddArgs, SourcesCommand};
+use super::{GrantsCommand, KeysCommand, PolicyCommand, SourceAddArgs, SourcesCommand};
 use crate::config::Settings;
 use crate::control::{
     self, identities, keys, migrate as migrations, policy_file, sources, ControlPool,
@@ -124,6 +124,7 @@ pub async fn sources(settings: &Settings, cmd: SourcesCommand) -> anyhow::Result
             sources::set_enabled(&pool, &id, false).await?;
             println!("source {id} disabled; governed calls to it are refused as unavailable");
         }
+        SourcesCommand::Status { remote } => super::remote::sources_status(&remote).await?,
         SourcesCommand::Test { id } => {
             let source = sources::get_source(&pool, &id).await?;
             let probe = crate::sources::postgres::probe(&source).await;
@@ -179,6 +180,33 @@ pub async fn audit_verify(settings: &Settings) -> anyhow::Result<()> {
     print_json(&report)?;
     if !report.ok {
         anyhow::bail!("the audit chain is broken; see first_break");
+    }
+    Ok(())
+}
+
+pub async fn grants(settings: &Settings, cmd: GrantsCommand) -> anyhow::Result<()> {
+    let pool = pool(settings)?;
+    let client = pool.get().await?;
+    match cmd {
+        GrantsCommand::Add {
+            identity,
+            source,
+            role,
+        } => {
+            crate::control::roles::grant_role(&client, &identity, &source, &role).await?;
+            println!("granted {role} on {source} to {identity}");
+        }
+        GrantsCommand::Remove {
+            identity,
+            source,
+            role,
+        } => {
+            if crate::control::roles::revoke_role(&client, &identity, &source, &role).await? {
+                println!("revoked {role} on {source} from {identity}");
+            } else {
+                anyhow::bail!("{identity} holds no role {role} on {source}");
+            }
+        }
     }
     Ok(())
 }

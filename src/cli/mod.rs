@@ -3,6 +3,7 @@
 mod admin;
 mod dev;
 mod output;
+mod remote;
 
 use std::path::PathBuf;
 
@@ -65,6 +66,71 @@ pub enum Command {
     /// Inspect the tamper-evident audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Grant and revoke source roles.
+    #[command(subcommand)]
+    Grants(GrantsCommand),
+    /// Decide queued writes through a running gateway's admin API (approver key).
+    Approvals {
+        #[command(flatten)]
+        remote: RemoteArgs,
+        #[command(subcommand)]
+        command: ApprovalsCommand,
+    },
+}
+
+/// Where a running gateway is; the key comes from INTERLOCK_API_KEY.
+#[derive(Debug, Clone, Args)]
+pub struct RemoteArgs {
+    /// Base URL of the gateway.
+    #[arg(
+        long,
+        global = true,
+        env = "INTERLOCK_ENDPOINT",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub endpoint: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// List approvals (default: pending).
+    List {
+        /// pending, approved, executing, executed, failed, rejected, expired, outcome_unknown
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        source: Option<String>,
+    },
+    /// Show one approval with its statement (control characters escaped) and decisions.
+    Show { id: String },
+    /// Approve; the write runs once enough distinct approvers have approved.
+    Approve {
+        id: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Reject with a reason; the write never runs.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GrantsCommand {
+    /// Grant a source role to an identity.
+    Add {
+        identity: String,
+        source: String,
+        role: String,
+    },
+    /// Revoke a source role from an identity.
+    Remove {
+        identity: String,
+        source: String,
+        role: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,6 +199,11 @@ pub enum SourcesCommand {
     Disable { id: String },
     /// Connect to a source with its read login and report the server and latency.
     Test { id: String },
+    /// Circuit state, counts and latency per source, from a running gateway (operator key).
+    Status {
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -230,5 +301,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sources(cmd) => admin::sources(&settings, cmd).await,
         Command::Policy(cmd) => admin::policy(&settings, cmd).await,
         Command::Audit(AuditCommand::Verify) => admin::audit_verify(&settings).await,
+        Command::Grants(cmd) => admin::grants(&settings, cmd).await,
+        Command::Approvals { remote, command } => remote::approvals(&remote, command).await,
     }
 }

@@ -43,5 +43,8 @@ async fn serve(path: Option<web::Path<String>>) -> HttpResponse {
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/console", web::get().to(|| serve(None)))
         .route("/console/", web::get().to(|| serve(None)))
-        .route("/console/{file}", web::get().to(|p: web::Path<String>| serve(Some(p))));
+        .route(
+            "/console/{file}",
+            web::get().to(|p: web::Path<String>| serve(Some(p))),
+        );
 }
