@@ -97,3 +97,16 @@ async fn sync_table_assets(
         tracing::warn!(source = %source_id, error = %e, "table assets could not be synchronized");
     }
 }
+
+impl RefreshError {
+    /// The reason an agent is given when a source's catalog cannot be read.
+    pub fn unavailable_reason(&self) -> &'static str {
+        match self {
+            RefreshError::Connect(crate::sources::postgres::ConnectError::TlsRefused)
+            | RefreshError::Connect(crate::sources::postgres::ConnectError::Tls(_)) => {
+                "upstream TLS refused"
+            }
+            _ => "source catalog unavailable: the source could not be scanned",
+        }
+    }
+}

@@ -150,7 +150,7 @@ pub async fn describe_source(
     let catalog = state.sources.catalog(&rt).await.map_err(|e| {
         draft.error = Some(format!("catalog: {e}"));
         Outcome::Unavailable {
-            reason: "source catalog unavailable: the source could not be scanned".into(),
+            reason: e.unavailable_reason().into(),
         }
     })?;
     let mut rows = Vec::new();

@@ -192,7 +192,7 @@ pub async fn prepare(
         Err(e) => {
             draft.error = Some(format!("catalog: {e}"));
             return Err(Outcome::Unavailable {
-                reason: "source catalog unavailable: the source could not be scanned".into(),
+                reason: e.unavailable_reason().into(),
             });
         }
     };
