@@ -1,0 +1,182 @@
+//! A gateway process killed with SIGKILL: no response a client received lacks its audit
+//! record, and a write caught mid-execution is never run again (`outcome_unknown`).
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::env::{demo_env, DemoEnv};
+use common::http::client;
+use serde_json::{json, Value};
+
+struct Killable {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Killable {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `interlock serve` as a separate process on the demo environment's control database.
+fn spawn_gateway(env: &DemoEnv, dir: &std::path::Path) -> Killable {
+    let s = &env.gateway.settings;
+    let port = interlock::pgcluster::free_port().expect("port");
+    let config = dir.join(format!("gw-{port}.toml"));
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n\
+             [identity]\ncache_ttl_ms = 300\n[sources]\nrefresh_interval_ms = 200\n[approvals]\nsweep_interval_secs = 1\n",
+            s.control.port, s.control.dbname, s.control.user, s.control.password_file
+        ),
+    )
+    .expect("config");
+    let child = Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .arg("--config")
+        .arg(&config)
+        .arg("serve")
+        .env_remove("INTERLOCK_CONFIG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
+        if ready {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the gateway never listened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Killable { child, base }
+}
+
+fn sigkill(k: &mut Killable) {
+    let _ = k.child.kill(); // SIGKILL
+    let _ = k.child.wait();
+}
+
+#[tokio::test]
+async fn every_response_a_client_received_was_audited_before_a_sigkill() {
+    let env = demo_env().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let mut gw = spawn_gateway(&env, dir.path());
+    let base = gw.base.clone();
+    let key = env.agent_key.clone();
+    let mut tasks = Vec::new();
+    for worker in 0..8 {
+        let (base, key) = (base.clone(), key.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut received = Vec::new();
+            let c = client();
+            for n in 0..400 {
+                let rid = format!("crash-{worker}-{n}");
+                let res = c
+                    .post(format!("{base}/v1/sources/shop/query"))
+                    .header("Authorization", format!("Bearer {key}"))
+                    .header("X-Request-Id", &rid)
+                    .json(&json!({"sql": "SELECT id FROM public.customers WHERE id = $1", "params": [n % 1000 + 1]}))
+                    .send()
+                    .await;
+                let Ok(res) = res else { break };
+                if res.status() == 200 && res.json::<Value>().await.is_ok_and(|v| v["rows"].is_array()) {
+                    received.push(rid);
+                }
+            }
+            received
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    sigkill(&mut gw);
+    let mut received = Vec::new();
+    for t in tasks {
+        received.extend(t.await.expect("join"));
+    }
+    assert!(received.len() > 20, "load reached the gateway before the kill ({})", received.len());
+    let audited: Vec<String> = common::admin(&env.control_db)
+        .await
+        .query("SELECT request_id FROM audit_records WHERE request_id LIKE 'crash-%'", &[])
+        .await
+        .expect("audit")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let audited: std::collections::HashSet<String> = audited.into_iter().collect();
+    let missing: Vec<&String> = received.iter().filter(|r| !audited.contains(*r)).collect();
+    assert!(missing.is_empty(), "{} responses without an audit record, e.g. {:?}", missing.len(), &missing[..missing.len().min(5)]);
+}
+
+#[tokio::test]
+async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns() {
+    let env = demo_env().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let mut gw = spawn_gateway(&env, dir.path());
+    let q = common::mcp::call(
+        &gw.base,
+        Some(&env.agent_key),
+        common::mcp::MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": "UPDATE public.orders SET status = 'lost' WHERE id = 21"}),
+    )
+    .await;
+    let id = q.body["result"]["structuredContent"]["approval_id"].as_str().expect("queued").to_string();
+
+    // Hold the row so the approved UPDATE blocks inside its transaction.
+    let mut locker = common::admin(&env.shop_db).await;
+    let tx = locker.transaction().await.expect("tx");
+    tx.execute("SELECT 1 FROM public.orders WHERE id = 21 FOR UPDATE", &[]).await.expect("lock");
+    let res = client()
+        .post(format!("{}/admin/approvals/{id}/approve", gw.base))
+        .header("Authorization", format!("Bearer {}", env.approver_key))
+        .json(&json!({"reason": "go"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(res.status(), 200);
+    let control = common::admin(&env.control_db).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state: String = control
+            .query_one("SELECT state FROM approvals WHERE id = $1::text::uuid", &[&id])
+            .await
+            .expect("state")
+            .get(0);
+        if state == "executing" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never started executing: {state}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    sigkill(&mut gw);
+    tx.rollback().await.expect("release the row");
+
+    // The in-process gateway of the environment (a live replica) recovers it.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let state: String = control
+            .query_one("SELECT state FROM approvals WHERE id = $1::text::uuid", &[&id])
+            .await
+            .expect("state")
+            .get(0);
+        if state == "outcome_unknown" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not recovered: {state}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let status: String = common::admin(&env.shop_db)
+        .await
+        .query_one("SELECT status FROM public.orders WHERE id = 21", &[])
+        .await
+        .expect("row")
+        .get(0);
+    assert_ne!(status, "lost", "the interrupted write was not run again");
+}
