@@ -99,10 +99,17 @@ async fn every_response_a_client_received_was_audited_before_a_sigkill() {
     for t in tasks {
         received.extend(t.await.expect("join"));
     }
-    assert!(received.len() > 20, "load reached the gateway before the kill ({})", received.len());
+    assert!(
+        received.len() > 20,
+        "load reached the gateway before the kill ({})",
+        received.len()
+    );
     let audited: Vec<String> = common::admin(&env.control_db)
         .await
-        .query("SELECT request_id FROM audit_records WHERE request_id LIKE 'crash-%'", &[])
+        .query(
+            "SELECT request_id FROM audit_records WHERE request_id LIKE 'crash-%'",
+            &[],
+        )
         .await
         .expect("audit")
         .iter()
@@ -110,7 +117,12 @@ async fn every_response_a_client_received_was_audited_before_a_sigkill() {
         .collect();
     let audited: std::collections::HashSet<String> = audited.into_iter().collect();
     let missing: Vec<&String> = received.iter().filter(|r| !audited.contains(*r)).collect();
-    assert!(missing.is_empty(), "{} responses without an audit record, e.g. {:?}", missing.len(), &missing[..missing.len().min(5)]);
+    assert!(
+        missing.is_empty(),
+        "{} responses without an audit record, e.g. {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
 }
 
 #[tokio::test]
@@ -126,12 +138,17 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
         json!({"source_id": "shop", "sql": "UPDATE public.orders SET status = 'lost' WHERE id = 21"}),
     )
     .await;
-    let id = q.body["result"]["structuredContent"]["approval_id"].as_str().expect("queued").to_string();
+    let id = q.body["result"]["structuredContent"]["approval_id"]
+        .as_str()
+        .expect("queued")
+        .to_string();
 
     // Hold the row so the approved UPDATE blocks inside its transaction.
     let mut locker = common::admin(&env.shop_db).await;
     let tx = locker.transaction().await.expect("tx");
-    tx.execute("SELECT 1 FROM public.orders WHERE id = 21 FOR UPDATE", &[]).await.expect("lock");
+    tx.execute("SELECT 1 FROM public.orders WHERE id = 21 FOR UPDATE", &[])
+        .await
+        .expect("lock");
     let res = client()
         .post(format!("{}/admin/approvals/{id}/approve", gw.base))
         .header("Authorization", format!("Bearer {}", env.approver_key))
@@ -144,14 +161,20 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let state: String = control
-            .query_one("SELECT state FROM approvals WHERE id = $1::text::uuid", &[&id])
+            .query_one(
+                "SELECT state FROM approvals WHERE id = $1::text::uuid",
+                &[&id],
+            )
             .await
             .expect("state")
             .get(0);
         if state == "executing" {
             break;
         }
-        assert!(Instant::now() < deadline, "never started executing: {state}");
+        assert!(
+            Instant::now() < deadline,
+            "never started executing: {state}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     sigkill(&mut gw);
@@ -161,7 +184,10 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let state: String = control
-            .query_one("SELECT state FROM approvals WHERE id = $1::text::uuid", &[&id])
+            .query_one(
+                "SELECT state FROM approvals WHERE id = $1::text::uuid",
+                &[&id],
+            )
             .await
             .expect("state")
             .get(0);

@@ -1,2 +1,1330 @@
+// InterLock console: a small, framework-free single-page app served by the gateway.
+//
+// Security rules kept throughout this file:
+// - the key lives in sessionStorage only and is sent in the Authorization header (never in a
+//   URL, never in localStorage, never in a cookie);
+// - everything from the API is rendered with textContent / text nodes, never innerHTML;
+// - statements are shown from `statement_display` (control and bidi characters escaped by the
+//   gateway); audit statements, which the API returns raw, get the same escaping here.
 "use strict";
-document.getElementById("app").textContent = "InterLock console";
+
+(() => {
+  const KEY_STORAGE = "interlock.console.key";
+  const PAGES = ["sources", "approvals", "audit"];
+  const TERMINAL = new Set(["executed", "failed", "rejected", "expired", "outcome_unknown"]);
+
+  const state = {
+    key: null,
+    role: null, // "operator" | "approver"
+    name: null,
+    pages: new Set(),
+    page: null,
+    sources: new Map(), // id -> source_json
+    sourceRows: new Map(), // id -> row refs
+    sourcesLoadedAt: null,
+    pending: new Map(), // id -> approval
+    pendingCards: new Map(), // id -> card refs
+    history: new Map(), // id -> approval (insertion order = display order after sort)
+    historyItems: new Map(), // id -> <details>
+    historyNext: null,
+    historyFilter: { state: "", source: "" },
+    audit: { cursors: [null], index: 0, next: null, filter: {} },
+    timers: [],
+  };
+
+  // ---------------------------------------------------------------------------------------
+  // Small DOM helpers (text only).
+
+  const $ = (id) => document.getElementById(id);
+
+  /** Creates an element; `props` may hold className, text, attrs, dataset, on{Event}. */
+  function h(tag, props, ...children) {
+    const node = document.createElement(tag);
+    if (props) {
+      for (const [k, v] of Object.entries(props)) {
+        if (v === undefined || v === null || v === false) continue;
+        if (k === "className") node.className = v;
+        else if (k === "text") node.textContent = String(v);
+        else if (k === "dataset") Object.assign(node.dataset, v);
+        else if (k === "attrs") for (const [a, av] of Object.entries(v)) { if (av !== null && av !== undefined && av !== false) node.setAttribute(a, String(av)); }
+        else if (k.startsWith("on") && typeof v === "function") node.addEventListener(k.slice(2).toLowerCase(), v);
+        else node[k] = v;
+      }
+    }
+    append(node, children);
+    return node;
+  }
+
+  function append(node, children) {
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      node.appendChild(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+  }
+
+  function replaceChildren(node, ...children) {
+    clear(node);
+    return append(node, children);
+  }
+
+  /** Mirrors the gateway's escape_for_display: control, format (bidi, zero-width) and
+   * non-ASCII space characters become \u{XXXX}, so the text shown is the text that runs. */
+  function displaySafe(s) {
+    if (s === null || s === undefined) return "";
+    let out = "";
+    for (const ch of String(s)) {
+      const cp = ch.codePointAt(0);
+      const control = (cp < 0x20 && ch !== "\n" && ch !== "\t") || (cp >= 0x7f && cp <= 0x9f);
+      const format = (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2060 && cp <= 0x2069) || cp === 0xfeff || cp === 0x00ad || (cp >= 0xfff9 && cp <= 0xfffb);
+      const space = cp > 0x7f && /\s/u.test(ch);
+      out += control || format || space ? `\\u{${cp.toString(16).toUpperCase().padStart(4, "0")}}` : ch;
+    }
+    return out;
+  }
+
+  /** One line of at most `n` characters, for summaries. */
+  function oneLine(s, n) {
+    const t = displaySafe(s).replace(/\s+/g, " ").trim();
+    return t.length > n ? t.slice(0, n - 1) + "…" : t;
+  }
+
+  function shortId(id) {
+    return String(id || "").slice(0, 8);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Time and number formatting.
+
+  function parseTime(t) {
+    if (!t) return null;
+    const d = new Date(t);
+    return Number.isNaN(d.getTime()) ? null : d;
+  }
+
+  function pad(n) {
+    return String(n).padStart(2, "0");
+  }
+
+  function absTime(t) {
+    const d = parseTime(t);
+    if (!d) return "—";
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  }
+
+  function span(secs) {
+    secs = Math.max(0, Math.round(secs));
+    if (secs < 60) return `${secs} s`;
+    if (secs < 3600) return `${Math.floor(secs / 60)} min`;
+    if (secs < 86400) {
+      const hrs = Math.floor(secs / 3600);
+      const min = Math.floor((secs % 3600) / 60);
+      return min ? `${hrs} h ${min} min` : `${hrs} h`;
+    }
+    return `${Math.floor(secs / 86400)} d ${Math.floor((secs % 86400) / 3600)} h`;
+  }
+
+  function ago(t) {
+    const d = parseTime(t);
+    if (!d) return "—";
+    const s = (Date.now() - d.getTime()) / 1000;
+    if (s < 5) return "just now";
+    return `${span(s)} ago`;
+  }
+
+  function until(t) {
+    const d = parseTime(t);
+    if (!d) return "—";
+    const s = (d.getTime() - Date.now()) / 1000;
+    return s <= 0 ? "expired" : `in ${span(s)}`;
+  }
+
+  /** A <time> element that keeps its relative text fresh (see tickTimes). */
+  function timeEl(t, mode = "ago", className = "") {
+    const d = parseTime(t);
+    const el = h("time", { className: `rel ${className}`.trim(), dataset: { t: t || "", mode }, attrs: { datetime: d ? d.toISOString() : null, title: d ? absTime(t) : null } });
+    el.textContent = mode === "until" ? until(t) : ago(t);
+    return el;
+  }
+
+  function tickTimes() {
+    for (const el of document.querySelectorAll("time.rel[data-t]")) {
+      const t = el.dataset.t;
+      const text = el.dataset.mode === "until" ? until(t) : el.dataset.mode === "since" ? (parseTime(t) ? span((Date.now() - parseTime(t).getTime()) / 1000) : "—") : ago(t);
+      if (el.textContent !== text) el.textContent = text;
+    }
+  }
+
+  function ms(v) {
+    if (v === null || v === undefined) return "—";
+    if (v < 10) return `${v.toFixed(1)} ms`;
+    if (v < 1000) return `${Math.round(v)} ms`;
+    return `${(v / 1000).toFixed(2)} s`;
+  }
+
+  function us(v) {
+    if (v === null || v === undefined) return "—";
+    return ms(v / 1000);
+  }
+
+  function pct(r) {
+    if (r === null || r === undefined) return "—";
+    return `${Math.round(r * 100)} %`;
+  }
+
+  function plural(n, one, many) {
+    return `${n} ${n === 1 ? one : many || one + "s"}`;
+  }
+
+  const STATE_LABEL = {
+    pending: "pending",
+    approved: "approved",
+    executing: "executing",
+    executed: "executed",
+    failed: "failed",
+    rejected: "rejected",
+    expired: "expired",
+    outcome_unknown: "outcome unknown",
+    closed: "closed",
+    open: "open",
+    half_open: "half open",
+  };
+
+  function label(s) {
+    return STATE_LABEL[s] || String(s || "").replace(/_/g, " ");
+  }
+
+  function badge(kind, value, extra) {
+    return h("span", { className: `badge badge-${kind}-${String(value).replace(/[^a-z_]/gi, "")}`, dataset: { [kind]: value }, ...extra }, label(value));
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Announcements: the visible banner is the aria-live (polite) region; errors are also read
+  // out assertively.
+
+  let bannerTimer = null;
+
+  function announce(message, kind = "info", { sticky = false } = {}) {
+    const banner = $("banner");
+    clearTimeout(bannerTimer);
+    const icon = { ok: "✓", error: "!", info: "i", warn: "!" }[kind] || "i";
+    const close = h("button", { type: "button", className: "banner-close", attrs: { "aria-label": "Dismiss message" }, onclick: () => { clear(banner); } }, "×");
+    replaceChildren(banner, h("div", { className: `banner-msg banner-${kind}`, dataset: { kind } }, h("span", { className: "banner-icon", attrs: { "aria-hidden": "true" } }, icon), h("span", { className: "banner-text" }, message), close));
+    if (kind === "error") {
+      $("announcer").textContent = "";
+      setTimeout(() => { $("announcer").textContent = message; }, 50);
+    }
+    if (!sticky && kind !== "error") bannerTimer = setTimeout(() => clear(banner), 12000);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // The API.
+
+  class ApiError extends Error {
+    constructor(status, code, message, body) {
+      super(message);
+      this.status = status;
+      this.code = code;
+      this.body = body;
+    }
+  }
+
+  async function api(path, { method = "GET", body, key = state.key, quiet401 = false } = {}) {
+    const headers = { Authorization: `Bearer ${key}`, Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    let res;
+    try {
+      res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: "no-store", credentials: "omit", redirect: "error" });
+    } catch (e) {
+      throw new ApiError(0, "network", `the gateway could not be reached (${e.message || e})`, null);
+    }
+    const text = await res.text();
+    let data = null;
+    if (text) {
+      try { data = JSON.parse(text); } catch { data = null; }
+    }
+    if (!res.ok) {
+      const err = new ApiError(res.status, (data && data.code) || `http_${res.status}`, (data && data.error) || res.statusText || `HTTP ${res.status}`, data);
+      if (res.status === 401 && !quiet401 && state.key) sessionExpired();
+      throw err;
+    }
+    return data;
+  }
+
+  /** A plain-language sentence for a failed action. */
+  function describeError(e, what) {
+    if (!(e instanceof ApiError)) return `${what} failed: ${e && e.message ? e.message : e}`;
+    switch (e.status) {
+      case 0:
+        return `${what} failed: ${e.message}.`;
+      case 400:
+        if (e.code === "reason_required") return `${what} failed: a reason is required.`;
+        return `${what} failed: ${e.message}.`;
+      case 401:
+        return `${what} failed: the key was not accepted (revoked or unknown). Sign in again.`;
+      case 403:
+        return `${what} is not allowed for this key: ${e.message}.`;
+      case 404:
+        return `${what} failed: not found (${e.message}).`;
+      case 409: {
+        const st = e.body && e.body.state;
+        if (st && st !== "pending") return `${what} refused: already ${label(st)}. ${capitalize(e.message)}.`;
+        return `${what} refused: ${e.message}.`;
+      }
+      case 503:
+        return `${what} failed: the gateway is unavailable (${e.message}).`;
+      default:
+        return `${what} failed: ${e.message} (HTTP ${e.status}).`;
+    }
+  }
+
+  function capitalize(s) {
+    s = String(s || "").replace(/\.$/, "");
+    return s ? s[0].toUpperCase() + s.slice(1) : s;
+  }
+
+  function qs(params) {
+    const u = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") u.set(k, v);
+    const s = u.toString();
+    return s ? `?${s}` : "";
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Sign-in and role detection.
+
+  async function probe(path, key) {
+    try {
+      await api(path, { key, quiet401: true });
+      return 200;
+    } catch (e) {
+      if (e.status === 403) return 403;
+      throw e;
+    }
+  }
+
+  /** Which pages a key may use: the role is what the endpoints answer (200 or 403). */
+  async function detect(key) {
+    const approvals = await probe("/admin/approvals?state=pending&limit=1", key);
+    if (approvals === 403) return { role: null, pages: new Set() };
+    const [sources, audit] = await Promise.all([probe("/admin/sources", key), probe("/admin/audit?limit=1", key)]);
+    const pages = new Set();
+    if (sources === 200) pages.add("sources");
+    pages.add("approvals");
+    if (audit === 200) pages.add("audit");
+    return { role: sources === 200 ? "operator" : "approver", pages };
+  }
+
+  /** The operator's own name, from the key prefixes in /admin/identities (best effort). */
+  async function whoAmI() {
+    if (state.role !== "operator") return null;
+    try {
+      const data = await api("/admin/identities");
+      for (const ident of data.identities || []) {
+        for (const k of ident.keys || []) {
+          if (k.prefix && !k.revoked_at && state.key.startsWith(k.prefix)) return ident.name;
+        }
+      }
+    } catch { /* the name is a nicety */ }
+    return null;
+  }
+
+  async function signIn(key, { restoring = false } = {}) {
+    const errorEl = $("signin-error");
+    errorEl.textContent = "";
+    const submit = $("signin-submit");
+    submit.disabled = true;
+    submit.textContent = "Signing in…";
+    try {
+      const found = await detect(key);
+      if (!found.role) {
+        const msg = "This key cannot use the console: it belongs to an agent. Use an operator or approver key.";
+        if (restoring) sessionStorage.removeItem(KEY_STORAGE);
+        showSignIn(msg);
+        return;
+      }
+      state.key = key;
+      state.role = found.role;
+      state.pages = found.pages;
+      sessionStorage.setItem(KEY_STORAGE, key);
+      $("signin-key").value = "";
+      state.name = await whoAmI();
+      enterConsole();
+    } catch (e) {
+      let msg;
+      if (e.status === 401) {
+        msg = "That key was not recognised, or it was revoked.";
+        sessionStorage.removeItem(KEY_STORAGE);
+      } else {
+        msg = describeError(e, "Signing in");
+      }
+      showSignIn(msg);
+    } finally {
+      submit.disabled = false;
+      submit.textContent = "Sign in";
+    }
+  }
+
+  function showSignIn(message) {
+    for (const p of PAGES) $(`page-${p}`).hidden = true;
+    $("nav").hidden = true;
+    $("session").hidden = true;
+    $("page-signin").hidden = false;
+    document.title = "Sign in · InterLock console";
+    const err = $("signin-error");
+    err.textContent = message || "";
+    $("signin-key").setAttribute("aria-invalid", message ? "true" : "false");
+    $("signin-key").focus();
+  }
+
+  function signOut(message) {
+    stopEvents();
+    for (const t of state.timers) clearInterval(t);
+    state.timers = [];
+    sessionStorage.removeItem(KEY_STORAGE);
+    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null });
+    for (const m of [state.sources, state.sourceRows, state.pending, state.pendingCards, state.history, state.historyItems]) m.clear();
+    clear($("sources-body"));
+    clear($("pending-list"));
+    clear($("history-list"));
+    clear($("audit-body"));
+    clear($("banner"));
+    if (location.hash) history.replaceState(null, "", location.pathname);
+    showSignIn(message);
+  }
+
+  let expiring = false;
+  function sessionExpired() {
+    if (expiring) return;
+    expiring = true;
+    setTimeout(() => {
+      expiring = false;
+      signOut("Your key is no longer accepted (revoked or unknown). Sign in again.");
+    }, 0);
+  }
+
+  function enterConsole() {
+    $("page-signin").hidden = true;
+    $("nav").hidden = false;
+    $("session").hidden = false;
+    for (const a of $("nav").querySelectorAll("a[data-page]")) a.hidden = !state.pages.has(a.dataset.page);
+    const who = $("whoami");
+    replaceChildren(who, h("span", { className: `role role-${state.role}` }, state.role), state.name ? h("span", { className: "who-name" }, state.name) : null);
+    $("approvals-intro").textContent = state.role === "operator"
+      ? "Writes held for a human decision, across all sources. Operators watch; approvers scoped to the source decide."
+      : "Writes held for your decision on the sources you approve. New requests appear here as they arrive.";
+    startEvents();
+    state.timers.push(setInterval(tickTimes, 1000));
+    state.timers.push(setInterval(() => { if (state.page === "sources" && !document.hidden) loadSources({ quiet: true }); }, 10000));
+    // Approvers land on Approvals; operators on Sources.
+    route(true);
+    // Keep the pending count in the nav fresh whatever page is open.
+    if (state.page !== "approvals") loadPending({ quiet: true });
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Routing (hash only; the key never appears in the URL).
+
+  function defaultPage() {
+    if (state.role === "approver") return "approvals";
+    return ["sources", "approvals", "audit"].find((p) => state.pages.has(p));
+  }
+
+  function route(initial = false) {
+    if (!state.key) return;
+    const m = /^#\/([a-z]+)/.exec(location.hash);
+    let page = m && m[1];
+    if (!page || !state.pages.has(page)) {
+      if (page && !state.pages.has(page) && PAGES.includes(page)) announce(`The ${page} page is not available to an ${state.role}.`, "warn");
+      page = defaultPage();
+      history.replaceState(null, "", `#/${page}`);
+    }
+    const changed = state.page !== page;
+    state.page = page;
+    for (const p of PAGES) $(`page-${p}`).hidden = p !== page;
+    for (const a of $("nav").querySelectorAll("a[data-page]")) {
+      if (a.dataset.page === page) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    }
+    document.title = `${capitalize(page)} · InterLock console`;
+    if (page === "sources") loadSources();
+    if (page === "approvals") { loadPending(); loadHistory(); }
+    if (page === "audit") { loadAudit({ fresh: true }); verifyChain(); }
+    if (changed && !initial) $(`${page}-title`).focus();
+    else if (initial) $(`${page}-title`).focus({ preventScroll: true });
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // The events stream: fetch + a stream reader (EventSource cannot send the Authorization
+  // header), reconnecting with exponential backoff and catching up after a gap.
+
+  const events = { ctrl: null, attempt: 0, retryTimer: null, watchdog: null, lastByte: 0, everConnected: false };
+
+  function setLive(s, detail) {
+    const live = $("live");
+    live.dataset.state = s;
+    const text = { connecting: "Connecting…", live: "Live", reconnecting: `Reconnecting${detail ? ` in ${detail}` : "…"}`, off: "Offline" }[s];
+    $("live-text").textContent = text;
+    live.title = s === "live" ? "Live updates from the gateway are on" : "Live updates are interrupted; data may be stale";
+  }
+
+  function startEvents() {
+    stopEvents();
+    events.everConnected = false;
+    events.attempt = 0;
+    connectEvents();
+  }
+
+  function stopEvents() {
+    const ctrl = events.ctrl;
+    events.ctrl = null;
+    clearTimeout(events.retryTimer);
+    clearInterval(events.watchdog);
+    if (ctrl) ctrl.abort();
+    setLive("off");
+  }
+
+  async function connectEvents() {
+    const ctrl = new AbortController();
+    events.ctrl = ctrl;
+    setLive(events.everConnected ? "reconnecting" : "connecting");
+    try {
+      const res = await fetch("/admin/events", { headers: { Authorization: `Bearer ${state.key}`, Accept: "text/event-stream" }, cache: "no-store", credentials: "omit", signal: ctrl.signal });
+      if (res.status === 401) { sessionExpired(); return; }
+      if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+      const reconnected = events.everConnected;
+      events.everConnected = true;
+      events.attempt = 0;
+      events.lastByte = Date.now();
+      setLive("live");
+      // Events may have been missed while disconnected: reload what is on screen.
+      if (reconnected) refreshAll();
+      clearInterval(events.watchdog);
+      // The gateway sends a keep-alive comment every 15 s; silence for 40 s means a dead link.
+      events.watchdog = setInterval(() => { if (Date.now() - events.lastByte > 40000) ctrl.abort(); }, 5000);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        events.lastByte = Date.now();
+        buf += value.replace(/\r\n?/g, "\n");
+        let idx;
+        while ((idx = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, idx);
+          buf = buf.slice(idx + 2);
+          dispatchSse(block);
+        }
+      }
+      throw new Error("the stream ended");
+    } catch (e) {
+      if (events.ctrl !== ctrl) return; // stopped or replaced on purpose
+      clearInterval(events.watchdog);
+      const delay = Math.min(30000, 1000 * 2 ** events.attempt) * (0.8 + Math.random() * 0.4);
+      events.attempt = Math.min(events.attempt + 1, 6);
+      setLive("reconnecting", span(delay / 1000));
+      events.retryTimer = setTimeout(() => { if (events.ctrl === ctrl) connectEvents(); }, delay);
+    }
+  }
+
+  function dispatchSse(block) {
+    let name = "message";
+    const data = [];
+    for (const line of block.split("\n")) {
+      if (!line || line.startsWith(":")) continue;
+      const i = line.indexOf(":");
+      const field = i < 0 ? line : line.slice(0, i);
+      let value = i < 0 ? "" : line.slice(i + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") name = value;
+      else if (field === "data") data.push(value);
+    }
+    if (!data.length) return;
+    let payload;
+    try { payload = JSON.parse(data.join("\n")); } catch { return; }
+    onEvent(name, payload);
+  }
+
+  function onEvent(name, ev) {
+    // Visible to tests and curious operators: how many events arrived, and the last one.
+    const live = $("live");
+    live.dataset.events = String(Number(live.dataset.events || 0) + 1);
+    live.dataset.lastEvent = name;
+    switch (name) {
+      case "circuit.changed":
+        onCircuitChanged(ev);
+        break;
+      case "approval.created":
+      case "approval.decided":
+      case "approval.executed":
+      case "approval.expired":
+        onApprovalEvent(name, ev);
+        break;
+      case "lagged":
+        announce(`Live updates fell behind (${ev.missed} events missed); reloading.`, "warn");
+        refreshAll();
+        break;
+      default:
+        break;
+    }
+  }
+
+  function refreshAll() {
+    if (!state.key) return;
+    if (state.pages.has("sources") && state.page === "sources") loadSources({ quiet: true });
+    loadPending({ quiet: true });
+    if (state.page === "approvals") loadHistory({ quiet: true });
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Sources.
+
+  let sourcesLoading = null;
+
+  async function loadSources({ quiet = false } = {}) {
+    if (!state.pages.has("sources")) return;
+    if (sourcesLoading) return sourcesLoading;
+    const tbody = $("sources-body");
+    if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 10 } }, "Loading sources…")));
+    sourcesLoading = (async () => {
+      try {
+        const data = await api("/admin/sources");
+        const list = (data.sources || []).slice().sort((a, b) => a.id.localeCompare(b.id));
+        const seen = new Set();
+        for (const s of list) {
+          seen.add(s.id);
+          state.sources.set(s.id, s);
+        }
+        for (const id of [...state.sources.keys()]) if (!seen.has(id)) state.sources.delete(id);
+        state.sourcesLoadedAt = new Date();
+        renderSources();
+      } catch (e) {
+        if (e.status === 401) return;
+        const msg = describeError(e, "Loading sources");
+        if (!quiet) announce(msg, "error");
+        if (!state.sources.size) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 10 }, className: "error-cell" }, msg)));
+      } finally {
+        sourcesLoading = null;
+      }
+    })();
+    return sourcesLoading;
+  }
+
+  async function loadSource(id) {
+    try {
+      const s = await api(`/admin/sources/${encodeURIComponent(id)}`);
+      state.sources.set(s.id, s);
+      renderSources();
+    } catch (e) {
+      if (e.status === 404) { state.sources.delete(id); renderSources(); }
+    }
+  }
+
+  function renderSources() {
+    const tbody = $("sources-body");
+    for (const row of tbody.querySelectorAll("tr:not([data-source-id])")) row.remove();
+    const ids = [...state.sources.keys()].sort();
+    for (const [id, refs] of state.sourceRows) {
+      if (!state.sources.has(id)) { refs.tr.remove(); state.sourceRows.delete(id); }
+    }
+    for (const id of ids) {
+      let refs = state.sourceRows.get(id);
+      if (!refs) {
+        refs = buildSourceRow(id);
+        state.sourceRows.set(id, refs);
+      }
+      tbody.appendChild(refs.tr); // keeps order; moving keeps focus-bearing buttons alive
+      fillSourceRow(refs, state.sources.get(id));
+    }
+    if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 10 }, className: "empty-cell" }, "No sources are registered.")));
+    renderSourcesSummary();
+    $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
+  }
+
+  function renderSourcesSummary() {
+    const counts = { closed: 0, half_open: 0, open: 0 };
+    for (const s of state.sources.values()) counts[s.circuit.state] = (counts[s.circuit.state] || 0) + 1;
+    replaceChildren($("sources-summary"),
+      h("span", { className: "summary-item" }, h("strong", {}, String(state.sources.size)), ` ${state.sources.size === 1 ? "source" : "sources"}`),
+      h("span", { className: "summary-item ok" }, h("span", { className: "dot dot-closed", attrs: { "aria-hidden": "true" } }), h("strong", {}, String(counts.closed)), " closed"),
+      h("span", { className: "summary-item warn" }, h("span", { className: "dot dot-half_open", attrs: { "aria-hidden": "true" } }), h("strong", {}, String(counts.half_open)), " half open"),
+      h("span", { className: "summary-item bad" }, h("span", { className: "dot dot-open", attrs: { "aria-hidden": "true" } }), h("strong", {}, String(counts.open)), " open"));
+  }
+
+  function buildSourceRow(id) {
+    const cells = Array.from({ length: 9 }, (_, i) => h(i === 0 ? "th" : "td", i === 0 ? { attrs: { scope: "row" } } : {}));
+    for (const i of [2, 4, 5, 6, 7]) cells[i].className = "num";
+    const mk = (action, text) => h("button", { type: "button", className: `btn btn-small btn-${action}`, dataset: { action }, attrs: { "aria-label": `${text} the circuit of ${id}` }, onclick: (e) => openCircuitDialog(id, action, e.currentTarget) }, text);
+    const buttons = { open: mk("open", "Force open"), close: mk("close", "Force close"), reset: mk("reset", "Reset") };
+    const actions = h("td", { className: "actions" }, h("div", { className: "btn-group" }, buttons.open, buttons.close, buttons.reset));
+    const tr = h("tr", { dataset: { sourceId: id } }, cells, actions);
+    return { tr, cells, buttons };
+  }
+
+  function fillSourceRow(refs, s) {
+    const c = refs.cells;
+    const circuit = s.circuit || {};
+    refs.tr.dataset.circuit = circuit.state;
+    refs.tr.classList.toggle("row-open", circuit.state === "open");
+    refs.tr.classList.toggle("row-half", circuit.state === "half_open");
+    refs.tr.classList.toggle("row-disabled", !s.enabled);
+    replaceChildren(c[0],
+      h("div", { className: "src-id" }, h("span", { className: "mono" }, s.id), h("span", { className: "tag" }, s.type), s.enabled ? null : h("span", { className: "tag tag-warn" }, "disabled")),
+      s.description ? h("div", { className: "src-desc" }, s.description) : null,
+      s.database ? h("div", { className: "src-db mono small muted" }, s.database, s.tls ? ` · tls ${s.tls}` : "") : null,
+      s.settings_error ? h("div", { className: "src-err small" }, `Settings: ${s.settings_error}`) : null);
+    replaceChildren(c[1],
+      h("div", { className: "circuit" },
+        badge("circuit", circuit.state, { attrs: { "data-role": "circuit-badge" } }),
+        circuit.forced ? h("span", { className: "tag tag-warn", title: "Forced by an operator: stays until closed or reset" }, "forced") : null),
+      h("div", { className: "small muted" }, "for ", timeEl(circuit.since, "since")));
+    replaceChildren(c[2], h("span", { className: circuit.window_failures ? "bad-text" : "" }, String(circuit.window_failures ?? 0)), " / ", String(circuit.window_successes ?? 0));
+    replaceChildren(c[3], circuit.last_error ? h("span", { className: "last-error", title: displaySafe(circuit.last_error) }, oneLine(circuit.last_error, 80)) : h("span", { className: "muted" }, "—"));
+    const pool = s.pool;
+    replaceChildren(c[4], pool ? h("span", {}, `${pool.in_use} / ${pool.size} / ${pool.max_size}`, pool.waiting ? h("div", { className: "small warn-text" }, `${pool.waiting} waiting`) : null) : h("span", { className: "muted" }, "—"));
+    const st = s.stats || {};
+    replaceChildren(c[5], `${ms(st.p50_ms)} / ${ms(st.p99_ms)}`);
+    replaceChildren(c[6], String(st.executions_last_minute ?? 0));
+    replaceChildren(c[7], pct(st.cache_hit_ratio), h("div", { className: "small muted" }, `${st.cache_hits ?? 0} hit · ${st.cache_misses ?? 0} miss`));
+    const cat = s.catalog;
+    replaceChildren(c[8], cat ? [h("div", {}, timeEl(cat.scanned_at, "ago")), h("div", { className: "small muted" }, plural(cat.relations, "relation"), cat.truncated ? " (truncated)" : "")] : h("span", { className: "muted" }, s.type === "documents" ? "n/a" : "not scanned"));
+    refs.buttons.open.disabled = circuit.state === "open" && circuit.forced;
+    refs.buttons.close.disabled = circuit.state === "closed" && !circuit.forced;
+  }
+
+  function flashRow(id) {
+    const refs = state.sourceRows.get(id);
+    if (!refs) return;
+    refs.tr.classList.remove("flash");
+    void refs.tr.offsetWidth; // restart the animation
+    refs.tr.classList.add("flash");
+  }
+
+  const sourceReloads = new Map();
+
+  function onCircuitChanged(ev) {
+    const s = state.sources.get(ev.source);
+    if (s) {
+      s.circuit = { ...s.circuit, state: ev.to, since: ev.at };
+      if (state.sourceRows.has(ev.source)) {
+        fillSourceRow(state.sourceRows.get(ev.source), s);
+        renderSourcesSummary();
+        flashRow(ev.source);
+      }
+    }
+    const kind = ev.to === "open" ? "error" : ev.to === "half_open" ? "warn" : "ok";
+    announce(`Circuit of ${ev.source}: ${label(ev.from)} → ${label(ev.to)}. ${displaySafe(ev.reason)}`, kind === "error" ? "warn" : kind);
+    // Fetch the full row (forced flag, window counts, last error) shortly after.
+    clearTimeout(sourceReloads.get(ev.source));
+    sourceReloads.set(ev.source, setTimeout(() => { sourceReloads.delete(ev.source); if (state.pages.has("sources")) loadSource(ev.source); }, 250));
+  }
+
+  // The circuit dialog.
+  const circuitDialog = { source: null, action: null, opener: null, busy: false };
+  const ACTION_TEXT = {
+    open: { title: "Force the circuit open", verb: "Force open", text: (id) => `Every call to ${id} is refused without touching the database until an operator closes or resets the circuit.` },
+    close: { title: "Force the circuit closed", verb: "Force close", text: (id) => `Calls to ${id} go through again at once and the failure window starts empty. If the source is still failing, the breaker opens again.` },
+    reset: { title: "Reset the circuit", verb: "Reset", text: (id) => `Releases any forced state of ${id} and starts over closed with an empty failure window.` },
+  };
+
+  function openCircuitDialog(id, action, opener) {
+    const d = $("circuit-dialog");
+    Object.assign(circuitDialog, { source: id, action, opener, busy: false });
+    const t = ACTION_TEXT[action];
+    $("circuit-dialog-title").textContent = `${t.title}: ${id}`;
+    $("circuit-dialog-text").textContent = t.text(id);
+    $("circuit-submit").textContent = t.verb;
+    $("circuit-submit").className = `btn ${action === "open" ? "btn-danger" : "btn-primary"}`;
+    $("circuit-reason").value = "";
+    $("circuit-reason").removeAttribute("aria-invalid");
+    $("circuit-error").textContent = "";
+    d.showModal();
+    $("circuit-reason").focus();
+  }
+
+  function closeCircuitDialog() {
+    const d = $("circuit-dialog");
+    if (d.open) d.close();
+  }
+
+  async function submitCircuit(e) {
+    e.preventDefault();
+    if (circuitDialog.busy) return;
+    const { source, action } = circuitDialog;
+    const reason = $("circuit-reason").value.trim();
+    if (!reason) {
+      $("circuit-error").textContent = "Give a reason: it is recorded in the audit log.";
+      $("circuit-reason").setAttribute("aria-invalid", "true");
+      $("circuit-reason").focus();
+      return;
+    }
+    circuitDialog.busy = true;
+    const submit = $("circuit-submit");
+    submit.disabled = true;
+    const verb = ACTION_TEXT[action].verb;
+    submit.textContent = "Working…";
+    try {
+      const res = await api(`/admin/sources/${encodeURIComponent(source)}/circuit`, { method: "POST", body: { action, reason } });
+      const s = state.sources.get(source);
+      if (s && res.circuit) {
+        s.circuit = res.circuit;
+        if (state.sourceRows.has(source)) { fillSourceRow(state.sourceRows.get(source), s); renderSourcesSummary(); flashRow(source); }
+      }
+      closeCircuitDialog();
+      const now = res.circuit ? label(res.circuit.state) : "?";
+      announce(`${verb} of ${source} done: the circuit is now ${now}${res.circuit && res.circuit.forced ? " (forced)" : ""}.`, "ok");
+      loadSource(source);
+    } catch (err) {
+      const msg = describeError(err, `${verb} of ${source}`);
+      $("circuit-error").textContent = msg;
+      announce(msg, "error");
+    } finally {
+      circuitDialog.busy = false;
+      submit.disabled = false;
+      submit.textContent = verb;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Approvals.
+
+  let pendingLoading = null;
+
+  async function loadPending({ quiet = false } = {}) {
+    if (!state.pages.has("approvals")) return;
+    if (pendingLoading) return pendingLoading;
+    pendingLoading = (async () => {
+      try {
+        const data = await api(`/admin/approvals${qs({ state: "pending", limit: 200 })}`);
+        const fresh = new Map((data.approvals || []).map((a) => [a.id, a]));
+        for (const id of [...state.pending.keys()]) if (!fresh.has(id)) state.pending.delete(id);
+        for (const [id, a] of fresh) state.pending.set(id, a);
+        renderPending();
+      } catch (e) {
+        if (e.status === 401) return;
+        if (!quiet) announce(describeError(e, "Loading pending approvals"), "error");
+      } finally {
+        pendingLoading = null;
+      }
+    })();
+    return pendingLoading;
+  }
+
+  function historyMatches(a) {
+    if (a.state === "pending") return false;
+    const f = state.historyFilter;
+    if (f.state && a.state !== f.state) return false;
+    if (f.source && a.source_id !== f.source) return false;
+    return true;
+  }
+
+  async function loadHistory({ quiet = false, more = false } = {}) {
+    if (!state.pages.has("approvals")) return;
+    const f = state.historyFilter;
+    const btn = $("history-more");
+    try {
+      const before = more ? state.historyNext : null;
+      if (more) { btn.disabled = true; btn.textContent = "Loading…"; }
+      const data = await api(`/admin/approvals${qs({ state: f.state, source: f.source, limit: 50, before })}`);
+      if (!more) { state.history.clear(); for (const el of state.historyItems.values()) el.remove(); state.historyItems.clear(); }
+      for (const a of data.approvals || []) if (historyMatches(a)) state.history.set(a.id, a);
+      state.historyNext = data.next_before || null;
+      renderHistory();
+    } catch (e) {
+      if (e.status === 401) return;
+      if (!quiet) announce(describeError(e, "Loading the approval history"), "error");
+    } finally {
+      btn.disabled = false;
+      btn.textContent = "Load older";
+    }
+  }
+
+  function renderPending() {
+    const list = $("pending-list");
+    const items = [...state.pending.values()].sort((a, b) => String(a.created_at).localeCompare(String(b.created_at)));
+    for (const [id, refs] of state.pendingCards) {
+      if (!state.pending.has(id)) removeCard(id, refs);
+    }
+    for (const a of items) {
+      let refs = state.pendingCards.get(a.id);
+      if (!refs) {
+        refs = buildCard(a);
+        state.pendingCards.set(a.id, refs);
+        list.appendChild(refs.root);
+      }
+      fillCard(refs, a);
+    }
+    // Oldest first (the one waiting longest on top).
+    for (const a of items) {
+      const root = state.pendingCards.get(a.id).root;
+      if (root !== list.lastElementChild) list.appendChild(root);
+    }
+    $("pending-empty").hidden = items.length > 0;
+    $("pending-total").textContent = String(items.length);
+    const nav = $("pending-count");
+    nav.hidden = items.length === 0;
+    nav.textContent = String(items.length);
+    nav.setAttribute("aria-label", `${plural(items.length, "pending approval")}`);
+  }
+
+  function removeCard(id, refs) {
+    const hadFocus = refs.root.contains(document.activeElement);
+    const next = refs.root.nextElementSibling || refs.root.previousElementSibling;
+    refs.root.remove();
+    state.pendingCards.delete(id);
+    if (hadFocus) {
+      const target = (next && next.querySelector("textarea")) || $("approvals-title");
+      target.focus();
+    }
+  }
+
+  function chips(list, emptyText) {
+    if (!list || !list.length) return h("span", { className: "muted" }, emptyText);
+    return h("ul", { className: "chips" }, list.map((t) => h("li", { className: "chip mono" }, displaySafe(t))));
+  }
+
+  function touchesEl(t) {
+    t = t || {};
+    return h("dl", { className: "touches" },
+      h("div", {}, h("dt", {}, "Writes tables"), h("dd", {}, chips(t.tables_written, "none"))),
+      h("div", {}, h("dt", {}, "Writes columns"), h("dd", {}, chips(t.columns_written, "none"))),
+      h("div", {}, h("dt", {}, "Reads tables"), h("dd", {}, chips(t.tables_read, "none"))));
+  }
+
+  function progressEl(a) {
+    const req = a.approvals_required || 1;
+    const got = Math.min(a.approvals || 0, req);
+    const text = `${got} of ${req} approval${req === 1 ? "" : "s"}`;
+    return h("div", { className: "progress", dataset: { role: "progress" } },
+      h("div", { className: "progress-bar", attrs: { role: "progressbar", "aria-valuemin": 0, "aria-valuemax": req, "aria-valuenow": got, "aria-label": text } },
+        Array.from({ length: req }, (_, i) => h("span", { className: `progress-step${i < got ? " done" : ""}` }))),
+      h("span", { className: "progress-text" }, text));
+  }
+
+  function decisionsEl(a) {
+    if (!a.decisions || !a.decisions.length) return null;
+    return h("ul", { className: "decisions" }, a.decisions.map((d) =>
+      h("li", { className: `decision decision-${d.decision === "approve" ? "approve" : "reject"}` },
+        h("span", { className: "decision-who" }, displaySafe(d.approver)),
+        h("span", { className: "decision-what" }, d.decision === "approve" ? " approved" : " rejected"),
+        d.reason ? [": ", h("q", { className: "decision-reason" }, displaySafe(d.reason))] : null,
+        " · ", timeEl(d.decided_at))));
+  }
+
+  function statementEl(a) {
+    return h("pre", { className: "statement", attrs: { tabindex: 0, "aria-label": `Statement of approval ${shortId(a.id)}` } }, h("code", {}, a.statement_display ?? displaySafe(a.statement)));
+  }
+
+  function verbOf(a) {
+    const m = /^\s*([A-Za-z]+)/.exec(a.statement_display || "");
+    return m ? m[1].toUpperCase() : "Write";
+  }
+
+  function buildCard(a) {
+    const id = a.id;
+    const titleId = `ap-${id}-title`;
+    const reasonId = `ap-${id}-reason`;
+    const resultId = `ap-${id}-result`;
+    const refs = {};
+    refs.badge = h("span", {});
+    refs.meta = h("div", { className: "card-meta" });
+    refs.statement = h("div", {});
+    refs.touches = h("div", {});
+    refs.progress = h("div", {});
+    refs.decisions = h("div", {});
+    refs.result = h("p", { id: resultId, className: "card-result", dataset: { role: "result" } });
+    refs.title = h("h3", { id: titleId, className: "card-title" });
+    let form = null;
+    if (state.role === "approver") {
+      refs.reason = h("textarea", { id: reasonId, rows: 2, maxLength: 2000, attrs: { "aria-describedby": resultId }, placeholder: "Why you approve or reject it (recorded in the audit log)" });
+      refs.approve = h("button", { type: "submit", className: "btn btn-approve", dataset: { action: "approve" } }, "Approve");
+      refs.reject = h("button", { type: "button", className: "btn btn-reject", dataset: { action: "reject" }, onclick: () => decide(id, "reject") }, "Reject");
+      form = h("form", { className: "decide", onsubmit: (e) => { e.preventDefault(); decide(id, "approve"); } },
+        h("label", { attrs: { for: reasonId } }, "Reason ", h("span", { className: "req" }, "(required to reject)")),
+        refs.reason,
+        h("div", { className: "decide-buttons" }, refs.approve, refs.reject));
+    } else {
+      form = h("p", { className: "muted small readonly-note" }, "Read-only: only an approver scoped to this source can decide.");
+    }
+    refs.root = h("article", { className: "card approval-card", dataset: { approvalId: id, state: a.state }, attrs: { "aria-labelledby": titleId } },
+      h("header", { className: "card-head" }, refs.title, refs.badge),
+      refs.meta, refs.statement, refs.touches,
+      h("div", { className: "card-foot" }, h("div", { className: "card-progress" }, refs.progress, refs.decisions), form),
+      refs.result);
+    return refs;
+  }
+
+  function fillCard(refs, a) {
+    refs.root.dataset.state = a.state;
+    replaceChildren(refs.title, h("span", { className: "verb" }, verbOf(a)), " on ", h("span", { className: "mono" }, a.source_id), h("span", { className: "muted id" }, ` #${shortId(a.id)}`));
+    replaceChildren(refs.badge, badge("state", a.state));
+    replaceChildren(refs.meta,
+      h("span", {}, "Requested by ", h("strong", {}, displaySafe(a.requester))),
+      h("span", {}, timeEl(a.created_at)),
+      h("span", {}, "expires ", timeEl(a.expires_at, "until")),
+      h("span", { className: "mono small muted", title: "Approval id" }, a.id));
+    if (!refs.statement.firstChild) replaceChildren(refs.statement, statementEl(a));
+    replaceChildren(refs.touches, touchesEl(a.touches));
+    replaceChildren(refs.progress, progressEl(a));
+    replaceChildren(refs.decisions, decisionsEl(a));
+  }
+
+  function setCardResult(id, text, kind) {
+    const refs = state.pendingCards.get(id);
+    if (refs) {
+      refs.result.textContent = text;
+      refs.result.className = `card-result result-${kind}`;
+    }
+  }
+
+  async function decide(id, verdict) {
+    const refs = state.pendingCards.get(id);
+    if (!refs || refs.busy) return;
+    const reason = refs.reason.value.trim();
+    const what = verdict === "approve" ? `Approving #${shortId(id)}` : `Rejecting #${shortId(id)}`;
+    if (verdict === "reject" && !reason) {
+      setCardResult(id, "Say why you reject it: a reason is required to reject.", "error");
+      refs.reason.setAttribute("aria-invalid", "true");
+      refs.reason.focus();
+      announce(`${what}: a reason is required to reject.`, "error");
+      return;
+    }
+    refs.reason.removeAttribute("aria-invalid");
+    refs.busy = true;
+    refs.approve.disabled = true;
+    refs.reject.disabled = true;
+    setCardResult(id, `${what}…`, "info");
+    try {
+      const a = await api(`/admin/approvals/${encodeURIComponent(id)}/${verdict}`, { method: "POST", body: { reason } });
+      let msg;
+      if (verdict === "reject") msg = `Rejected #${shortId(id)}: it will not run.`;
+      else if (a.state === "pending") msg = `Approved #${shortId(id)}: ${a.approvals} of ${a.approvals_required} approvals; it waits for another approver.`;
+      else msg = `Approved #${shortId(id)}: ${a.approvals} of ${a.approvals_required} approvals; it is ${label(a.state)}${a.state === "executed" ? "" : " — the result follows"}.`;
+      setCardResult(id, msg, "ok");
+      announce(msg, "ok");
+      upsertApproval(a, { decidedHere: true });
+    } catch (e) {
+      const msg = describeError(e, what);
+      setCardResult(id, msg, "error");
+      announce(msg, "error");
+      // The approval may have moved on (409): show where it is now.
+      refreshApproval(id);
+    } finally {
+      refs.busy = false;
+      refs.approve.disabled = false;
+      refs.reject.disabled = false;
+    }
+  }
+
+  async function refreshApproval(id) {
+    try {
+      const a = await api(`/admin/approvals/${encodeURIComponent(id)}`);
+      upsertApproval(a);
+      return a;
+    } catch (e) {
+      if (e.status === 404) {
+        state.pending.delete(id);
+        renderPending();
+      }
+      return null;
+    }
+  }
+
+  function upsertApproval(a, { decidedHere = false } = {}) {
+    if (a.state === "pending") {
+      state.pending.set(a.id, a);
+      renderPending();
+      return;
+    }
+    const wasPending = state.pending.delete(a.id);
+    if (wasPending) renderPending();
+    if (historyMatches(a)) {
+      const isNew = !state.history.has(a.id);
+      if (isNew) {
+        // Newest first: put it on top.
+        const rest = [...state.history.entries()];
+        state.history.clear();
+        state.history.set(a.id, a);
+        for (const [k, v] of rest) state.history.set(k, v);
+      } else {
+        state.history.set(a.id, a);
+      }
+      renderHistory({ highlight: a.id, open: decidedHere || wasPending ? a.id : null });
+    }
+  }
+
+  const ANNOUNCE_EVENT = {
+    "approval.created": (ev) => [`New approval request #${shortId(ev.id)} on ${ev.source} from ${displaySafe(ev.requester)}.`, "info"],
+    "approval.decided": (ev) => [`#${shortId(ev.id)} on ${ev.source}: ${displaySafe(ev.approver)} ${ev.decision === "approve" ? "approved" : "rejected"} it; now ${label(ev.state)}.`, ev.decision === "approve" ? "ok" : "warn"],
+    "approval.executed": (ev) => [`#${shortId(ev.id)} on ${ev.source} finished: ${label(ev.state)}.`, ev.state === "executed" ? "ok" : "error"],
+    "approval.expired": (ev) => [`#${shortId(ev.id)} on ${ev.source} expired without a decision.`, "warn"],
+  };
+
+  async function onApprovalEvent(name, ev) {
+    const a = await refreshApproval(ev.id);
+    let [msg, kind] = ANNOUNCE_EVENT[name](ev);
+    if (name === "approval.executed" && a) {
+      if (a.state === "executed") msg += a.rows_affected !== null && a.rows_affected !== undefined ? ` ${plural(a.rows_affected, "row")} affected.` : "";
+      else if (a.error) msg += ` ${displaySafe(a.error)}`;
+    }
+    announce(msg, kind);
+  }
+
+  function renderHistory({ highlight = null, open = null } = {}) {
+    const list = $("history-list");
+    const items = [...state.history.values()];
+    for (const [id, el] of state.historyItems) {
+      if (!state.history.has(id)) { el.remove(); state.historyItems.delete(id); }
+    }
+    items.forEach((a, i) => {
+      const old = state.historyItems.get(a.id);
+      const el = buildHistoryItem(a);
+      if (old) {
+        el.open = old.open;
+        const hadFocus = old.contains(document.activeElement);
+        old.replaceWith(el);
+        if (hadFocus) el.querySelector("summary").focus();
+      }
+      state.historyItems.set(a.id, el);
+      const at = list.children[i];
+      if (at !== el) list.insertBefore(el, at || null);
+      if (open === a.id) el.open = true;
+      if (highlight === a.id) {
+        el.classList.add("flash");
+      }
+    });
+    $("history-empty").hidden = items.length > 0;
+    $("history-more").hidden = !state.historyNext;
+  }
+
+  function resultEl(a) {
+    const parts = [];
+    if (a.state === "executed") {
+      parts.push(h("p", { className: "result-line ok-text" }, `Executed ${a.executed_at ? absTime(a.executed_at) : ""}`.trim(), a.rows_affected !== null && a.rows_affected !== undefined ? ` · ${plural(a.rows_affected, "row")} affected` : ""));
+    }
+    if (a.error) parts.push(h("p", { className: "result-line bad-text" }, "Error: ", displaySafe(a.error)));
+    if (a.result !== null && a.result !== undefined) parts.push(h("details", { className: "json" }, h("summary", {}, "Returned data"), h("pre", { className: "mono small" }, displaySafe(JSON.stringify(a.result, null, 2)))));
+    return parts;
+  }
+
+  function buildHistoryItem(a) {
+    const summary = h("summary", {},
+      badge("state", a.state),
+      h("span", { className: "h-verb" }, verbOf(a)),
+      h("span", { className: "mono h-src" }, a.source_id),
+      h("span", { className: "h-stmt mono" }, oneLine(a.statement_display, 90)),
+      h("span", { className: "h-meta muted small" }, displaySafe(a.requester), " · ", timeEl(a.created_at)));
+    return h("details", { className: "history-item", dataset: { approvalId: a.id, state: a.state } },
+      summary,
+      h("div", { className: "history-body" },
+        h("div", { className: "card-meta" },
+          h("span", {}, "Requested by ", h("strong", {}, displaySafe(a.requester)), " ", absTime(a.created_at)),
+          h("span", { className: "mono small muted" }, a.id)),
+        statementEl(a),
+        touchesEl(a.touches),
+        progressEl(a),
+        decisionsEl(a),
+        resultEl(a)));
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Audit.
+
+  function readAuditFilter() {
+    const toIso = (v) => {
+      if (!v) return "";
+      const d = new Date(v);
+      return Number.isNaN(d.getTime()) ? "" : d.toISOString();
+    };
+    return {
+      identity: $("audit-identity").value.trim(),
+      source: $("audit-source").value.trim(),
+      outcome: $("audit-outcome").value,
+      since: toIso($("audit-since").value),
+      until: toIso($("audit-until").value),
+      limit: $("audit-limit").value,
+    };
+  }
+
+  let auditSeq = 0;
+
+  async function loadAudit({ index = 0, fresh = false } = {}) {
+    const a = state.audit;
+    if (fresh) { a.cursors = [null]; a.filter = readAuditFilter(); index = 0; }
+    const before = a.cursors[index];
+    const my = ++auditSeq;
+    const tbody = $("audit-body");
+    $("audit-table").setAttribute("aria-busy", "true");
+    try {
+      const data = await api(`/admin/audit${qs({ ...a.filter, before })}`);
+      if (my !== auditSeq) return;
+      a.index = index;
+      a.next = data.next_before || null;
+      if (a.next !== null) a.cursors[index + 1] = a.next;
+      renderAudit(data.records || []);
+    } catch (e) {
+      if (e.status === 401 || my !== auditSeq) return;
+      const msg = describeError(e, "Loading audit records");
+      announce(msg, "error");
+      replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 9 }, className: "error-cell" }, msg)));
+    } finally {
+      if (my === auditSeq) $("audit-table").removeAttribute("aria-busy");
+    }
+  }
+
+  function decisionSummary(r) {
+    const d = r.decision;
+    if (!d || typeof d !== "object") return "";
+    if (r.adapter === "admin") {
+      const bits = [];
+      if (d.action) bits.push(String(d.action));
+      if (d.reason) bits.push(`“${d.reason}”`);
+      if (d.enabled !== undefined) bits.push(d.enabled ? "enabled" : "disabled");
+      if (d.decision) bits.push(String(d.decision));
+      return bits.length ? bits.join(" ") : JSON.stringify(d);
+    }
+    const bits = [];
+    if (d.verdict) bits.push(String(d.verdict));
+    if (d.class) bits.push(String(d.class));
+    if (d.reason) bits.push(String(d.reason));
+    return bits.join(" · ") || JSON.stringify(d);
+  }
+
+  function renderAudit(records) {
+    const tbody = $("audit-body");
+    clear(tbody);
+    for (const r of records) {
+      const summaryText = r.statement ? oneLine(r.statement, 70) : oneLine(decisionSummary(r), 70) || "—";
+      const detail = h("details", { className: "audit-detail" },
+        h("summary", {}, h("span", { className: r.statement ? "mono" : "" }, summaryText)),
+        h("dl", { className: "kv" },
+          r.statement ? [h("dt", {}, "Statement"), h("dd", {}, h("pre", { className: "statement small" }, h("code", {}, displaySafe(r.statement))))] : null,
+          h("dt", {}, "Decision"), h("dd", {}, h("pre", { className: "mono small" }, displaySafe(JSON.stringify(r.decision, null, 2)))),
+          h("dt", {}, "Request"), h("dd", { className: "mono small" }, displaySafe(r.request_id)),
+          r.approval_id ? [h("dt", {}, "Approval"), h("dd", { className: "mono small" }, r.approval_id)] : null,
+          r.fingerprint ? [h("dt", {}, "Fingerprint"), h("dd", { className: "mono small" }, r.fingerprint)] : null,
+          h("dt", {}, "Dialect / action"), h("dd", {}, displaySafe(r.dialect || "—"), " / ", displaySafe(r.action || "—")),
+          h("dt", {}, "Cache"), h("dd", {}, r.cache_hit ? "hit" : "miss")));
+      tbody.appendChild(h("tr", { dataset: { seq: r.seq, outcome: r.outcome } },
+        h("td", { className: "num mono" }, String(r.seq)),
+        h("td", { className: "nowrap" }, h("time", { attrs: { datetime: r.at, title: r.at } }, absTime(r.at))),
+        h("td", {}, r.identity ? displaySafe(r.identity) : h("span", { className: "muted" }, "—")),
+        h("td", {}, h("div", { className: "mono small" }, displaySafe(r.tool)), h("div", { className: "small muted" }, displaySafe(r.adapter))),
+        h("td", {}, r.source_id ? h("span", { className: "mono" }, displaySafe(r.source_id)) : h("span", { className: "muted" }, "—")),
+        h("td", {}, badge("outcome", r.outcome), r.cache_hit ? h("span", { className: "tag" }, "cached") : null),
+        h("td", { className: "num" }, r.row_count === null || r.row_count === undefined ? "—" : String(r.row_count)),
+        h("td", { className: "num nowrap" }, us(r.duration_us)),
+        h("td", { className: "stmt-cell" }, detail)));
+    }
+    $("audit-empty").hidden = records.length > 0;
+    const a = state.audit;
+    $("audit-newer").disabled = a.index === 0;
+    $("audit-newest").disabled = a.index === 0;
+    $("audit-older").disabled = a.next === null;
+    const first = records[0];
+    const last = records[records.length - 1];
+    $("audit-range").textContent = records.length ? `Page ${a.index + 1} · seq ${first.seq}–${last.seq}` : `Page ${a.index + 1}`;
+  }
+
+  let verifying = false;
+
+  async function verifyChain() {
+    if (verifying) return;
+    verifying = true;
+    const chain = $("chain");
+    const btn = $("chain-verify");
+    btn.disabled = true;
+    chain.dataset.state = "checking";
+    $("chain-text").textContent = "Verifying the chain…";
+    try {
+      const r = await api("/admin/audit/verify");
+      if (r.ok) {
+        chain.dataset.state = "ok";
+        $("chain-text").textContent = `Chain intact: ${plural(r.records, "record")} verified`;
+      } else {
+        chain.dataset.state = "broken";
+        const b = r.first_break || {};
+        $("chain-text").textContent = `Chain BROKEN at seq ${b.seq ?? "?"}: ${displaySafe(b.reason || "unknown reason")} (${plural(r.records, "record")} intact before it)`;
+        announce(`The audit chain is broken at seq ${b.seq ?? "?"}.`, "error");
+      }
+      chain.title = `Checked ${absTime(new Date().toISOString())}`;
+    } catch (e) {
+      chain.dataset.state = "unknown";
+      const msg = describeError(e, "Verifying the audit chain");
+      $("chain-text").textContent = "Chain status unknown";
+      announce(msg, "error");
+    } finally {
+      verifying = false;
+      btn.disabled = false;
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Wiring.
+
+  function init() {
+    $("signin-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const key = $("signin-key").value.trim();
+      if (!key) {
+        $("signin-error").textContent = "Enter an operator or approver key.";
+        $("signin-key").setAttribute("aria-invalid", "true");
+        $("signin-key").focus();
+        return;
+      }
+      signIn(key);
+    });
+    $("signout").addEventListener("click", () => signOut(""));
+    window.addEventListener("hashchange", () => route(false));
+
+    $("sources-refresh").addEventListener("click", async () => {
+      await loadSources();
+      announce("Sources refreshed.", "info");
+    });
+    $("circuit-form").addEventListener("submit", submitCircuit);
+    $("circuit-cancel").addEventListener("click", closeCircuitDialog);
+    $("circuit-dialog").addEventListener("close", () => {
+      const opener = circuitDialog.opener;
+      if (opener && opener.isConnected && !opener.disabled) opener.focus();
+      else $("sources-title").focus();
+    });
+
+    $("approvals-refresh").addEventListener("click", async () => {
+      await Promise.all([loadPending(), loadHistory()]);
+      announce("Approvals refreshed.", "info");
+    });
+    $("history-filter").addEventListener("submit", (e) => {
+      e.preventDefault();
+      state.historyFilter = { state: $("history-state").value, source: $("history-source").value.trim() };
+      loadHistory();
+    });
+    $("history-state").addEventListener("change", () => {
+      state.historyFilter = { state: $("history-state").value, source: $("history-source").value.trim() };
+      loadHistory();
+    });
+    $("history-more").addEventListener("click", () => loadHistory({ more: true }));
+
+    $("audit-filter").addEventListener("submit", (e) => { e.preventDefault(); loadAudit({ fresh: true }); });
+    $("audit-clear").addEventListener("click", () => {
+      for (const id of ["audit-identity", "audit-source", "audit-since", "audit-until"]) $(id).value = "";
+      $("audit-outcome").value = "";
+      loadAudit({ fresh: true });
+    });
+    $("audit-older").addEventListener("click", () => loadAudit({ index: state.audit.index + 1 }));
+    $("audit-newer").addEventListener("click", () => loadAudit({ index: Math.max(0, state.audit.index - 1) }));
+    $("audit-newest").addEventListener("click", () => loadAudit({ index: 0 }));
+    $("chain-verify").addEventListener("click", verifyChain);
+
+    const saved = sessionStorage.getItem(KEY_STORAGE);
+    if (saved) signIn(saved, { restoring: true });
+    else showSignIn("");
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

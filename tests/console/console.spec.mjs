@@ -1,0 +1,645 @@
+#!/usr/bin/env node
+// Browser tests of the InterLock web console, one phase per run (see README.md in this folder).
+//
+//   node tests/console/console.spec.mjs --base http://127.0.0.1:PORT --creds PATH \
+//        --phase approver|operator-open|operator-recover --artifacts DIR
+//
+// Drives Debian's /usr/bin/chromium with playwright-core (never downloads a browser). Prints
+// exactly one JSON line on stdout: {"suite":"console","phase":...,"ok":true|false,...}; progress
+// goes to stderr. Exit status: 0 passed, 1 failed, 2 bad usage or missing prerequisites.
+
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PHASES = ["approver", "operator-open", "operator-recover"];
+const VIEWPORT = { width: 1280, height: 800 };
+const MIN_PNG_BYTES = 8000;
+
+// ---------------------------------------------------------------------------------------------
+// Arguments.
+
+function usage(message) {
+  const text = `${message ? `error: ${message}\n` : ""}usage: node console.spec.mjs --base URL --creds PATH --phase ${PHASES.join("|")} --artifacts DIR
+         [--chromium /usr/bin/chromium] [--timeout SECONDS (default 180)] [--breaker-calls N (default 80)]`;
+  process.stderr.write(`${text}\n`);
+  emit({ suite: "console", phase: opts && opts.phase, ok: false, error: message || "usage" });
+  process.exit(2);
+}
+
+let opts = null;
+
+function parseArgs(argv) {
+  const o = { chromium: "/usr/bin/chromium", timeout: 180, breakerCalls: 80 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = () => {
+      if (i + 1 >= argv.length) usage(`${a} needs a value`);
+      return argv[++i];
+    };
+    switch (a) {
+      case "--base": o.base = next().replace(/\/+$/, ""); break;
+      case "--creds": o.creds = next(); break;
+      case "--phase": o.phase = next(); break;
+      case "--artifacts": o.artifacts = next(); break;
+      case "--chromium": o.chromium = next(); break;
+      case "--timeout": o.timeout = Number(next()); break;
+      case "--breaker-calls": o.breakerCalls = Number(next()); break;
+      case "-h": case "--help": usage(""); break;
+      default: usage(`unknown argument ${a}`);
+    }
+  }
+  opts = o;
+  if (!o.base || !/^https?:\/\//.test(o.base)) usage("--base http://HOST:PORT is required");
+  if (!o.creds) usage("--creds PATH is required");
+  if (!PHASES.includes(o.phase)) usage(`--phase must be one of ${PHASES.join(", ")}`);
+  if (!o.artifacts) usage("--artifacts DIR is required");
+  if (!(o.timeout > 0)) usage("--timeout must be a positive number of seconds");
+  return o;
+}
+
+function emit(obj) {
+  process.stdout.write(`${JSON.stringify(obj)}\n`);
+}
+
+function log(msg) {
+  process.stderr.write(`[console ${opts ? opts.phase : ""}] ${msg}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Result bookkeeping.
+
+class TestFailure extends Error {}
+
+const result = {
+  suite: "console",
+  phase: null,
+  ok: false,
+  duration_ms: 0,
+  timings_ms: {},
+  checks: [],
+  screenshots: [],
+  console_errors: [],
+  expected_console_errors: [],
+  notes: [],
+  error: null,
+};
+
+function check(name, cond, detail) {
+  if (!cond) throw new TestFailure(`check failed: ${name}${detail ? ` — ${detail}` : ""}`);
+  result.checks.push(name);
+  log(`ok  ${name}`);
+}
+
+const t0 = Date.now();
+const marks = new Map();
+function startTimer(name) { marks.set(name, Date.now()); }
+function stopTimer(name) { result.timings_ms[name] = Date.now() - marks.get(name); return result.timings_ms[name]; }
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers (Node's fetch, outside the browser).
+
+let creds = null;
+
+async function http(method, urlPath, key, body) {
+  const res = await fetch(`${opts.base}${urlPath}`, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+  return { status: res.status, json, text };
+}
+
+/** A governed call as demo-agent through the legacy plain route. */
+function agentQuery(sql) {
+  return http("POST", "/mcp/tools/call", creds.agent_key, { name: "interlock_query", arguments: { source_id: "shop", sql } });
+}
+
+async function shopCircuit() {
+  const r = await http("GET", "/admin/sources/shop", creds.operator_key);
+  if (r.status !== 200) throw new TestFailure(`GET /admin/sources/shop answered ${r.status}: ${r.text.slice(0, 200)}`);
+  return r.json.circuit;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The browser.
+
+let playwright;
+async function loadPlaywright() {
+  try {
+    playwright = await import("playwright-core");
+  } catch (e) {
+    usage(`playwright-core is not installed: run \`npm ci\` in ${HERE} (${e.message})`);
+  }
+}
+
+/** Console errors that a phase expects (and explains); anything else fails the phase. */
+let allowed = [];
+
+function allow(description, test) {
+  allowed.push({ description, test });
+}
+
+function watchPage(page, label) {
+  page.on("console", (msg) => {
+    if (msg.type() !== "error") return;
+    const loc = msg.location() || {};
+    const entry = { page: label, text: msg.text(), url: loc.url || "" };
+    const rule = allowed.find((a) => a.test(entry));
+    if (rule) {
+      result.expected_console_errors.push({ ...entry, why: rule.description });
+      log(`expected console error (${rule.description}): ${entry.text} ${entry.url}`);
+    } else {
+      result.console_errors.push(entry);
+      log(`CONSOLE ERROR: ${entry.text} ${entry.url}`);
+    }
+  });
+  page.on("pageerror", (err) => {
+    result.console_errors.push({ page: label, text: `page error: ${err.message}`, url: "" });
+    log(`PAGE ERROR: ${err.message}`);
+  });
+}
+
+function networkStatus(entry, status, pathRe) {
+  let p = "";
+  try { p = new URL(entry.url).pathname + new URL(entry.url).search; } catch { return false; }
+  return entry.text.includes(`status of ${status}`) && pathRe.test(p);
+}
+
+function assertNoConsoleErrors(where) {
+  if (result.console_errors.length) {
+    const first = result.console_errors[0];
+    throw new TestFailure(`browser console error ${where}: ${first.text}${first.url ? ` (${first.url})` : ""}`);
+  }
+}
+
+async function screenshot(page, name, { fullPage = false } = {}) {
+  const file = path.join(opts.artifacts, `${opts.phase}-${name}.png`);
+  await page.screenshot({ path: file, fullPage, animations: "disabled" });
+  const buf = fs.readFileSync(file);
+  const png = buf.length > 24 && buf.readUInt32BE(0) === 0x89504e47;
+  const width = png ? buf.readUInt32BE(16) : 0;
+  const height = png ? buf.readUInt32BE(20) : 0;
+  check(`screenshot ${path.basename(file)} is a PNG of ${width}x${height}, ${buf.length} bytes`, png && buf.length >= MIN_PNG_BYTES && width >= 1000 && height >= 600,
+    `got ${buf.length} bytes, png=${png}, ${width}x${height}`);
+  result.screenshots.push({ path: file, bytes: buf.length, width, height });
+}
+
+async function signIn(page, key, role) {
+  startTimer(`sign_in_${role}`);
+  await page.goto(`${opts.base}/console`, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector("#signin-key", { state: "visible", timeout: 15000 });
+  check("the sign-in form has a labelled key field", await page.locator('label[for="signin-key"]').count() === 1);
+  await page.fill("#signin-key", key);
+  await page.keyboard.press("Enter"); // keyboard submit
+  await page.waitForSelector("#nav:not([hidden])", { timeout: 15000 });
+  const roleText = (await page.textContent("#whoami .role")).trim();
+  check(`signed in with the ${role} role detected`, roleText === role, `the console says ${roleText}`);
+  const stored = await page.evaluate(() => ({
+    session: Object.keys(sessionStorage).map((k) => [k, sessionStorage.getItem(k)]),
+    local: Object.keys(localStorage).length,
+    url: location.href,
+    cookie: document.cookie,
+  }));
+  check("the key is held in sessionStorage only (not localStorage, URL or cookies)",
+    stored.local === 0 && !stored.url.includes(key) && !stored.cookie.includes(key) && stored.session.some(([, v]) => v === key));
+  await page.waitForSelector('#live[data-state="live"]', { timeout: 15000 });
+  check("the live events stream is connected", true);
+  stopTimer(`sign_in_${role}`);
+}
+
+async function visibleNav(page) {
+  return page.$$eval("#nav a[data-page]", (as) => as.filter((a) => !a.hidden).map((a) => a.dataset.page));
+}
+
+async function bannerText(page) {
+  const el = await page.$("#banner .banner-text");
+  return el ? ((await el.textContent()) || "").trim() : "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase: approver.
+
+async function phaseApprover(context) {
+  // An approver's role is detected by probing operator endpoints, which answer 403: Chromium
+  // logs those as "Failed to load resource". They are the design, so they are expected.
+  allow("role detection: operator-only endpoints answer 403 to an approver", (e) => networkStatus(e, 403, /^\/admin\/(sources|audit)(\?|$)/));
+
+  const page = await context.newPage();
+  watchPage(page, "approver");
+  await signIn(page, creds.approver_key, "approver");
+  check("an approver sees only the Approvals page", JSON.stringify(await visibleNav(page)) === '["approvals"]', JSON.stringify(await visibleNav(page)));
+  await page.waitForSelector("#page-approvals:not([hidden])");
+  check("the Approvals page is open", true);
+
+  // Queue a write as the agent *after* the page is open and live.
+  const sql = "UPDATE public.orders SET status = 'cancelled' WHERE id = 42";
+  startTimer("approval_live_arrival");
+  const q = await agentQuery(sql);
+  check("the agent's write is queued (202 with approval_id)", q.status === 202 && q.json && q.json.approval_id, `${q.status} ${q.text.slice(0, 200)}`);
+  const id = q.json.approval_id;
+  const card = page.locator(`article[data-approval-id="${id}"]`);
+  await card.waitFor({ state: "visible", timeout: 15000 });
+  stopTimer("approval_live_arrival");
+  check("the new approval appeared without a reload (live event)", true);
+
+  const stmt = (await card.locator("pre.statement").textContent()).trim();
+  check("the full statement is shown in a monospace block", stmt === sql, stmt);
+  const font = await card.locator("pre.statement").evaluate((el) => getComputedStyle(el).fontFamily);
+  check("the statement block uses a monospace font", /mono|courier|consolas|menlo/i.test(font), font);
+  const cardText = await card.textContent();
+  check("the card shows the requester", cardText.includes("demo-agent"));
+  check("the card shows what the write touches", cardText.includes("public.orders.status") && cardText.includes("Writes tables"));
+  check("the card shows approval progress", /0 of 1 approval/.test(cardText), cardText.slice(0, 300));
+  check("the card shows the age", /just now|\d+ s ago/.test(cardText));
+  check("the reason field has a label", await card.locator(`label[for="ap-${id}-reason"]`).count() === 1);
+
+  // Reject without a reason: refused in the page, with a clear message.
+  await card.locator('button[data-action="reject"]').click();
+  const refusal = (await card.locator('[data-role="result"]').textContent()).trim();
+  check("rejecting without a reason is refused with a clear message", /reason is required/i.test(refusal), refusal);
+  check("the still-pending approval is untouched", (await card.getAttribute("data-state")) === "pending");
+  await screenshot(page, "pending");
+
+  // Approve with a reason, by keyboard: type the reason and press Enter on the Approve button.
+  startTimer("approve_to_executed");
+  await card.locator("textarea").fill("Console browser test: customer asked to cancel order 42");
+  await card.locator('button[data-action="approve"]').focus();
+  await page.keyboard.press("Enter");
+  await page.waitForFunction((aid) => {
+    const b = document.getElementById("banner").textContent || "";
+    return b.includes(`Approved #${aid.slice(0, 8)}`) || b.includes(`#${aid.slice(0, 8)} on shop finished`) || b.includes("failed");
+  }, id, { timeout: 15000 });
+  const decided = await bannerText(page);
+  check("the approval shows its result", /Approved #|executed|finished/.test(decided), decided);
+
+  const item = page.locator(`details.history-item[data-approval-id="${id}"]`);
+  await page.waitForSelector(`details.history-item[data-approval-id="${id}"][data-state="executed"]`, { timeout: 30000 });
+  stopTimer("approve_to_executed");
+  check("the approval became executed live, in the history", true);
+  check("the pending card is gone", await card.count() === 0);
+  if (!(await item.evaluate((d) => d.open))) await item.locator("summary").click();
+  const itemText = await item.textContent();
+  check("the history entry shows the decision and its reason", itemText.includes("approved") && itemText.includes("cancel order 42"), itemText.slice(0, 400));
+  check("the history entry shows the execution result", /Executed/.test(itemText) && /row(s)? affected/.test(itemText), itemText.slice(0, 600));
+  check("the history entry shows 1 of 1 approvals", /1 of 1 approval/.test(itemText));
+  await page.waitForFunction(() => /finished: executed/.test(document.getElementById("banner").textContent || ""), null, { timeout: 10000 }).catch(() => {});
+  const live = await page.getAttribute("#live", "data-events");
+  check("approval events arrived over the stream", Number(live) >= 2, `data-events=${live}`);
+
+  // History filter: executed only.
+  await page.selectOption("#history-state", "executed");
+  await page.waitForFunction(() => [...document.querySelectorAll("details.history-item")].every((d) => d.dataset.state === "executed") && document.querySelectorAll("details.history-item").length > 0, null, { timeout: 10000 });
+  check("the history filters by state", await item.count() === 1);
+  await page.selectOption("#history-state", "rejected");
+  await page.waitForFunction((aid) => !document.querySelector(`details.history-item[data-approval-id="${aid}"]`), id, { timeout: 10000 });
+  check("an executed approval is not listed under rejected", true);
+  await page.selectOption("#history-state", "");
+  await item.waitFor({ state: "visible", timeout: 10000 });
+  if (!(await item.evaluate((d) => d.open))) await item.locator("summary").click();
+  await screenshot(page, "executed");
+
+  // A decision on an approval that has moved on (409) says so clearly. A second tab whose
+  // events stream is held back still shows a pending card; the approval is decided elsewhere.
+  startTimer("conflict_check");
+  const stale = await context.newPage();
+  allow("409 check: approving an approval that already executed answers 409", (e) => e.page === "stale" && networkStatus(e, 409, /^\/admin\/approvals\/[0-9a-f-]+\/approve$/));
+  watchPage(stale, "stale");
+  await stale.route("**/admin/events", () => new Promise(() => {})); // never answers: no live updates
+  await stale.goto(`${opts.base}/console`, { waitUntil: "domcontentloaded" });
+  await stale.fill("#signin-key", creds.approver_key);
+  await stale.keyboard.press("Enter");
+  await stale.waitForSelector("#page-approvals:not([hidden])", { timeout: 15000 });
+  const q2 = await agentQuery("UPDATE public.orders SET status = 'shipped' WHERE id = 43");
+  check("a second write is queued", q2.status === 202 && q2.json && q2.json.approval_id, `${q2.status} ${q2.text.slice(0, 200)}`);
+  const id2 = q2.json.approval_id;
+  await stale.click("#approvals-refresh");
+  const staleCard = stale.locator(`article[data-approval-id="${id2}"]`);
+  await staleCard.waitFor({ state: "visible", timeout: 10000 });
+  const direct = await http("POST", `/admin/approvals/${id2}/approve`, creds.approver_key, { reason: "approved elsewhere (console test)" });
+  check("the second write is approved through the API", direct.status === 200, `${direct.status} ${direct.text.slice(0, 200)}`);
+  for (let i = 0; i < 60; i++) {
+    const s = await http("GET", `/admin/approvals/${id2}`, creds.approver_key);
+    if (s.json && ["executed", "failed", "outcome_unknown"].includes(s.json.state)) break;
+    await sleep(250);
+  }
+  await staleCard.locator("textarea").fill("late approval from a stale tab");
+  await staleCard.locator('button[data-action="approve"]').click();
+  await stale.waitForFunction(() => /already/.test(document.getElementById("banner").textContent || ""), null, { timeout: 10000 });
+  const conflict = await bannerText(stale);
+  check("a 409 is shown clearly as 'already executed'", /refused: already executed/.test(conflict), conflict);
+  await stale.waitForSelector(`details.history-item[data-approval-id="${id2}"][data-state="executed"]`, { timeout: 10000 });
+  check("after the 409 the stale tab shows where the approval is now", true);
+  await screenshot(stale, "conflict");
+  await stale.close();
+  stopTimer("conflict_check");
+
+  // Main page: the second approval also arrived and executed live.
+  await page.waitForSelector(`details.history-item[data-approval-id="${id2}"][data-state="executed"]`, { timeout: 15000 });
+  check("the main tab followed the second approval live", true);
+  assertNoConsoleErrors("in the approver phase");
+  result.notes.push(`approval ${id} executed; approval ${id2} used for the 409 check`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase: operator-open.
+
+async function openSources(page) {
+  if (!(await page.isVisible("#page-sources"))) {
+    await page.click('#nav a[data-page="sources"]');
+  }
+  await page.waitForSelector('#sources-body tr[data-source-id="shop"]', { timeout: 15000 });
+}
+
+function badgeOf(page) {
+  return page.locator('tr[data-source-id="shop"] [data-role="circuit-badge"]');
+}
+
+/** Fires reads at shop as demo-agent until `done()` says stop or `max` calls were made. */
+async function fireReads({ max, done, pauseMs = 150, label }) {
+  let n = 0;
+  const statuses = {};
+  while (n < max) {
+    if (await done()) break;
+    // Distinct statements, so no answer comes from the result cache.
+    const r = await agentQuery(`SELECT ${Date.now() % 1000000} + ${n} AS x`);
+    statuses[r.status] = (statuses[r.status] || 0) + 1;
+    n++;
+    await sleep(pauseMs);
+  }
+  log(`${label}: ${n} reads, statuses ${JSON.stringify(statuses)}`);
+  return { calls: n, statuses };
+}
+
+async function phaseOperatorOpen(context) {
+  const page = await context.newPage();
+  watchPage(page, "operator");
+  await signIn(page, creds.operator_key, "operator");
+  check("an operator sees Sources, Approvals and Audit", JSON.stringify(await visibleNav(page)) === '["sources","approvals","audit"]', JSON.stringify(await visibleNav(page)));
+  await openSources(page);
+  check("the Sources page lists shop", true);
+
+  // Wait for the breaker to open (the harness stopped shop's database and fired failing queries;
+  // more failing reads are fired here until it opens).
+  startTimer("breaker_open_seen");
+  const badge = badgeOf(page);
+  const initial = (await badge.getAttribute("data-circuit")) || "?";
+  result.notes.push(`shop circuit when the page opened: ${initial}`);
+  const eventsBefore = Number((await page.getAttribute("#live", "data-events")) || 0);
+  let apiOpenAt = null;
+  if (initial !== "open") {
+    const fired = await fireReads({
+      max: opts.breakerCalls,
+      label: "failing reads",
+      done: async () => {
+        if ((await badge.getAttribute("data-circuit")) === "open") return true;
+        const c = await shopCircuit();
+        if (c.state === "open" && !apiOpenAt) apiOpenAt = Date.now();
+        return false;
+      },
+    });
+    result.notes.push(`fired ${fired.calls} failing reads: ${JSON.stringify(fired.statuses)}`);
+    const open = await page.waitForSelector('tr[data-source-id="shop"] [data-role="circuit-badge"][data-circuit="open"]', { timeout: 8000 }).then(() => true, () => false);
+    if (!open) {
+      const c = await shopCircuit();
+      throw new TestFailure(`the shop circuit did not open after ${fired.calls} reads (API says ${c.state}, window ${c.window_failures} failures / ${c.window_successes} successes): is shop's PostgreSQL stopped, as this phase needs?`);
+    }
+    const lag = apiOpenAt ? Date.now() - apiOpenAt : 0;
+    result.timings_ms.badge_lag_after_api_open = lag;
+    check("the shop badge turned open live, without a reload", true);
+    const eventsAfter = Number((await page.getAttribute("#live", "data-events")) || 0);
+    check("the change came over the events stream", eventsAfter > eventsBefore, `data-events ${eventsBefore} → ${eventsAfter}`);
+  } else {
+    check("the shop badge shows open", true);
+  }
+  stopTimer("breaker_open_seen");
+  const row = page.locator('tr[data-source-id="shop"]');
+  await page.waitForFunction(() => {
+    const tr = document.querySelector('tr[data-source-id="shop"]');
+    return tr && !/^\s*—\s*$/.test(tr.cells[3].textContent);
+  }, null, { timeout: 5000 }).catch(() => {});
+  const rowText = await row.textContent();
+  check("the open row shows the last error", /refused|error|timeout|failure|connect|closed|reset|tls/i.test(await row.locator("td").nth(2).textContent()), rowText.slice(0, 300));
+  check("the open row is highlighted", await row.evaluate((tr) => tr.classList.contains("row-open")));
+  await screenshot(page, "open");
+
+  // Force it closed through the UI, by keyboard, with a reason.
+  startTimer("force_close");
+  await row.locator('button[data-action="close"]').focus();
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#circuit-dialog[open]", { timeout: 5000 });
+  check("the force-close dialog opened with focus in the reason field", await page.evaluate(() => document.activeElement && document.activeElement.id === "circuit-reason"));
+  await page.click("#circuit-submit");
+  const missing = (await page.textContent("#circuit-error")).trim();
+  check("force-closing without a reason is refused with a clear message", /reason/i.test(missing), missing);
+  await page.fill("#circuit-reason", "console browser test: force close (operator-open phase)");
+  await page.keyboard.press("Tab"); // to Cancel
+  await page.keyboard.press("Tab"); // to Force close
+  const focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
+  check("the dialog buttons are reachable by Tab", focused === "circuit-submit", `focus on ${focused}`);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => !document.getElementById("circuit-dialog").open, null, { timeout: 10000 });
+  await page.waitForFunction(() => /Force close of shop done/.test(document.getElementById("banner").textContent || ""), null, { timeout: 10000 });
+  const banner = await bannerText(page);
+  check("the force-close result is shown", /the circuit is now closed/.test(banner), banner);
+  await page.waitForSelector('tr[data-source-id="shop"] [data-role="circuit-badge"][data-circuit="closed"]', { timeout: 10000 });
+  check("the shop badge shows closed", true);
+  const api = await shopCircuit();
+  check("the API agrees the circuit is closed", api.state === "closed", JSON.stringify(api));
+  const back = await page.evaluate(() => document.activeElement && document.activeElement.dataset.action);
+  result.notes.push(`focus after the dialog: ${back}`);
+  stopTimer("force_close");
+  await screenshot(page, "closed");
+
+  // The database is still down: failing reads open the breaker again by itself, which is the
+  // state the operator-recover phase starts from.
+  startTimer("reopen");
+  const again = await fireReads({ max: opts.breakerCalls, label: "failing reads after force close", done: async () => (await badge.getAttribute("data-circuit")) === "open" });
+  const reopened = await page.waitForSelector('tr[data-source-id="shop"] [data-role="circuit-badge"][data-circuit="open"]', { timeout: 8000 }).then(() => true, () => false);
+  check("with the database still down, failing reads open the circuit again (seen live)", reopened, `after ${again.calls} reads`);
+  stopTimer("reopen");
+  assertNoConsoleErrors("in the operator-open phase");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phase: operator-recover.
+
+async function phaseOperatorRecover(context) {
+  const page = await context.newPage();
+  watchPage(page, "operator");
+  await signIn(page, creds.operator_key, "operator");
+  await openSources(page);
+  const badge = badgeOf(page);
+  const seen = [];
+  await page.exposeFunction("__ilSeen", (s) => { if (seen[seen.length - 1] !== s) seen.push(s); });
+  await badge.evaluate((el) => {
+    window.__ilSeen(el.dataset.circuit);
+    new MutationObserver(() => {
+      const b = document.querySelector('tr[data-source-id="shop"] [data-role="circuit-badge"]');
+      if (b) window.__ilSeen(b.dataset.circuit);
+    }).observe(document.getElementById("sources-body"), { subtree: true, childList: true, attributes: true });
+  });
+  const initial = await badge.getAttribute("data-circuit");
+  result.notes.push(`shop circuit when the page opened: ${initial}`);
+  if (initial === "open") await screenshot(page, "still-open");
+
+  // Reads as the agent; while the circuit is open they are refused, once its open period has
+  // passed some go through as probes, and with the database back it closes.
+  startTimer("recovery");
+  const deadline = Date.now() + 60000;
+  let calls = 0;
+  while (Date.now() < deadline) {
+    if ((await badge.getAttribute("data-circuit")) === "closed" && (await shopCircuit()).state === "closed") break;
+    const fired = await fireReads({ max: 5, pauseMs: 300, label: "recovery reads", done: async () => false });
+    calls += fired.calls;
+  }
+  const closed = await page.waitForSelector('tr[data-source-id="shop"] [data-role="circuit-badge"][data-circuit="closed"]', { timeout: 5000 }).then(() => true, () => false);
+  if (!closed) {
+    const c = await shopCircuit();
+    throw new TestFailure(`the shop circuit did not close within 60 s of reads (API says ${c.state}, forced=${c.forced}): is shop's PostgreSQL running again, as this phase needs?`);
+  }
+  stopTimer("recovery");
+  result.notes.push(`circuit states seen in the page: ${seen.join(" → ")}; ${calls} reads fired`);
+  check("the shop badge went back to closed, live", true);
+  const row = page.locator('tr[data-source-id="shop"]');
+  check("the recovered row is no longer highlighted", !(await row.evaluate((tr) => tr.classList.contains("row-open"))));
+  // Fresh stats once the reads have succeeded (the table refreshes every 10 s; ask now).
+  await page.click("#sources-refresh");
+  await page.waitForFunction(() => {
+    const tr = document.querySelector('tr[data-source-id="shop"]');
+    return tr && Number(tr.cells[6].textContent) > 0;
+  }, null, { timeout: 10000 }).catch(() => {});
+  check("the sources table shows recent executions", Number(await row.locator("td").nth(5).textContent()) > 0, await row.textContent());
+  await screenshot(page, "sources");
+
+  // Audit: records and chain status.
+  startTimer("audit");
+  await page.click('#nav a[data-page="audit"]');
+  await page.waitForSelector("#page-audit:not([hidden])");
+  check("the Audit page has focus on its heading after navigation", await page.evaluate(() => document.activeElement && document.activeElement.id === "audit-title"));
+  await page.waitForSelector('#chain[data-state="ok"], #chain[data-state="broken"]', { timeout: 30000 });
+  const chain = (await page.textContent("#chain-text")).trim();
+  check("the audit chain status is OK", (await page.getAttribute("#chain", "data-state")) === "ok" && /Chain intact/.test(chain), chain);
+  await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
+  const rows = await page.locator("#audit-body tr[data-seq]").count();
+  check("the audit table lists records", rows > 0, `${rows} rows`);
+  const circuitRecord = page.locator("#audit-body tr", { hasText: "admin.circuit" });
+  result.notes.push(`admin.circuit records on the first page: ${await circuitRecord.count()}`);
+  // Filter: outcome = ok and source = shop.
+  await page.selectOption("#audit-outcome", "ok");
+  await page.fill("#audit-source", "shop");
+  await page.press("#audit-source", "Enter");
+  await page.waitForFunction(() => {
+    const trs = [...document.querySelectorAll("#audit-body tr[data-seq]")];
+    return trs.length > 0 && trs.every((tr) => tr.dataset.outcome === "ok");
+  }, null, { timeout: 10000 });
+  check("the audit filter by outcome and source works", true);
+  // Paging: 25 per page, then Older.
+  await page.selectOption("#audit-limit", "25");
+  await page.click('#audit-filter button[type="submit"]');
+  await page.waitForFunction(() => document.querySelectorAll("#audit-body tr[data-seq]").length <= 25, null, { timeout: 10000 });
+  if (await page.isEnabled("#audit-older")) {
+    const firstSeq = Number(await page.getAttribute("#audit-body tr[data-seq]", "data-seq"));
+    await page.click("#audit-older");
+    await page.waitForFunction((s) => Number(document.querySelector("#audit-body tr[data-seq]")?.dataset.seq) < s, firstSeq, { timeout: 10000 });
+    check("paging to older audit records works", true);
+    await page.click("#audit-newer");
+    await page.waitForFunction((s) => Number(document.querySelector("#audit-body tr[data-seq]")?.dataset.seq) === s, firstSeq, { timeout: 10000 });
+    check("paging back to newer audit records works", true);
+  } else {
+    result.notes.push("fewer than 25 matching audit records: paging not exercised");
+  }
+  await page.click("#audit-clear");
+  await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
+  await page.locator("#audit-body tr[data-seq] details summary").first().click();
+  stopTimer("audit");
+  await screenshot(page, "audit");
+
+  await page.click('#nav a[data-page="approvals"]');
+  await page.waitForSelector("#page-approvals:not([hidden])");
+  await page.waitForTimeout(500);
+  check("operators see approvals read-only", (await page.locator("article.approval-card textarea").count()) === 0);
+  await screenshot(page, "approvals");
+  assertNoConsoleErrors("in the operator-recover phase");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main.
+
+async function main() {
+  opts = parseArgs(process.argv.slice(2));
+  result.phase = opts.phase;
+  if (!fs.existsSync(opts.chromium)) usage(`no Chromium at ${opts.chromium}: apt-get install -y chromium (this test never downloads a browser)`);
+  try {
+    creds = JSON.parse(fs.readFileSync(opts.creds, "utf8"));
+  } catch (e) {
+    usage(`cannot read --creds ${opts.creds}: ${e.message}`);
+  }
+  for (const k of ["agent_key", "approver_key", "operator_key"]) if (!creds[k]) usage(`--creds has no ${k}`);
+  fs.mkdirSync(opts.artifacts, { recursive: true });
+  await loadPlaywright();
+
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "il-console-chromium-"));
+  let context = null;
+  const timer = setTimeout(() => {
+    result.error = `the phase did not finish within ${opts.timeout} s`;
+    finish(1, userDataDir, context);
+  }, opts.timeout * 1000);
+  try {
+    context = await playwright.chromium.launchPersistentContext(userDataDir, {
+      executablePath: opts.chromium,
+      headless: true,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      viewport: VIEWPORT,
+      locale: "en-US",
+      timezoneId: "UTC",
+      acceptDownloads: false,
+    });
+    // The first tab of a persistent context is not needed.
+    for (const p of context.pages()) await p.close();
+    context.setDefaultTimeout(15000);
+    if (opts.phase === "approver") await phaseApprover(context);
+    else if (opts.phase === "operator-open") await phaseOperatorOpen(context);
+    else await phaseOperatorRecover(context);
+    assertNoConsoleErrors("at the end");
+    result.ok = true;
+    clearTimeout(timer);
+    await finish(0, userDataDir, context);
+  } catch (e) {
+    clearTimeout(timer);
+    result.error = e instanceof TestFailure ? e.message : `${e.name || "Error"}: ${e.message}`;
+    log(`FAILED: ${result.error}`);
+    // A screenshot of the failure, when a page is still there.
+    try {
+      const pages = context ? context.pages() : [];
+      if (pages.length) {
+        const file = path.join(opts.artifacts, `${opts.phase}-failure.png`);
+        await pages[pages.length - 1].screenshot({ path: file });
+        result.screenshots.push({ path: file, bytes: fs.statSync(file).size, failure: true });
+      }
+    } catch { /* best effort */ }
+    await finish(1, userDataDir, context);
+  }
+}
+
+let finished = false;
+async function finish(code, userDataDir, context) {
+  if (finished) return;
+  finished = true;
+  result.duration_ms = Date.now() - t0;
+  try { if (context) await Promise.race([context.close(), sleep(10000)]); } catch { /* closing */ }
+  try { fs.rmSync(userDataDir, { recursive: true, force: true }); } catch { /* temp dir */ }
+  emit(result);
+  if (code !== 0) process.stderr.write(`console ${opts.phase}: FAILED — ${result.error}\n`);
+  else process.stderr.write(`console ${opts.phase}: passed ${result.checks.length} checks in ${(result.duration_ms / 1000).toFixed(1)} s\n`);
+  process.exit(code);
+}
+
+main();
