@@ -152,6 +152,8 @@ fn main() {
             settings.sources.refresh_interval_ms = 500;
             let gateway = interlock::Gateway::start(settings).await.expect("gateway");
             let keys = interlock::demo::seed(&gateway.state().control, &cl).await.expect("seed");
+            gateway.state().sources.reload().await.expect("reload");
+            gateway.state().sources.refresh_catalog("shop").await.expect("catalog");
             let endpoint = format!("http://{}/mcp", gateway.addr());
             let control = gateway.state().control.clone();
             let _handle = gateway.spawn();

@@ -6,6 +6,7 @@
 
 pub mod approvals;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod control;
 pub mod demo;

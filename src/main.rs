@@ -13,12 +13,6 @@ fn main() -> std::process::ExitCode {
                 std::process::exit(1)
             })
     })
-    .block_on(interlock::cli::run(cli));
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    .block_on(interlock::cli::main(cli));
+    result
 }

@@ -34,6 +34,12 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
 
     let gateway = crate::Gateway::start(settings.clone()).await?;
     let keys = demo::seed(&gateway.state().control, &cluster).await?;
+    // Make the seeded sources and the shop catalog live before announcing readiness.
+    let sources = &gateway.state().sources;
+    sources.reload().await?;
+    if let Err(e) = sources.refresh_catalog(demo::SHOP_DB).await {
+        tracing::warn!(error = %e, "the demo catalog could not be scanned yet");
+    }
     let endpoint = format!("http://{}/mcp", gateway.addr());
     let config_path = cluster.base_dir().join("interlock.toml");
     write_cli_config(&config_path, &settings)?;

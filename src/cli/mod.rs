@@ -47,6 +47,8 @@ fn parse_log_format(s: &str) -> Result<LogFormat, String> {
 pub enum Command {
     /// Serve the gateway with the configured control database.
     Serve,
+    /// A tools-only MCP client: server-info, tools list, tools call (key in INTERLOCK_API_KEY).
+    Client(crate::client::ClientArgs),
     /// Serve MCP over stdin/stdout for a host that launches InterLock as a child process.
     /// The API key comes from the INTERLOCK_API_KEY environment variable.
     Stdio,
@@ -272,7 +274,30 @@ pub fn load_settings(cli: &Cli) -> Result<Settings, crate::config::ConfigError> 
     Ok(settings)
 }
 
-/// Runs the parsed command to completion; the caller turns the error into an exit code.
+/// Runs the parsed command to completion and returns the process exit code. The client has
+/// its own exit-code classes; every other command exits 0 or 1.
+pub async fn main(cli: Cli) -> std::process::ExitCode {
+    if let Command::Client(mut args) = cli.command {
+        // The top-level --config is what a launched stdio server should use.
+        let stdio = match args.options.transport {
+            Some(t) => t == crate::client::args::TransportArg::Stdio,
+            None => args.options.endpoint.is_none(),
+        };
+        if stdio && args.options.server_config.is_none() {
+            args.options.server_config = cli.config.clone();
+        }
+        return crate::client::run(args).await;
+    }
+    match run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs a (non-client) command to completion.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = load_settings(&cli)?;
     crate::telemetry::init(&settings.log);
@@ -282,6 +307,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             gateway.wait().await?;
             Ok(())
         }
+        Command::Client(_) => anyhow::bail!("the client runs through cli::main"),
         Command::Stdio => {
             let state = crate::AppState::build(settings).await?;
             let key = std::env::var("INTERLOCK_API_KEY")

@@ -9,6 +9,8 @@
 // goes to stderr. Exit status: 0 passed, 1 failed, 2 bad usage or missing prerequisites.
 
 import fs from "node:fs";
+import httpMod from "node:http";
+import httpsMod from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -105,16 +107,34 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let creds = null;
 
-async function http(method, urlPath, key, body) {
-  const res = await fetch(`${opts.base}${urlPath}`, {
-    method,
-    headers: { Authorization: `Bearer ${key}`, ...(body ? { "Content-Type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
+/** One request on a fresh connection (no keep-alive: a pooled socket that the gateway closed
+ * while idle would fail the next call). */
+function http(method, urlPath, key, body) {
+  const url = new URL(`${opts.base}${urlPath}`);
+  const payload = body ? Buffer.from(JSON.stringify(body)) : null;
+  const mod = url.protocol === "https:" ? httpsMod : httpMod;
+  return new Promise((resolve, reject) => {
+    const req = mod.request(url, {
+      method,
+      agent: false,
+      headers: { Authorization: `Bearer ${key}`, Connection: "close", ...(payload ? { "Content-Type": "application/json", "Content-Length": payload.length } : {}) },
+      timeout: 30000,
+    }, (res) => {
+      const chunks = [];
+      res.on("data", (c) => chunks.push(c));
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8");
+        let json = null;
+        try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+        resolve({ status: res.statusCode, json, text });
+      });
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`${method} ${urlPath} timed out`)));
+    req.on("error", reject);
+    if (payload) req.write(payload);
+    req.end();
   });
-  const text = await res.text();
-  let json = null;
-  try { json = text ? JSON.parse(text) : null; } catch { json = null; }
-  return { status: res.status, json, text };
 }
 
 /** A governed call as demo-agent through the legacy plain route. */
@@ -273,12 +293,13 @@ async function phaseApprover(context) {
   await card.locator("textarea").fill("Console browser test: customer asked to cancel order 42");
   await card.locator('button[data-action="approve"]').focus();
   await page.keyboard.press("Enter");
-  await page.waitForFunction((aid) => {
+  const decided = await (await page.waitForFunction((aid) => {
     const b = document.getElementById("banner").textContent || "";
-    return b.includes(`Approved #${aid.slice(0, 8)}`) || b.includes(`#${aid.slice(0, 8)} on shop finished`) || b.includes("failed");
-  }, id, { timeout: 15000 });
-  const decided = await bannerText(page);
-  check("the approval shows its result", /Approved #|executed|finished/.test(decided), decided);
+    const short = aid.slice(0, 8);
+    const hit = b.includes(`Approved #${short}`) || b.includes(`#${short} on shop`);
+    return hit ? b : false;
+  }, id, { timeout: 15000 })).jsonValue();
+  check("the approval shows its result", /Approved #|approved it|finished: executed/.test(decided), decided);
 
   const item = page.locator(`details.history-item[data-approval-id="${id}"]`);
   await page.waitForSelector(`details.history-item[data-approval-id="${id}"][data-state="executed"]`, { timeout: 30000 });
@@ -305,6 +326,23 @@ async function phaseApprover(context) {
   await item.waitFor({ state: "visible", timeout: 10000 });
   if (!(await item.evaluate((d) => d.open))) await item.locator("summary").click();
   await screenshot(page, "executed");
+
+  // Data is rendered as text, never as markup; and rejecting (with a reason) works.
+  startTimer("reject_and_escaping");
+  const hostile = "UPDATE public.orders SET status = '<img src=x onerror=alert(1)><b>bold</b>' WHERE id = 45";
+  const q3 = await agentQuery(hostile);
+  check("a write with markup in it is queued", q3.status === 202 && q3.json && q3.json.approval_id, `${q3.status} ${q3.text.slice(0, 200)}`);
+  const id3 = q3.json.approval_id;
+  const card3 = page.locator(`article[data-approval-id="${id3}"]`);
+  await card3.waitFor({ state: "visible", timeout: 15000 });
+  check("markup in a statement is shown as text", (await card3.locator("pre.statement").textContent()).trim() === hostile);
+  check("markup in a statement creates no elements", await page.locator("#page-approvals img, #page-approvals b").count() === 0);
+  await card3.locator("textarea").fill("Console browser test: not a real status");
+  await card3.locator('button[data-action="reject"]').click();
+  await page.waitForSelector(`details.history-item[data-approval-id="${id3}"][data-state="rejected"]`, { timeout: 15000 });
+  const rejected = await bannerText(page);
+  check("rejecting with a reason shows its result", /Rejected #|rejected it/.test(rejected), rejected);
+  stopTimer("reject_and_escaping");
 
   // A decision on an approval that has moved on (409) says so clearly. A second tab whose
   // events stream is held back still shows a pending card; the approval is decided elsewhere.
@@ -423,10 +461,11 @@ async function phaseOperatorOpen(context) {
   const row = page.locator('tr[data-source-id="shop"]');
   await page.waitForFunction(() => {
     const tr = document.querySelector('tr[data-source-id="shop"]');
-    return tr && !/^\s*—\s*$/.test(tr.cells[3].textContent);
+    const cell = tr && tr.querySelector('[data-role="last-error"]');
+    return cell && !/^\s*—\s*$/.test(cell.textContent);
   }, null, { timeout: 5000 }).catch(() => {});
   const rowText = await row.textContent();
-  check("the open row shows the last error", /refused|error|timeout|failure|connect|closed|reset|tls/i.test(await row.locator("td").nth(2).textContent()), rowText.slice(0, 300));
+  check("the open row shows the last error", /refused|error|timeout|fail|connect|closed|reset|tls/i.test(await row.locator('[data-role="last-error"]').textContent()), rowText.slice(0, 300));
   check("the open row is highlighted", await row.evaluate((tr) => tr.classList.contains("row-open")));
   await screenshot(page, "open");
 
@@ -453,8 +492,8 @@ async function phaseOperatorOpen(context) {
   check("the shop badge shows closed", true);
   const api = await shopCircuit();
   check("the API agrees the circuit is closed", api.state === "closed", JSON.stringify(api));
-  const back = await page.evaluate(() => document.activeElement && document.activeElement.dataset.action);
-  result.notes.push(`focus after the dialog: ${back}`);
+  const back = await page.evaluate(() => document.activeElement && document.activeElement.closest("tr") && document.activeElement.closest("tr").dataset.sourceId);
+  check("after the dialog, focus is back in the shop row", back === "shop", `focus in row ${back}`);
   stopTimer("force_close");
   await screenshot(page, "closed");
 
@@ -474,7 +513,31 @@ async function phaseOperatorOpen(context) {
 async function phaseOperatorRecover(context) {
   const page = await context.newPage();
   watchPage(page, "operator");
+  // The first events stream ends at once (as when the gateway restarts): the console must say
+  // so and reconnect by itself.
+  let streams = 0;
+  await page.route("**/admin/events", (route) => {
+    streams++;
+    if (streams === 1) return route.fulfill({ status: 200, headers: { "Content-Type": "text/event-stream" }, body: ": connected\n\n" });
+    return route.continue();
+  });
+  await page.addInitScript(() => {
+    window.__liveStates = [];
+    document.addEventListener("DOMContentLoaded", () => {
+      const live = document.getElementById("live");
+      new MutationObserver(() => {
+        const s = live.dataset.state;
+        if (window.__liveStates[window.__liveStates.length - 1] !== s) window.__liveStates.push(s);
+      }).observe(live, { attributes: true, attributeFilter: ["data-state"] });
+    });
+  });
+  startTimer("events_reconnect");
   await signIn(page, creds.operator_key, "operator");
+  await page.waitForFunction(() => window.__liveStates.includes("reconnecting") && document.getElementById("live").dataset.state === "live", null, { timeout: 15000 });
+  stopTimer("events_reconnect");
+  const liveStates = await page.evaluate(() => window.__liveStates.join(" → "));
+  check("the events stream reconnects by itself after it ends", streams >= 2, `streams=${streams}, states ${liveStates}`);
+  result.notes.push(`live indicator: ${liveStates}`);
   await openSources(page);
   const badge = badgeOf(page);
   const seen = [];
@@ -495,10 +558,13 @@ async function phaseOperatorRecover(context) {
   startTimer("recovery");
   const deadline = Date.now() + 60000;
   let calls = 0;
+  let answered = 0;
   while (Date.now() < deadline) {
-    if ((await badge.getAttribute("data-circuit")) === "closed" && (await shopCircuit()).state === "closed") break;
+    // At least a few answered reads, so the table has fresh statistics to show.
+    if (answered >= 3 && (await badge.getAttribute("data-circuit")) === "closed" && (await shopCircuit()).state === "closed") break;
     const fired = await fireReads({ max: 5, pauseMs: 300, label: "recovery reads", done: async () => false });
     calls += fired.calls;
+    answered += fired.statuses[200] || 0;
   }
   const closed = await page.waitForSelector('tr[data-source-id="shop"] [data-role="circuit-badge"][data-circuit="closed"]', { timeout: 5000 }).then(() => true, () => false);
   if (!closed) {
@@ -514,9 +580,10 @@ async function phaseOperatorRecover(context) {
   await page.click("#sources-refresh");
   await page.waitForFunction(() => {
     const tr = document.querySelector('tr[data-source-id="shop"]');
-    return tr && Number(tr.cells[6].textContent) > 0;
+    const runs = tr && tr.querySelector('[data-role="runs"]');
+    return runs && parseInt(runs.textContent, 10) > 0;
   }, null, { timeout: 10000 }).catch(() => {});
-  check("the sources table shows recent executions", Number(await row.locator("td").nth(5).textContent()) > 0, await row.textContent());
+  check("the sources table shows recent executions", parseInt(await row.locator('[data-role="runs"]').textContent(), 10) > 0, await row.textContent());
   await screenshot(page, "sources");
 
   // Audit: records and chain status.
@@ -541,7 +608,8 @@ async function phaseOperatorRecover(context) {
     return trs.length > 0 && trs.every((tr) => tr.dataset.outcome === "ok");
   }, null, { timeout: 10000 });
   check("the audit filter by outcome and source works", true);
-  // Paging: 25 per page, then Older.
+  // Paging, unfiltered: 25 per page, then Older and back.
+  await page.click("#audit-clear");
   await page.selectOption("#audit-limit", "25");
   await page.click('#audit-filter button[type="submit"]');
   await page.waitForFunction(() => document.querySelectorAll("#audit-body tr[data-seq]").length <= 25, null, { timeout: 10000 });
@@ -556,6 +624,7 @@ async function phaseOperatorRecover(context) {
   } else {
     result.notes.push("fewer than 25 matching audit records: paging not exercised");
   }
+  await page.selectOption("#audit-limit", "50");
   await page.click("#audit-clear");
   await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
   await page.locator("#audit-body tr[data-seq] details summary").first().click();
@@ -567,6 +636,15 @@ async function phaseOperatorRecover(context) {
   await page.waitForTimeout(500);
   check("operators see approvals read-only", (await page.locator("article.approval-card textarea").count()) === 0);
   await screenshot(page, "approvals");
+
+  // The key survives a reload of the tab (sessionStorage) and is gone after signing out.
+  await page.reload({ waitUntil: "domcontentloaded" });
+  await page.waitForSelector("#nav:not([hidden])", { timeout: 15000 });
+  check("a reload keeps the session (sessionStorage) and the page", await page.isVisible("#page-approvals"));
+  await page.click("#signout");
+  await page.waitForSelector("#page-signin:not([hidden])", { timeout: 5000 });
+  const left = await page.evaluate(() => sessionStorage.length + localStorage.length);
+  check("signing out forgets the key", left === 0, `${left} items left in storage`);
   assertNoConsoleErrors("in the operator-recover phase");
 }
 
@@ -584,6 +662,7 @@ async function main() {
   }
   for (const k of ["agent_key", "approver_key", "operator_key"]) if (!creds[k]) usage(`--creds has no ${k}`);
   fs.mkdirSync(opts.artifacts, { recursive: true });
+  fs.rmSync(path.join(opts.artifacts, `${opts.phase}-failure.png`), { force: true }); // from an earlier run
   await loadPlaywright();
 
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), "il-console-chromium-"));

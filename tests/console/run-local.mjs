@@ -25,6 +25,7 @@ const bin = arg("--bin", process.env.INTERLOCK_BIN || "target/debug/interlock");
 const artifacts = path.resolve(arg("--artifacts", path.join(HERE, "artifacts")));
 const consoleDir = arg("--console-dir", null);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "il-console-local-"));
+fs.chmodSync(work, 0o755); // `interlock dev` as root runs PostgreSQL as an unprivileged user, who must reach the data dir
 const credsPath = path.join(work, "creds.json");
 
 function freePort() {
@@ -40,6 +41,11 @@ function freePort() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** fetch without connection reuse (a pooled socket closed by the idle gateway fails the next call). */
+function fetchFresh(url, init = {}) {
+  return fetch(url, { ...init, headers: { ...(init.headers || {}), Connection: "close" } });
+}
+
 async function main() {
   const port = Number(arg("--port", 0)) || (await freePort());
   const base = `http://127.0.0.1:${port}`;
@@ -51,6 +57,7 @@ async function main() {
   gw.stderr.pipe(logFile);
   let exited = false;
   gw.on("exit", () => { exited = true; });
+  gw.on("error", (e) => { exited = true; process.stderr.write(`run-local: cannot start ${bin}: ${e.message} (pass --bin)\n`); });
   const stop = async () => {
     if (!exited) gw.kill("SIGTERM");
     for (let i = 0; i < 100 && !exited; i++) await sleep(100);
@@ -64,7 +71,7 @@ async function main() {
       if (i > 600) throw new Error("the gateway did not become ready within 60 s");
       if (fs.existsSync(credsPath)) {
         try {
-          const r = await fetch(`${base}/readyz`);
+          const r = await fetchFresh(`${base}/readyz`);
           if (r.ok) break;
         } catch { /* not yet */ }
       }
@@ -72,12 +79,12 @@ async function main() {
     }
     const creds = JSON.parse(fs.readFileSync(credsPath, "utf8"));
     const patchShop = async (body) => {
-      const r = await fetch(`${base}/admin/sources/shop`, { method: "PATCH", headers: { Authorization: `Bearer ${creds.operator_key}`, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      const r = await fetchFresh(`${base}/admin/sources/shop`, { method: "PATCH", headers: { Authorization: `Bearer ${creds.operator_key}`, "Content-Type": "application/json" }, body: JSON.stringify(body) });
       if (!r.ok) throw new Error(`PATCH /admin/sources/shop answered ${r.status}: ${await r.text()}`);
       return r.json();
     };
-    const shop = await (await fetch(`${base}/admin/sources/shop`, { headers: { Authorization: `Bearer ${creds.operator_key}` } })).json();
-    const realPort = Number(String(shop.database).split("/")[0].split(":").pop());
+    const realPort = Number(new URL(creds.sources.shop.dsn).port);
+    if (!realPort) throw new Error("no port in the shop DSN of the credentials file");
 
     const run = (phase) => {
       process.stderr.write(`\n=== phase ${phase}\n`);
@@ -90,9 +97,11 @@ async function main() {
     };
 
     run("approver");
-    await patchShop({ port: 1 }); // "stop" shop's database
+    const broken = await patchShop({ port: 1 }); // "stop" shop's database
+    process.stderr.write(`shop pointed at ${broken.database}\n`);
     run("operator-open");
-    await patchShop({ port: realPort }); // "restart" it
+    const restored = await patchShop({ port: realPort }); // "restart" it
+    process.stderr.write(`shop restored to ${restored.database} (was port ${realPort})\n`);
     run("operator-recover");
   } finally {
     await stop();

@@ -148,14 +148,23 @@
   function timeEl(t, mode = "ago", className = "") {
     const d = parseTime(t);
     const el = h("time", { className: `rel ${className}`.trim(), dataset: { t: t || "", mode }, attrs: { datetime: d ? d.toISOString() : null, title: d ? absTime(t) : null } });
-    el.textContent = mode === "until" ? until(t) : ago(t);
+    el.textContent = relText(t, mode);
     return el;
+  }
+
+  function relText(t, mode) {
+    if (mode === "until") return until(t);
+    if (mode === "since") {
+      const d = parseTime(t);
+      return d ? span((Date.now() - d.getTime()) / 1000) : "—";
+    }
+    return ago(t);
   }
 
   function tickTimes() {
     for (const el of document.querySelectorAll("time.rel[data-t]")) {
       const t = el.dataset.t;
-      const text = el.dataset.mode === "until" ? until(t) : el.dataset.mode === "since" ? (parseTime(t) ? span((Date.now() - parseTime(t).getTime()) / 1000) : "—") : ago(t);
+      const text = relText(t, el.dataset.mode);
       if (el.textContent !== text) el.textContent = text;
     }
   }
@@ -249,7 +258,9 @@
       try { data = JSON.parse(text); } catch { data = null; }
     }
     if (!res.ok) {
-      const err = new ApiError(res.status, (data && data.code) || `http_${res.status}`, (data && data.error) || res.statusText || `HTTP ${res.status}`, data);
+      // Errors are {"error", "code"}; a few (malformed query or body) come as plain text.
+      const plain = !data && text ? text.trim().slice(0, 300) : "";
+      const err = new ApiError(res.status, (data && data.code) || `http_${res.status}`, (data && data.error) || plain || res.statusText || `HTTP ${res.status}`, data);
       if (res.status === 401 && !quiet401 && state.key) sessionExpired();
       throw err;
     }
@@ -446,6 +457,11 @@
     }
     const changed = state.page !== page;
     state.page = page;
+    // A result shown on the previous page does not belong here (errors stay until dismissed).
+    if (changed && !initial) {
+      const msg = $("banner").querySelector(".banner-msg");
+      if (msg && msg.dataset.kind !== "error") clear($("banner"));
+    }
     for (const p of PAGES) $(`page-${p}`).hidden = p !== page;
     for (const a of $("nav").querySelectorAll("a[data-page]")) {
       if (a.dataset.page === page) a.setAttribute("aria-current", "page");
@@ -590,7 +606,7 @@
     if (!state.pages.has("sources")) return;
     if (sourcesLoading) return sourcesLoading;
     const tbody = $("sources-body");
-    if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 10 } }, "Loading sources…")));
+    if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 8 } }, "Loading sources…")));
     sourcesLoading = (async () => {
       try {
         const data = await api("/admin/sources");
@@ -607,7 +623,7 @@
         if (e.status === 401) return;
         const msg = describeError(e, "Loading sources");
         if (!quiet) announce(msg, "error");
-        if (!state.sources.size) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 10 }, className: "error-cell" }, msg)));
+        if (!state.sources.size) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "error-cell" }, msg)));
       } finally {
         sourcesLoading = null;
       }
@@ -641,7 +657,7 @@
       tbody.appendChild(refs.tr); // keeps order; moving keeps focus-bearing buttons alive
       fillSourceRow(refs, state.sources.get(id));
     }
-    if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 10 }, className: "empty-cell" }, "No sources are registered.")));
+    if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "empty-cell" }, "No sources are registered.")));
     renderSourcesSummary();
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
   }
@@ -657,8 +673,9 @@
   }
 
   function buildSourceRow(id) {
-    const cells = Array.from({ length: 9 }, (_, i) => h(i === 0 ? "th" : "td", i === 0 ? { attrs: { scope: "row" } } : {}));
-    for (const i of [2, 4, 5, 6, 7]) cells[i].className = "num";
+    const cells = Array.from({ length: 7 }, (_, i) => h(i === 0 ? "th" : "td", i === 0 ? { attrs: { scope: "row" } } : {}));
+    for (const i of [3, 4, 5]) cells[i].className = "num";
+    cells[2].dataset.role = "last-error";
     const mk = (action, text) => h("button", { type: "button", className: `btn btn-small btn-${action}`, dataset: { action }, attrs: { "aria-label": `${text} the circuit of ${id}` }, onclick: (e) => openCircuitDialog(id, action, e.currentTarget) }, text);
     const buttons = { open: mk("open", "Force open"), close: mk("close", "Force close"), reset: mk("reset", "Reset") };
     const actions = h("td", { className: "actions" }, h("div", { className: "btn-group" }, buttons.open, buttons.close, buttons.reset));
@@ -678,21 +695,24 @@
       s.description ? h("div", { className: "src-desc" }, s.description) : null,
       s.database ? h("div", { className: "src-db mono small muted" }, s.database, s.tls ? ` · tls ${s.tls}` : "") : null,
       s.settings_error ? h("div", { className: "src-err small" }, `Settings: ${s.settings_error}`) : null);
+    const fails = circuit.window_failures ?? 0;
     replaceChildren(c[1],
       h("div", { className: "circuit" },
         badge("circuit", circuit.state, { attrs: { "data-role": "circuit-badge" } }),
-        circuit.forced ? h("span", { className: "tag tag-warn", title: "Forced by an operator: stays until closed or reset" }, "forced") : null),
-      h("div", { className: "small muted" }, "for ", timeEl(circuit.since, "since")));
-    replaceChildren(c[2], h("span", { className: circuit.window_failures ? "bad-text" : "" }, String(circuit.window_failures ?? 0)), " / ", String(circuit.window_successes ?? 0));
-    replaceChildren(c[3], circuit.last_error ? h("span", { className: "last-error", title: displaySafe(circuit.last_error) }, oneLine(circuit.last_error, 80)) : h("span", { className: "muted" }, "—"));
+        circuit.forced ? h("span", { className: "tag tag-warn", title: "Forced by an operator: stays until closed or reset" }, "forced") : null,
+        h("span", { className: "small muted" }, "for ", timeEl(circuit.since, "since"))),
+      h("div", { className: "small window", dataset: { role: "window" }, title: "Outcomes in the breaker's sliding window" }, h("span", { className: fails ? "bad-text" : "" }, `${fails} fail`), ` · ${circuit.window_successes ?? 0} ok`));
+    const stale = circuit.state === "closed";
+    replaceChildren(c[2], circuit.last_error
+      ? h("span", { className: `last-error${stale ? " last-error-old" : ""}`, title: stale ? "The last upstream error; the circuit has closed since" : displaySafe(circuit.last_error) }, oneLine(circuit.last_error, 80))
+      : h("span", { className: "muted" }, "—"));
     const pool = s.pool;
-    replaceChildren(c[4], pool ? h("span", {}, `${pool.in_use} / ${pool.size} / ${pool.max_size}`, pool.waiting ? h("div", { className: "small warn-text" }, `${pool.waiting} waiting`) : null) : h("span", { className: "muted" }, "—"));
+    replaceChildren(c[3], pool ? h("span", {}, `${pool.in_use} / ${pool.size} / ${pool.max_size}`, pool.waiting ? h("div", { className: "small warn-text" }, `${pool.waiting} waiting`) : null) : h("span", { className: "muted" }, "—"));
     const st = s.stats || {};
-    replaceChildren(c[5], `${ms(st.p50_ms)} / ${ms(st.p99_ms)}`);
-    replaceChildren(c[6], String(st.executions_last_minute ?? 0));
-    replaceChildren(c[7], pct(st.cache_hit_ratio), h("div", { className: "small muted" }, `${st.cache_hits ?? 0} hit · ${st.cache_misses ?? 0} miss`));
+    replaceChildren(c[4], h("div", {}, `${ms(st.p50_ms)} / ${ms(st.p99_ms)}`), h("div", { className: "small muted", dataset: { role: "runs" } }, `${st.executions_last_minute ?? 0} runs/min`));
+    replaceChildren(c[5], pct(st.cache_hit_ratio), h("div", { className: "small muted" }, `${st.cache_hits ?? 0} hit · ${st.cache_misses ?? 0} miss`));
     const cat = s.catalog;
-    replaceChildren(c[8], cat ? [h("div", {}, timeEl(cat.scanned_at, "ago")), h("div", { className: "small muted" }, plural(cat.relations, "relation"), cat.truncated ? " (truncated)" : "")] : h("span", { className: "muted" }, s.type === "documents" ? "n/a" : "not scanned"));
+    replaceChildren(c[6], cat ? [h("div", {}, timeEl(cat.scanned_at, "ago")), h("div", { className: "small muted" }, plural(cat.relations, "relation"), cat.truncated ? " (truncated)" : "")] : h("span", { className: "muted" }, s.type === "documents" ? "n/a" : "not scanned"));
     refs.buttons.open.disabled = circuit.state === "open" && circuit.forced;
     refs.buttons.close.disabled = circuit.state === "closed" && !circuit.forced;
   }
@@ -1290,8 +1310,10 @@
     $("circuit-cancel").addEventListener("click", closeCircuitDialog);
     $("circuit-dialog").addEventListener("close", () => {
       const opener = circuitDialog.opener;
-      if (opener && opener.isConnected && !opener.disabled) opener.focus();
-      else $("sources-title").focus();
+      // Back where the keyboard user was: the button, or the next usable one in its row.
+      const row = opener && opener.closest("tr");
+      const target = opener && opener.isConnected && !opener.disabled ? opener : row && row.querySelector("button:not(:disabled)");
+      (target || $("sources-title")).focus();
     });
 
     $("approvals-refresh").addEventListener("click", async () => {
