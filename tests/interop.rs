@@ -1,6 +1,7 @@
 //! Interoperability with the official MCP clients and the conformance suite, against a real
 //! gateway: Python `mcp` 2.3.0 (auto = 2026-07-28 via server/discover, and legacy), the
-//! TypeScript SDK 1.32.2, `rmcp` 3.11.0 (initialize and Discover), and
+//! TypeScript SDK 1.32.2, `rmcp` 3.11.0 (initialize and Discover), the Python SDK launching
+//! `interlock stdio` as a subprocess, and
 //! `@modelcontextprotocol/conformance` 0.1.16 / 0.2.0-alpha.12. The scripts live in
 //! tests/interop/ (see docs/interop.md); `run_all.sh` installs what is missing (a Python venv,
 //! npm packages, Node 22 from npm, and builds the rmcp client once).
@@ -17,6 +18,17 @@ async fn official_clients_and_the_conformance_suite_pass() {
     let endpoint = env.gateway.url("/mcp");
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop");
     let rmcp_target = concat!(env!("CARGO_MANIFEST_DIR"), "/target/interop-rmcp");
+    let cfg_dir = tempfile::tempdir().expect("dir");
+    let s = common::settings_for(&env.control_db);
+    let stdio_config = cfg_dir.path().join("stdio.toml");
+    std::fs::write(
+        &stdio_config,
+        format!(
+            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
+            s.control.port, s.control.dbname, s.control.user, s.control.password_file
+        ),
+    )
+    .expect("config");
     let out = tokio::task::spawn_blocking(move || {
         Command::new("bash")
             .arg(format!("{dir}/run_all.sh"))
@@ -24,6 +36,8 @@ async fn official_clients_and_the_conformance_suite_pass() {
             .arg(&env.agent_key)
             .env("INTEROP_BUILD_RMCP", "1")
             .env("INTEROP_RMCP_TARGET", rmcp_target)
+            .env("INTEROP_INTERLOCK_BIN", env!("CARGO_BIN_EXE_interlock"))
+            .env("INTEROP_STDIO_CONFIG", &stdio_config)
             .output()
             .expect("run tests/interop/run_all.sh")
     })

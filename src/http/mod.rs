@@ -75,6 +75,13 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             )
     })
     .workers(workers)
+    // Responses are written in several small pieces (SSE events); without TCP_NODELAY,
+    // Nagle's algorithm and the client's delayed ACK add ~40 ms to every tool call.
+    .on_connect(|conn, _| {
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            let _ = tcp.set_nodelay(true);
+        }
+    })
     .h1_allow_half_closed(false)
     .client_request_timeout(Duration::from_secs(settings.client_request_timeout_secs))
     .shutdown_timeout(settings.shutdown_timeout_secs)

@@ -337,11 +337,26 @@ async function phaseApprover(context) {
   await card3.waitFor({ state: "visible", timeout: 15000 });
   check("markup in a statement is shown as text", (await card3.locator("pre.statement").textContent()).trim() === hostile);
   check("markup in a statement creates no elements", await page.locator("#page-approvals img, #page-approvals b").count() === 0);
-  await card3.locator("textarea").fill("Console browser test: not a real status");
+  // Typing a reason is not disturbed by a new arrival.
+  await card3.locator("textarea").click();
+  await page.keyboard.type("Console browser test: ");
+  const q4 = await agentQuery("UPDATE public.orders SET status = 'pending' WHERE id = 46");
+  check("another write is queued while typing", q4.status === 202 && q4.json && q4.json.approval_id, `${q4.status} ${q4.text.slice(0, 200)}`);
+  const card4 = page.locator(`article[data-approval-id="${q4.json.approval_id}"]`);
+  await card4.waitFor({ state: "visible", timeout: 15000 });
+  await page.keyboard.type("not a real status");
+  const typing = await page.evaluate((aid) => {
+    const ta = document.getElementById(`ap-${aid}-reason`);
+    return { focused: document.activeElement === ta, value: ta && ta.value };
+  }, id3);
+  check("a new arrival does not steal the focus or the text being typed", typing.focused && typing.value === "Console browser test: not a real status", JSON.stringify(typing));
   await card3.locator('button[data-action="reject"]').click();
   await page.waitForSelector(`details.history-item[data-approval-id="${id3}"][data-state="rejected"]`, { timeout: 15000 });
   const rejected = await bannerText(page);
   check("rejecting with a reason shows its result", /Rejected #|rejected it/.test(rejected), rejected);
+  await card4.locator("textarea").fill("Console browser test: clean up");
+  await card4.locator('button[data-action="reject"]').click();
+  await page.waitForSelector(`details.history-item[data-approval-id="${q4.json.approval_id}"][data-state="rejected"]`, { timeout: 15000 });
   stopTimer("reject_and_escaping");
 
   // A decision on an approval that has moved on (409) says so clearly. A second tab whose

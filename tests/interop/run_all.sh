@@ -10,6 +10,8 @@
 #   - python_client.py --mode legacy   (Python mcp 2.3.0, initialize handshake)
 #   - node/ts_client.mjs               (TypeScript SDK 1.32.2, initialize handshake)
 #   - rmcp_client (initialize, discover) when its binary exists (see below)
+#   - python_stdio.py auto|legacy      (Python mcp 2.3.0 launching `interlock stdio`, when
+#                                       INTEROP_INTERLOCK_BIN and INTEROP_STDIO_CONFIG are set)
 #   - run_conformance.sh               (conformance 0.1.16 and 0.2.0-alpha.12 / 2026-07-28)
 # Quiet on success: one line per step and a closing "N passed, N failed" line. Full output goes to
 # results/ (INTEROP_RESULTS to change). Exits 1 when any step fails, 2 on a setup error.
@@ -108,6 +110,16 @@ if [[ -x "$RMCP_BIN" ]]; then
 else
   skipped=$((skipped + 2))
   echo "SKIP rmcp (no binary at $RMCP_BIN; INTEROP_BUILD_RMCP=1 builds it)"
+fi
+# The Python SDK launching `interlock stdio` itself (needs the binary and a config file).
+if [[ -n "${INTEROP_INTERLOCK_BIN:-}" && -n "${INTEROP_STDIO_CONFIG:-}" ]]; then
+  for mode in auto legacy; do
+    step "python-mcp-stdio-$mode" "$PY" "$HERE/python_stdio.py" --interlock "$INTEROP_INTERLOCK_BIN" \
+      --config "$INTEROP_STDIO_CONFIG" --key "$KEY" --mode "$mode"
+  done
+else
+  skipped=$((skipped + 2))
+  echo "SKIP python-mcp-stdio (set INTEROP_INTERLOCK_BIN and INTEROP_STDIO_CONFIG)"
 fi
 step conformance "$HERE/run_conformance.sh" "$ENDPOINT" "$RESULTS/conformance"
 

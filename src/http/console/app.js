@@ -648,15 +648,16 @@
     for (const [id, refs] of state.sourceRows) {
       if (!state.sources.has(id)) { refs.tr.remove(); state.sourceRows.delete(id); }
     }
-    for (const id of ids) {
+    ids.forEach((id, i) => {
       let refs = state.sourceRows.get(id);
       if (!refs) {
         refs = buildSourceRow(id);
         state.sourceRows.set(id, refs);
       }
-      tbody.appendChild(refs.tr); // keeps order; moving keeps focus-bearing buttons alive
+      // Rows are moved only when out of order: moving a row would drop the keyboard focus.
+      if (tbody.children[i] !== refs.tr) tbody.insertBefore(refs.tr, tbody.children[i] || null);
       fillSourceRow(refs, state.sources.get(id));
-    }
+    });
     if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "empty-cell" }, "No sources are registered.")));
     renderSourcesSummary();
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
@@ -676,8 +677,8 @@
     const cells = Array.from({ length: 7 }, (_, i) => h(i === 0 ? "th" : "td", i === 0 ? { attrs: { scope: "row" } } : {}));
     for (const i of [3, 4, 5]) cells[i].className = "num";
     cells[2].dataset.role = "last-error";
-    const mk = (action, text) => h("button", { type: "button", className: `btn btn-small btn-${action}`, dataset: { action }, attrs: { "aria-label": `${text} the circuit of ${id}` }, onclick: (e) => openCircuitDialog(id, action, e.currentTarget) }, text);
-    const buttons = { open: mk("open", "Force open"), close: mk("close", "Force close"), reset: mk("reset", "Reset") };
+    const mk = (action, text, verb) => h("button", { type: "button", className: `btn btn-small btn-${action}`, dataset: { action }, title: `${verb} the circuit of ${id}`, attrs: { "aria-label": `${verb} the circuit of ${id}` }, onclick: (e) => openCircuitDialog(id, action, e.currentTarget) }, text);
+    const buttons = { open: mk("open", "Open", "Force open"), close: mk("close", "Close", "Force close"), reset: mk("reset", "Reset", "Reset") };
     const actions = h("td", { className: "actions" }, h("div", { className: "btn-group" }, buttons.open, buttons.close, buttons.reset));
     const tr = h("tr", { dataset: { sourceId: id } }, cells, actions);
     return { tr, cells, buttons };
@@ -870,20 +871,17 @@
     for (const [id, refs] of state.pendingCards) {
       if (!state.pending.has(id)) removeCard(id, refs);
     }
-    for (const a of items) {
+    // Oldest first (the one waiting longest on top). Cards are moved only when out of order,
+    // so typing a reason is never interrupted by a new arrival.
+    items.forEach((a, i) => {
       let refs = state.pendingCards.get(a.id);
       if (!refs) {
         refs = buildCard(a);
         state.pendingCards.set(a.id, refs);
-        list.appendChild(refs.root);
       }
+      if (list.children[i] !== refs.root) list.insertBefore(refs.root, list.children[i] || null);
       fillCard(refs, a);
-    }
-    // Oldest first (the one waiting longest on top).
-    for (const a of items) {
-      const root = state.pendingCards.get(a.id).root;
-      if (root !== list.lastElementChild) list.appendChild(root);
-    }
+    });
     $("pending-empty").hidden = items.length > 0;
     $("pending-total").textContent = String(items.length);
     const nav = $("pending-count");
