@@ -21,6 +21,13 @@ use actix_web::{web, App, HttpServer};
 
 use crate::AppState;
 
+/// Body and query-string errors answer like every other error: `{"error", "code"}`.
+fn json_error(message: String) -> actix_web::Error {
+    let res = actix_web::HttpResponse::BadRequest()
+        .json(serde_json::json!({"error": message, "code": "invalid_request"}));
+    actix_web::error::InternalError::from_response(message, res).into()
+}
+
 /// Builds the HTTP server on an already bound listener (so tests can bind port 0).
 pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     let settings = state.settings.server.clone();
@@ -42,7 +49,12 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
         App::new()
             .app_data(data.clone())
             .app_data(sessions.clone())
-            .app_data(web::JsonConfig::default().limit(settings.max_body_bytes))
+            .app_data(
+                web::JsonConfig::default()
+                    .limit(settings.max_body_bytes)
+                    .error_handler(|e, _| json_error(e.to_string())),
+            )
+            .app_data(web::QueryConfig::default().error_handler(|e, _| json_error(e.to_string())))
             .app_data(web::PayloadConfig::new(settings.max_body_bytes))
             .wrap(request_id::RequestId)
             .route("/healthz", web::get().to(health::healthz))

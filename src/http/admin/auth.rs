@@ -114,3 +114,21 @@ async fn approver_scopes(
         .await?;
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
+
+/// `GET /admin/whoami`: who the key belongs to, so consoles can offer the right pages.
+pub async fn whoami(req: HttpRequest, state: actix_web::web::Data<AppState>) -> HttpResponse {
+    match admin(
+        &req,
+        &state,
+        &[IdentityKind::Approver, IdentityKind::Operator],
+    )
+    .await
+    {
+        Ok(c) => HttpResponse::Ok().json(json!({
+            "name": c.identity.name,
+            "kind": c.identity.kind,
+            "scopes": c.scopes,
+        })),
+        Err(res) => res,
+    }
+}

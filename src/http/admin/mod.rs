@@ -5,6 +5,7 @@
 //! | `GET /admin/approvals`, `GET /admin/approvals/{id}` | approvers (their sources), operators (all) |
 //! | `POST /admin/approvals/{id}/approve`, `/reject` | approvers scoped to the source |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
+//! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
 //! | sources, circuits, identities, audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
@@ -31,6 +32,7 @@ pub fn routes() -> actix_web::Scope {
         )
         .route("/approvals/{id}/reject", web::post().to(approvals::reject))
         .route("/events", web::get().to(events::stream))
+        .route("/whoami", web::get().to(auth::whoami))
         .route("/sources", web::get().to(sources::list))
         .route("/sources", web::post().to(sources::create))
         .route("/sources/{id}", web::get().to(sources::show))
