@@ -496,7 +496,9 @@ async fn the_cli_lists_shows_and_decides_through_the_admin_api() {
     );
     assert!(ok, "{err}");
     assert!(
-        ["approved", "executing", "executed"].iter().any(|s| out.contains(s)),
+        ["approved", "executing", "executed"]
+            .iter()
+            .any(|s| out.contains(s)),
         "{out}"
     );
     wait_state(&env, &id, "executed").await;

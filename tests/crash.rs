@@ -24,18 +24,23 @@ impl Drop for Killable {
 
 /// Starts `interlock serve` as a separate process on the demo environment's control database.
 fn spawn_gateway(env: &DemoEnv, dir: &std::path::Path) -> Killable {
-    let s = &env.gateway.settings;
     let port = interlock::pgcluster::free_port().expect("port");
-    let config = dir.join(format!("gw-{port}.toml"));
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n\
-             [identity]\ncache_ttl_ms = 300\n[sources]\nrefresh_interval_ms = 200\n[approvals]\nsweep_interval_secs = 1\n",
-            s.control.port, s.control.dbname, s.control.user, s.control.password_file
+    let config = common::control_config_file(
+        dir,
+        &env.control_db,
+        &format!(
+            "[server]
+listen = \"127.0.0.1:{port}\"
+[identity]
+cache_ttl_ms = 300
+\
+             [sources]
+refresh_interval_ms = 200
+[approvals]
+sweep_interval_secs = 1
+"
         ),
-    )
-    .expect("config");
+    );
     let child = Command::new(env!("CARGO_BIN_EXE_interlock"))
         .arg("--config")
         .arg(&config)

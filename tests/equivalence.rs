@@ -40,17 +40,7 @@ fn fixtures() -> Vec<(&'static str, &'static str, Value)> {
 }
 
 fn config(env: &DemoEnv, dir: &std::path::Path) -> std::path::PathBuf {
-    let s = common::settings_for(&env.control_db);
-    let path = dir.join("eq.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
-            s.control.port, s.control.dbname, s.control.user, s.control.password_file
-        ),
-    )
-    .expect("config");
-    path
+    common::control_config_file(dir, &env.control_db, "")
 }
 
 /// The parts of a tools/call result that must agree across adapters.

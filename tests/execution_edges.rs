@@ -135,16 +135,7 @@ async fn the_audit_chain_verifies_and_breaks_when_a_record_is_altered() {
         .await;
     }
     let dir = tempfile::tempdir().expect("dir");
-    let s = common::settings_for(&env.control_db);
-    let config = dir.path().join("c.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
-            s.control.port, s.control.dbname, s.control.user, s.control.password_file
-        ),
-    )
-    .expect("config");
+    let config = common::control_config_file(dir.path(), &env.control_db, "");
     let verify = || {
         Command::new(env!("CARGO_BIN_EXE_interlock"))
             .arg("--config")

@@ -12,19 +12,9 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_interlock");
 
-/// Writes a config file pointing the CLI at `control_db`.
+/// A config file pointing the CLI at `control_db`.
 fn cli_config(dir: &Path, control_db: &str) -> std::path::PathBuf {
-    let s = settings_for(control_db);
-    let path = dir.join("interlock.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
-            s.control.port, s.control.dbname, s.control.user, s.control.password_file
-        ),
-    )
-    .expect("write config");
-    path
+    common::control_config_file(dir, control_db, "")
 }
 
 fn cli(config: &Path, args: &[&str]) -> (bool, String, String) {

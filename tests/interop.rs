@@ -19,16 +19,7 @@ async fn official_clients_and_the_conformance_suite_pass() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop");
     let rmcp_target = concat!(env!("CARGO_MANIFEST_DIR"), "/target/interop-rmcp");
     let cfg_dir = tempfile::tempdir().expect("dir");
-    let s = common::settings_for(&env.control_db);
-    let stdio_config = cfg_dir.path().join("stdio.toml");
-    std::fs::write(
-        &stdio_config,
-        format!(
-            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
-            s.control.port, s.control.dbname, s.control.user, s.control.password_file
-        ),
-    )
-    .expect("config");
+    let stdio_config = common::control_config_file(cfg_dir.path(), &env.control_db, "");
     let out = tokio::task::spawn_blocking(move || {
         Command::new("bash")
             .arg(format!("{dir}/run_all.sh"))

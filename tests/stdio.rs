@@ -70,17 +70,7 @@ impl Server {
 }
 
 fn config_for(env: &common::env::DemoEnv, dir: &std::path::Path) -> std::path::PathBuf {
-    let s = common::settings_for(&env.control_db);
-    let path = dir.join("stdio.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
-            s.control.port, s.control.dbname, s.control.user, s.control.password_file
-        ),
-    )
-    .expect("config");
-    path
+    common::control_config_file(dir, &env.control_db, "")
 }
 
 #[tokio::test]

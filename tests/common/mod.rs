@@ -218,3 +218,22 @@ impl TestGateway {
         self.handle.stop(false).await;
     }
 }
+
+/// Writes a configuration file pointing at `control_db` on the shared cluster (password by
+/// reference), plus `extra` TOML, for tests that run the binary as a child process.
+pub fn control_config_file(dir: &std::path::Path, control_db: &str, extra: &str) -> PathBuf {
+    let s = settings_for(control_db);
+    let path = dir.join(format!(
+        "{control_db}-{}.toml",
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::write(
+        &path,
+        format!(
+            "[control]\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n{extra}",
+            s.control.port, s.control.dbname, s.control.user, s.control.password_file
+        ),
+    )
+    .expect("write config");
+    path
+}

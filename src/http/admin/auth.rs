@@ -132,3 +132,22 @@ pub async fn whoami(req: HttpRequest, state: actix_web::web::Data<AppState>) -> 
         Err(res) => res,
     }
 }
+
+/// How a refused control-database operation answers on the admin API.
+pub fn control_error(e: crate::control::ControlError) -> HttpResponse {
+    use crate::control::ControlError;
+    use actix_web::http::StatusCode;
+    match e {
+        ControlError::NotFound(m) => error(StatusCode::NOT_FOUND, "not_found", &m),
+        ControlError::Conflict(m) => error(StatusCode::CONFLICT, "conflict", &m),
+        ControlError::Invalid(m) => error(StatusCode::BAD_REQUEST, "invalid", &m),
+        other => {
+            tracing::error!(error = %other, "admin operation failed");
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "control database unavailable",
+            )
+        }
+    }
+}

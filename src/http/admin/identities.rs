@@ -6,28 +6,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::audit_log;
-use super::auth::{admin, error};
+use super::auth::{admin, control_error, error};
 use crate::control::identities::{ensure_identity, list_identities, IdentityKind, RateLimit};
 use crate::control::{keys, roles, ControlError};
 use crate::AppState;
 
 const OPERATOR: &[IdentityKind] = &[IdentityKind::Operator];
-
-fn control_error(e: ControlError) -> HttpResponse {
-    match e {
-        ControlError::NotFound(m) => error(StatusCode::NOT_FOUND, "not_found", &m),
-        ControlError::Conflict(m) => error(StatusCode::CONFLICT, "conflict", &m),
-        ControlError::Invalid(m) => error(StatusCode::BAD_REQUEST, "invalid", &m),
-        other => {
-            tracing::error!(error = %other, "admin identity operation failed");
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "control database unavailable",
-            )
-        }
-    }
-}
 
 pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Err(res) = admin(&req, &state, OPERATOR).await {

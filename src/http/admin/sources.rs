@@ -7,9 +7,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::audit_log;
-use super::auth::{admin, error};
+use super::auth::{admin, control_error, error};
 use crate::control::identities::IdentityKind;
-use crate::control::{sources, ControlError};
+use crate::control::sources;
 use crate::sources::registry::SourceRuntime;
 use crate::AppState;
 
@@ -41,22 +41,6 @@ fn source_json(rt: &SourceRuntime, cache_entries: u64) -> Value {
         "catalog": rt.catalog().map(|c| json!({"scanned_at": c.stored.scanned_at, "truncated": c.stored.truncated,
                                                  "relations": c.stored.relations.len()})),
     })
-}
-
-fn control_error(e: ControlError) -> HttpResponse {
-    match e {
-        ControlError::NotFound(m) => error(StatusCode::NOT_FOUND, "not_found", &m),
-        ControlError::Conflict(m) => error(StatusCode::CONFLICT, "conflict", &m),
-        ControlError::Invalid(m) => error(StatusCode::BAD_REQUEST, "invalid", &m),
-        other => {
-            tracing::error!(error = %other, "admin source operation failed");
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "control database unavailable",
-            )
-        }
-    }
 }
 
 pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
