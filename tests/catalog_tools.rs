@@ -263,3 +263,70 @@ async fn approval_status_is_for_the_requester_only() {
     .await;
     assert_eq!(theirs.status, 404, "{:?}", theirs.body);
 }
+
+#[tokio::test]
+async fn describe_access_lists_at_most_200_tables_and_says_so() {
+    let env = common::env::demo_env_with(|s| s.catalog.max_relations = 500, |_| {}).await;
+    let shop = common::admin(&env.shop_db).await;
+    let ddl: String = (0..205)
+        .map(|i| format!("CREATE TABLE public.wide_{i:03} (id int);"))
+        .collect();
+    shop.batch_execute(&ddl).await.expect("tables");
+    let client = env.pool.get().await.expect("client");
+    interlock::control::roles::put_role(
+        &client,
+        "shop",
+        "wide",
+        "reads everything in public",
+        &[
+            interlock::control::roles::RoleStatement::parse("allow", "read public.*")
+                .expect("statement"),
+        ],
+    )
+    .await
+    .expect("role");
+    drop(client);
+    let key = env.new_agent("wide-reader", None).await;
+    let client = env.pool.get().await.expect("client");
+    interlock::control::roles::grant_role(&client, "wide-reader", "shop", "wide")
+        .await
+        .expect("grant");
+    drop(client);
+    let res = common::http::client()
+        .post(env.gateway.url("/admin/sources/shop/catalog/refresh"))
+        .header("Authorization", format!("Bearer {}", env.operator_key))
+        .send()
+        .await
+        .expect("refresh");
+    assert_eq!(res.status(), 200);
+    let a = call(
+        &env.gateway.url(""),
+        Some(&key),
+        MODERN,
+        "interlock_describe_access",
+        json!({"source_id": "shop"}),
+    )
+    .await;
+    let res = &text_json(&a)["shop"]["resources"];
+    assert_eq!(res["tables"].as_array().map(Vec::len), Some(200));
+    assert_eq!(res["truncated"], true);
+    assert_eq!(res["catalog_truncated"], false);
+}
+
+#[tokio::test]
+async fn a_catalog_larger_than_the_bound_is_flagged() {
+    let env = common::env::demo_env_with(|s| s.catalog.max_relations = 2, |_| {}).await;
+    wait_for_catalog(&env).await;
+    let a = call(
+        &env.gateway.url(""),
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_describe_access",
+        json!({"source_id": "shop"}),
+    )
+    .await;
+    assert_eq!(
+        text_json(&a)["shop"]["resources"]["catalog_truncated"],
+        true
+    );
+}
