@@ -232,6 +232,17 @@ async fn row_caps_truncate_and_the_caller_may_only_lower_them() {
     )
     .await;
     assert_eq!(rows(&all).len(), 50, "the source's row cap applies");
+    let note = all.body["result"]["content"][1]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        note.contains("truncated at 50 rows by the row limit"),
+        "the result says so: {note}"
+    );
+    assert_eq!(
+        all.body["result"]["_meta"]["interlock/truncated"],
+        "row_limit"
+    );
     let fewer = call(
         &base,
         Some(&env.agent_key),

@@ -68,7 +68,7 @@ pub async fn tools_call(
         cancel: token,
     };
     let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
-    to_http(mcp::legacy_render(&outcome.to_tool_outcome()))
+    to_http(outcome.render_legacy())
 }
 
 /// `GET /mcp/sse`: opens the stream and announces where to POST messages.
@@ -164,8 +164,7 @@ pub async fn sse_message(
                     cancel: token,
                 };
                 let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
-                let reply =
-                    mcp::render_outcome(&call, &outcome.to_tool_outcome(), &state.server_info);
+                let reply = outcome.render(&call, &state.server_info);
                 if let Some(b) = reply.body {
                     let _ = tx.send(event(&b)).await;
                 }

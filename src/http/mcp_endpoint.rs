@@ -82,7 +82,7 @@ pub async fn tool_call(
     let prepared = match pipeline::prepare(&state, &ctx, call.tool.kind, &call.arguments).await {
         Ok(p) => p,
         Err(outcome) => {
-            let reply = mcp::render_outcome(&call, &outcome.to_tool_outcome(), &state.server_info);
+            let reply = outcome.render(&call, &state.server_info);
             return to_http(reply);
         }
     };
@@ -96,7 +96,7 @@ pub async fn tool_call(
                 .await;
         }
         let outcome = prepared.run(&st, &token).await;
-        let reply = mcp::render_outcome(&call, &outcome.to_tool_outcome(), &st.server_info);
+        let reply = outcome.render(&call, &st.server_info);
         if let Some(body) = reply.body {
             let _ = tx.send(event(&body)).await;
         }

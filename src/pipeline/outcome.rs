@@ -71,6 +71,53 @@ impl Outcome {
         )
     }
 
+    /// When rows were cut by a cap: one sentence saying so, for the agent.
+    pub fn truncation_note(&self) -> Option<String> {
+        match self {
+            Outcome::Rows {
+                rows,
+                truncated: Some(t),
+            } => Some(format!(
+                "[interlock] Result truncated at {} rows by the {}; narrow the query (WHERE, LIMIT) \
+                 or page with ORDER BY … LIMIT/OFFSET to see the rest.",
+                rows.len(),
+                match t {
+                    Truncation::RowLimit => "row limit",
+                    Truncation::ByteLimit => "byte limit",
+                }
+            )),
+            _ => None,
+        }
+    }
+
+    /// The MCP answer to `call`: the dialect's rendering, plus a second text item (and
+    /// `_meta["interlock/truncated"]`) when the rows were truncated. The first text item
+    /// stays the plain JSON array of rows.
+    pub fn render(
+        &self,
+        call: &crate::mcp::ToolCall,
+        server: &crate::mcp::ServerInfo,
+    ) -> crate::mcp::Reply {
+        let mut reply = crate::mcp::render_outcome(call, &self.to_tool_outcome(), server);
+        if let (Some(note), Some(body)) = (self.truncation_note(), reply.body.as_mut()) {
+            add_note(
+                body.get_mut("result").unwrap_or(&mut Value::Null),
+                &note,
+                self,
+            );
+        }
+        reply
+    }
+
+    /// The legacy `/mcp/tools/call` answer, with the same truncation note.
+    pub fn render_legacy(&self) -> crate::mcp::Reply {
+        let mut reply = crate::mcp::legacy_render(&self.to_tool_outcome());
+        if let (Some(note), Some(body)) = (self.truncation_note(), reply.body.as_mut()) {
+            add_note(body, &note, self);
+        }
+        reply
+    }
+
     /// The MCP rendering input.
     pub fn to_tool_outcome(&self) -> ToolOutcome {
         match self {
@@ -103,6 +150,24 @@ impl Outcome {
                 reason: reason.clone(),
             },
             Outcome::Failed | Outcome::Cancelled => ToolOutcome::Failed,
+        }
+    }
+}
+
+fn add_note(result: &mut Value, note: &str, outcome: &Outcome) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    if let Some(Value::Array(content)) = obj.get_mut("content") {
+        content.push(serde_json::json!({"type": "text", "text": note}));
+    }
+    if let Outcome::Rows {
+        truncated: Some(t), ..
+    } = outcome
+    {
+        let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert("interlock/truncated".into(), serde_json::json!(t));
         }
     }
 }

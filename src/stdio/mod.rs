@@ -153,8 +153,7 @@ async fn handle_line(
                         .await;
                 }
                 let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
-                let reply =
-                    mcp::render_outcome(&call, &outcome.to_tool_outcome(), &state.server_info);
+                let reply = outcome.render(&call, &state.server_info);
                 if let Some(body) = reply.body {
                     let _ = out.send(body).await;
                 }
