@@ -61,9 +61,7 @@ pub async fn approval_status(
         }
         Err(e) => {
             draft.error = Some(e.to_string());
-            Err(Outcome::Unavailable {
-                reason: "control database unavailable".into(),
-            })
+            Err(Outcome::control_unavailable())
         }
     }
 }

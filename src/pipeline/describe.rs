@@ -36,9 +36,7 @@ pub async fn describe_access(
             Ok(None) => continue,
             Err(e) => {
                 draft.error = Some(format!("profile lookup: {e}"));
-                return Err(Outcome::Unavailable {
-                    reason: "control database unavailable".into(),
-                });
+                return Err(Outcome::control_unavailable());
             }
         };
         let p = &profile.profile;

@@ -42,9 +42,7 @@ fn discovery_failure(draft: &mut AuditDraft, e: DiscoveryError) -> Outcome {
         }
         DiscoveryError::Database(e) => {
             draft.error = Some(format!("discovery: {e}"));
-            Outcome::Unavailable {
-                reason: "control database unavailable".into(),
-            }
+            Outcome::control_unavailable()
         }
     }
 }
@@ -69,9 +67,7 @@ pub async fn discover(
     rate_limit(state, draft, identity, Some(source_id), false).await?;
     let client = state.control.get().await.map_err(|e| {
         draft.error = Some(e.to_string());
-        Outcome::Unavailable {
-            reason: "control database unavailable".into(),
-        }
+        Outcome::control_unavailable()
     })?;
     let result = discovery::discover(&client, source_id, &profile.profile, &query)
         .await
@@ -94,9 +90,7 @@ pub async fn related(
     rate_limit(state, draft, identity, None, false).await?;
     let client = state.control.get().await.map_err(|e| {
         draft.error = Some(e.to_string());
-        Outcome::Unavailable {
-            reason: "control database unavailable".into(),
-        }
+        Outcome::control_unavailable()
     })?;
     let sources = discovery::asset_sources(&client, &q.asset_id)
         .await

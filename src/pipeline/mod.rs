@@ -180,9 +180,7 @@ async fn resolve_identity(
         Err(e) => {
             tracing::error!(error = %e, "identity lookup failed");
             draft.error = Some("identity lookup failed: control database unavailable".into());
-            Err(Outcome::Unavailable {
-                reason: "control database unavailable".into(),
-            })
+            Err(Outcome::control_unavailable())
         }
     }
 }

@@ -52,6 +52,13 @@ impl Outcome {
         }
     }
 
+    /// The control database could not answer (identity, grants, approvals, discovery index).
+    pub fn control_unavailable() -> Self {
+        Outcome::Unavailable {
+            reason: "control database unavailable".into(),
+        }
+    }
+
     pub fn audit_outcome(&self) -> AuditOutcome {
         match self {
             Outcome::Rows { .. } | Outcome::Json(_) => AuditOutcome::Ok,

@@ -76,9 +76,7 @@ pub async fn source_and_profile(
         Err(e) => {
             tracing::error!(error = %e, "loading the access profile failed");
             draft.error = Some("profile lookup failed".into());
-            return Err(Outcome::Unavailable {
-                reason: "control database unavailable".into(),
-            });
+            return Err(Outcome::control_unavailable());
         }
     };
     if !rt.source.enabled {

@@ -33,9 +33,7 @@ pub async fn list_sources(
             Ok(None) => {}
             Err(e) => {
                 draft.error = Some(format!("profile lookup: {e}"));
-                return Err(Outcome::Unavailable {
-                    reason: "control database unavailable".into(),
-                });
+                return Err(Outcome::control_unavailable());
             }
         }
     }
