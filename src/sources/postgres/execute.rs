@@ -192,7 +192,10 @@ pub async fn run(
         }
     };
     match outcome {
-        Some(Ok(rows)) => Ok(rows),
+        Some(Ok(rows)) => {
+            release(conn);
+            Ok(rows)
+        }
         Some(Err(ExecError::Cancelled)) => {
             // Did not drain: never hand this connection to anyone else.
             let _ = deadpool_postgres::Object::take(conn);
@@ -201,6 +204,8 @@ pub async fn run(
         Some(Err(e)) => {
             if e.is_upstream_failure() {
                 let _ = deadpool_postgres::Object::take(conn);
+            } else {
+                release(conn);
             }
             Err(e)
         }
@@ -241,10 +246,33 @@ async fn statement_work(
         .query_portal_raw(&portal, fetch)
         .await
         .map_err(db_error)?;
-    let mut out = collect(rows, &columns, limits, false).await?;
-    tx.rollback().await.map_err(db_error)?;
+    let out = collect(rows, &columns, limits, false).await;
+    // Dropping the portal and the transaction queues Close and ROLLBACK without waiting for
+    // them: the caller gets its rows one round trip earlier, and `release` resets the
+    // session after the ROLLBACK, before the connection can be reused.
+    drop(portal);
+    drop(tx);
+    let mut out = out?;
     out.columns = columns;
     Ok(out)
+}
+
+/// What the session is reset with before a connection goes back to the pool (the same
+/// statements as deadpool's `Clean` recycling): cursors closed, role and settings reset to
+/// the pinned start-up values, listeners, advisory locks, temporary objects and sequence
+/// state dropped.
+const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; \
+                     SELECT pg_advisory_unlock_all(); DISCARD TEMP; DISCARD SEQUENCES;";
+
+/// Resets the session in the background and returns the connection to the pool only when
+/// the reset succeeded; otherwise the connection is discarded. Off the caller's path.
+fn release(conn: deadpool_postgres::Object) {
+    tokio::spawn(async move {
+        if let Err(e) = conn.batch_execute(RESET).await {
+            tracing::debug!(error = %e, "session reset failed; discarding the connection");
+            let _ = deadpool_postgres::Object::take(conn);
+        }
+    });
 }
 
 /// Converts rows until a limit is reached. With `drain` (writes), the rest of the stream is

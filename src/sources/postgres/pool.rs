@@ -66,11 +66,12 @@ fn pool(
         );
         config.options(options);
     }
-    // Clean recycling resets session state (RESET ALL keeps the pinned start-up options,
-    // UNLISTEN *, advisory locks released, temp objects discarded) before a connection is
-    // handed to the next caller.
+    // The executor resets every session (execute::release: RESET ALL keeps the pinned
+    // start-up options, UNLISTEN *, advisory locks released, temp objects discarded) before
+    // the connection returns to the pool, in the background; checkout only verifies the
+    // connection is open.
     let mc = ManagerConfig {
-        recycling_method: RecyclingMethod::Clean,
+        recycling_method: RecyclingMethod::Fast,
     };
     let manager = match tls {
         SourceTls::None => Manager::from_config(config, tokio_postgres::NoTls, mc),
