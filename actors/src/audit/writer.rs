@@ -137,14 +137,16 @@ async fn write_batch(
 ) -> Result<i64, BatchError> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&CHAIN_LOCK])
-        .await?;
-    let last = tx
-        .query_opt(
-            "SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1",
-            &[],
-        )
-        .await?;
+    // Prepared once per pooled connection, then sent back to back: PostgreSQL runs them in
+    // order, so the chain head is read only once the chain lock is held.
+    let (lock, head) = futures_util::future::try_join(
+        tx.prepare_cached("SELECT pg_advisory_xact_lock($1)"),
+        tx.prepare_cached("SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1"),
+    )
+    .await?;
+    let (_, last) =
+        futures_util::future::try_join(tx.execute(&lock, &[&CHAIN_LOCK]), tx.query_opt(&head, &[]))
+            .await?;
     let (mut seq, mut prev): (i64, Vec<u8>) = match last {
         Some(r) => (r.get(0), r.get(1)),
         None => (0, GENESIS.to_vec()),
