@@ -418,7 +418,9 @@ async fn concurrent_approvals_from_two_gateways_execute_once() {
         .get(0);
     assert_eq!(after, before + 1, "the write ran exactly once");
     // Both gateways appended to one audit chain, and it is intact.
-    let report = interlock::control::audit::verify(&env.pool).await.expect("verify");
+    let report = interlock::control::audit::verify(&env.pool)
+        .await
+        .expect("verify");
     assert!(report.ok && report.records >= 4, "{report:?}");
 }
 

@@ -169,3 +169,37 @@ async fn the_audit_chain_verifies_and_breaks_when_a_record_is_altered() {
     assert_eq!(report["ok"], false);
     assert_eq!(report["first_break"]["seq"], 2, "{report}");
 }
+
+#[tokio::test]
+async fn two_gateways_extend_one_intact_audit_chain_under_load() {
+    let env = demo_env().await;
+    let second = common::TestGateway::start(env.gateway.settings.clone());
+    let mut tasks = Vec::new();
+    for i in 0..60 {
+        let base = if i % 2 == 0 {
+            env.gateway.url("")
+        } else {
+            second.url("")
+        };
+        let key = env.agent_key.clone();
+        tasks.push(tokio::spawn(async move {
+            call(
+                &base,
+                Some(&key),
+                MODERN,
+                "interlock_list_sources",
+                json!({}),
+            )
+            .await
+            .status
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.expect("join"), 200);
+    }
+    let report = interlock::control::audit::verify(&env.pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.records, 60, "one record per call, no gaps");
+}
