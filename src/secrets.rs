@@ -70,6 +70,21 @@ impl SecretRef {
     }
 }
 
+/// Writes `contents` to `path`, readable and writable by its owner only (mode 0600, also
+/// when the file already existed with wider permissions).
+pub fn write_private(path: &std::path::Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    f.write_all(contents.as_bytes())
+}
+
 fn non_empty(s: &str) -> Option<&str> {
     let t = s.trim();
     (!t.is_empty()).then_some(t)
@@ -94,6 +109,15 @@ mod tests {
                 "INTERLOCK_TEST_SURELY_UNSET_VARIABLE".into()
             ))
         );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        write_private(&path, "rotated").expect("write");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(
+            mode, 0o600,
+            "private files are owner-only, even when they existed"
+        );
+        assert_eq!(file.resolve(), Ok(Some("rotated".to_string())));
         let unreadable = SecretRef::from_parts("", "/nonexistent/pw");
         assert!(matches!(
             unreadable.resolve(),

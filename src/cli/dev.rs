@@ -81,19 +81,10 @@ fn write_cli_config(path: &Path, settings: &Settings) -> anyhow::Result<()> {
 }
 
 fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    f.write_all(contents.as_bytes())
+    crate::secrets::write_private(path, contents)
         .with_context(|| format!("writing {}", path.display()))
 }
 

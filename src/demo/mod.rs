@@ -77,7 +77,9 @@ async fn load_shop(cluster: &Cluster) -> Result<(), DemoError> {
         ),
     ] {
         let password = keys::random_token(24);
-        write_secret(&password_file(cluster.base_dir(), role), &password)?;
+        let file = password_file(cluster.base_dir(), role);
+        crate::secrets::write_private(&file, &password)
+            .map_err(|e| DemoError::Io(file.display().to_string(), e))?;
         let exists = shop
             .query_opt("SELECT 1 FROM pg_roles WHERE rolname = $1", &[&role])
             .await?
@@ -192,20 +194,6 @@ async fn update_port(pool: &ControlPool, port: u16) -> Result<(), ControlError> 
         )
         .await?;
     Ok(())
-}
-
-fn write_secret(path: &Path, value: &str) -> Result<(), DemoError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| DemoError::Io(path.display().to_string(), e))?;
-    f.write_all(value.as_bytes())
-        .map_err(|e| DemoError::Io(path.display().to_string(), e))
 }
 
 /// Control-database settings pointing at the demo cluster, password by reference.

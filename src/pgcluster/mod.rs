@@ -333,16 +333,7 @@ fn check(out: Output, step: &'static str) -> Result<(), ClusterError> {
 }
 
 fn write_private(path: &Path, contents: &str) -> Result<(), ClusterError> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| ClusterError::Io(format!("creating {}", path.display()), e))?;
-    f.write_all(contents.as_bytes())
+    crate::secrets::write_private(path, contents)
         .map_err(|e| ClusterError::Io(format!("writing {}", path.display()), e))
 }
 
