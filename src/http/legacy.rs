@@ -60,13 +60,7 @@ pub async fn tools_call(
     };
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
-    let ctx = CallContext {
-        request_id: request_id(&req),
-        adapter: "mcp-legacy",
-        dialect: Some("legacy".into()),
-        bearer: auth(&req),
-        cancel: token,
-    };
+    let ctx = CallContext::for_tool_call(&call, "mcp-legacy", request_id(&req), auth(&req), token);
     let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
     to_http(outcome.render_legacy())
 }
@@ -93,7 +87,7 @@ pub async fn sse_open(sessions: web::Data<LegacySessions>) -> HttpResponse {
     res.insert_header(("Content-Type", "text/event-stream"))
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"));
-    for (k, v) in deprecation_headers() {
+    for (k, v) in mcp::DEPRECATION_HEADERS {
         res.insert_header((k, v));
     }
     res.streaming(body)
@@ -156,13 +150,7 @@ pub async fn sse_message(
                 let _reg = state
                     .inflight
                     .register(key.as_deref(), &call.id, token.clone());
-                let ctx = CallContext {
-                    request_id: rid,
-                    adapter: "mcp-legacy",
-                    dialect: Some("2024-11-05".into()),
-                    bearer: key,
-                    cancel: token,
-                };
+                let ctx = CallContext::for_tool_call(&call, "mcp-legacy", rid, key, token);
                 let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
                 let reply = outcome.render(&call, &state.server_info);
                 if let Some(b) = reply.body {
@@ -172,12 +160,8 @@ pub async fn sse_message(
         }
     }
     let mut res = HttpResponse::Accepted();
-    for (k, v) in deprecation_headers() {
+    for (k, v) in mcp::DEPRECATION_HEADERS {
         res.insert_header((k, v));
     }
     res.finish()
-}
-
-fn deprecation_headers() -> Vec<(String, String)> {
-    mcp::deprecated(mcp::Reply::accepted()).headers
 }

@@ -72,13 +72,7 @@ pub async fn tool_call(
     let registration = state
         .inflight
         .register(bearer_key.as_deref(), &call.id, token.clone());
-    let ctx = CallContext {
-        request_id,
-        adapter,
-        dialect: Some(call.dialect.protocol_version().to_string()),
-        bearer: bearer_key,
-        cancel: token.clone(),
-    };
+    let ctx = CallContext::for_tool_call(&call, adapter, request_id, bearer_key, token.clone());
     let prepared = match pipeline::prepare(&state, &ctx, call.tool.kind, &call.arguments).await {
         Ok(p) => p,
         Err(outcome) => {

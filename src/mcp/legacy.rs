@@ -29,13 +29,19 @@ pub const REMOVAL_VERSION: &str = "1.2.0";
 /// The `Sunset` HTTP date announced on every legacy reply.
 pub const SUNSET: &str = "Fri, 31 Dec 2027 23:59:59 GMT";
 
+/// The headers every legacy reply carries.
+pub const DEPRECATION_HEADERS: [(&str, &str); 4] = [
+    ("Deprecation", "true"),
+    ("Sunset", SUNSET),
+    ("X-InterLock-Removal", REMOVAL_VERSION),
+    ("Link", "</mcp>; rel=\"successor-version\""),
+];
+
 /// Add the deprecation headers every legacy reply carries.
 pub fn deprecated(reply: Reply) -> Reply {
-    reply
-        .with_header("Deprecation", "true")
-        .with_header("Sunset", SUNSET)
-        .with_header("X-InterLock-Removal", REMOVAL_VERSION)
-        .with_header("Link", "</mcp>; rel=\"successor-version\"")
+    DEPRECATION_HEADERS
+        .iter()
+        .fold(reply, |r, (name, value)| r.with_header(name, *value))
 }
 
 fn failure(status: u16, key: &str, message: &str) -> Reply {

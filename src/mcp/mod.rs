@@ -52,7 +52,8 @@ pub use dispatch::{dispatch, Inbound, Method};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
 pub use legacy::{
-    deprecated, legacy_parse_call, legacy_render, legacy_tools_list, REMOVAL_VERSION, SUNSET,
+    deprecated, legacy_parse_call, legacy_render, legacy_tools_list, DEPRECATION_HEADERS,
+    REMOVAL_VERSION, SUNSET,
 };
 pub use outcome::{render_outcome, ToolOutcome, FAILED_TEXT};
 pub use reply::{Dispatch, Reply, ToolCall};

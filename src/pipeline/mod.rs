@@ -45,6 +45,25 @@ pub struct CallContext {
     pub cancel: CancellationToken,
 }
 
+impl CallContext {
+    /// The context of an MCP `tools/call`: the dialect is the one the call was served in.
+    pub fn for_tool_call(
+        call: &crate::mcp::ToolCall,
+        adapter: &'static str,
+        request_id: String,
+        bearer: Option<String>,
+        cancel: CancellationToken,
+    ) -> Self {
+        CallContext {
+            request_id,
+            adapter,
+            dialect: Some(call.dialect.protocol_version().to_string()),
+            bearer,
+            cancel,
+        }
+    }
+}
+
 /// A call that passed every step before execution.
 pub struct Prepared {
     draft: AuditDraft,

@@ -137,13 +137,9 @@ async fn handle_line(
             let registration = state
                 .inflight
                 .register(api_key.as_deref(), &call.id, token.clone());
-            let ctx = CallContext {
-                request_id: uuid::Uuid::new_v4().to_string(),
-                adapter: "stdio",
-                dialect: Some(call.dialect.protocol_version().to_string()),
-                bearer: api_key.clone(),
-                cancel: token,
-            };
+            let request_id = uuid::Uuid::new_v4().to_string();
+            let ctx =
+                CallContext::for_tool_call(&call, "stdio", request_id, api_key.clone(), token);
             let (state, out) = (state.clone(), out.clone());
             tracker.spawn(async move {
                 let _registration = registration;
