@@ -39,6 +39,10 @@ impl Resolver<'_> {
         query: &sqlparser::ast::Query,
     ) -> Result<Lineage, SqlError> {
         let mut columns = self.query(query)?;
+        if let Some(first) = columns.first() {
+            self.subquery_names
+                .insert(query as *const sqlparser::ast::Query, first.name.clone());
+        }
         match (columns.pop(), columns.is_empty()) {
             (Some(column), true) => Ok(std::rc::Rc::unwrap_or_clone(column.lineage)),
             (first, _) => Err(SqlError::ColumnCountMismatch {
@@ -275,7 +279,15 @@ impl Resolver<'_> {
                 base = inner;
             }
             let qualifier = match base {
-                Expr::Identifier(ident) => Some(vec![fold(ident)?]),
+                Expr::Identifier(ident) => {
+                    let name = fold(ident)?;
+                    // `(x).f`: PostgreSQL reads `x` as a column first (of any
+                    // level) and as a row only when no column has that name.
+                    if let Found::Column(_) = lookup(&self.levels, std::slice::from_ref(&name))? {
+                        return unsupported("Field selection from a column value");
+                    }
+                    Some(vec![name])
+                }
                 Expr::QualifiedWildcard(name, _) => Some(fold_object_name(name)?),
                 _ => None,
             };

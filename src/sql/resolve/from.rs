@@ -56,15 +56,20 @@ impl Resolver<'_> {
         let keys = match constraint {
             JoinConstraint::None => Vec::new(),
             JoinConstraint::On(on) => {
-                // The ON condition sees both sides; the joined item is moved
-                // into a temporary level and taken back, never copied.
+                // The ON condition sees both sides of this join and the outer
+                // query levels, but not the other items of the same FROM
+                // clause (PostgreSQL replaces the namespace while it
+                // transforms ON). The joined item is moved into a temporary
+                // level and taken back, never copied.
                 let mut joined = left;
                 joined.extend(right);
-                self.levels.push(super::scope::Level::new(joined));
-                let checked = self.predicate(on, UseKind::Join);
-                let level = self.levels.pop();
-                checked?;
-                return Ok(level.map(|l| l.from).unwrap_or_default());
+                return self.with_from_hidden(|r| {
+                    r.levels.push(super::scope::Level::new(joined));
+                    let checked = r.predicate(on, UseKind::Join);
+                    let level = r.levels.pop();
+                    checked?;
+                    Ok(level.map(|l| l.from).unwrap_or_default())
+                });
             }
             JoinConstraint::Using(names) => names
                 .iter()

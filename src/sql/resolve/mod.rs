@@ -12,6 +12,7 @@
 //! functions), `dml` (INSERT, UPDATE, DELETE, MERGE).
 
 mod call;
+mod colname;
 mod dml;
 mod expr;
 mod from;
@@ -35,6 +36,7 @@ pub fn resolve(statement: &Statement, catalog: &Catalog) -> Result<Analysis, Sql
         catalog,
         levels: Vec::new(),
         analysis: Analysis::default(),
+        subquery_names: std::collections::HashMap::new(),
     };
     let outputs = match statement {
         Statement::Query(query) => resolver.query(query)?,
@@ -64,6 +66,9 @@ struct Resolver<'c> {
     catalog: &'c Catalog,
     levels: Vec<Level>,
     analysis: Analysis,
+    /// The output name of each scalar subquery resolved so far, by node address
+    /// (PostgreSQL names an unaliased scalar subquery after its first target).
+    subquery_names: std::collections::HashMap<*const sqlparser::ast::Query, String>,
 }
 
 impl Resolver<'_> {

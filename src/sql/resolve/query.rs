@@ -77,25 +77,59 @@ impl Resolver<'_> {
         Ok(outputs)
     }
 
-    /// Registers each CTE in the current level, in order, after resolving it.
+    /// Registers the CTEs of a WITH clause in the current level.
+    ///
+    /// Without RECURSIVE each CTE sees only the CTEs before it. With RECURSIVE
+    /// every CTE of the list is visible to every other, forward references
+    /// included (PostgreSQL's `transformWithClause`): the CTEs are resolved in
+    /// dependency order, so that each reference binds to the CTE of that name
+    /// and never to a base table it shadows. References between different CTEs
+    /// that form a cycle are refused, as PostgreSQL refuses them.
     fn with_clause(&mut self, with: &With) -> Result<(), SqlError> {
+        let mut names = Vec::with_capacity(with.cte_tables.len());
         for cte in &with.cte_tables {
             if cte.from.is_some() {
                 return unsupported("CTE ... FROM");
             }
             let name = fold(&cte.alias.name)?;
-            let names = alias_names(&cte.alias.columns)?;
+            if names.contains(&name) {
+                return Err(SqlError::Unsupported {
+                    what: format!(
+                        "The WITH query name {} given twice",
+                        crate::sql::ident::display_name(&[name.as_str()])
+                    ),
+                });
+            }
+            names.push(name);
+        }
+        let order = if with.recursive {
+            recursive_order(with, &names)?
+        } else {
+            (0..names.len()).collect()
+        };
+        for index in order {
+            let (Some(cte), Some(name)) = (with.cte_tables.get(index), names.get(index)) else {
+                return unsupported("A WITH clause");
+            };
+            let aliases = alias_names(&cte.alias.columns)?;
+            let self_reference = with.recursive && references(&cte.query, name)?;
             let columns = match cte.query.body.as_ref() {
-                SetExpr::SetOperation { left, .. } if with.recursive => {
-                    self.recursive_cte(&name, &names, left, &cte.query)?
+                SetExpr::SetOperation { left, .. } if self_reference => {
+                    self.recursive_cte(name, &aliases, left, &cte.query)?
+                }
+                _ if self_reference => {
+                    return unsupported("A recursive CTE that is not a UNION of two branches")
                 }
                 _ => {
                     let mut columns = self.query(&cte.query)?;
-                    rename(&mut columns, &names, "The CTE column list")?;
+                    rename(&mut columns, &aliases, "The CTE column list")?;
                     columns
                 }
             };
-            self.current_level()?.ctes.push(CteDef { name, columns });
+            self.current_level()?.ctes.push(CteDef {
+                name: name.clone(),
+                columns,
+            });
         }
         Ok(())
     }
@@ -233,6 +267,59 @@ impl Resolver<'_> {
             self.consume(&lineage, UseKind::Order)?;
         }
         Ok(())
+    }
+}
+
+/// The order in which the CTEs of a `WITH RECURSIVE` list are resolved: each
+/// after every other CTE of the list it references. References are found
+/// conservatively (any unqualified relation name equal to a CTE's, wherever it
+/// appears, even where an inner WITH would shadow it), so the order always
+/// respects PostgreSQL's; a spurious cycle is a refusal, never a wrong binding.
+fn recursive_order(with: &With, names: &[String]) -> Result<Vec<usize>, SqlError> {
+    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(names.len());
+    for (i, cte) in with.cte_tables.iter().enumerate() {
+        let mut own = Vec::new();
+        for (j, other) in names.iter().enumerate() {
+            if i != j && references(&cte.query, other)? {
+                own.push(j);
+            }
+        }
+        deps.push(own);
+    }
+    let mut order = Vec::with_capacity(names.len());
+    let mut done = vec![false; names.len()];
+    while order.len() < names.len() {
+        let ready = (0..names.len()).find(|&i| !done[i] && deps[i].iter().all(|&j| done[j]));
+        let Some(i) = ready else {
+            return unsupported("Mutual recursion between WITH queries");
+        };
+        done[i] = true;
+        order.push(i);
+    }
+    Ok(order)
+}
+
+/// Whether `query` mentions the unqualified relation `name` anywhere.
+fn references(query: &Query, name: &str) -> Result<bool, SqlError> {
+    use std::ops::ControlFlow;
+    let mut failed = None;
+    let found = sqlparser::ast::visit_relations(query, |relation| {
+        match relation.0.as_slice() {
+            [single] => match single.as_ident().map(fold) {
+                Some(Ok(folded)) if folded == name => return ControlFlow::Break(()),
+                Some(Err(e)) => {
+                    failed = Some(e);
+                    return ControlFlow::Break(());
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    });
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(found.is_break()),
     }
 }
 

@@ -2,9 +2,11 @@
 //!
 //! A [`Level`] is one query level (or a temporary level for a JOIN ... ON or a
 //! LATERAL item). Lookups walk the levels from the innermost outward, as
-//! PostgreSQL does for correlated references. Within a level, an unqualified
-//! name is first a column of the FROM clause (after USING/NATURAL merging) and
-//! only then a whole-row reference to a range variable.
+//! PostgreSQL does for correlated references. An unqualified name is first a
+//! column of some level's FROM clause (after USING/NATURAL merging), searched
+//! through every level, and only then a whole-row reference to a range
+//! variable — never a whole-row reference of an inner level that hides a
+//! column of an outer one.
 
 use std::rc::Rc;
 
@@ -107,33 +109,38 @@ pub enum Found {
 }
 
 /// Resolves a folded column reference (`c`, `t.c`, `s.t.c`) through the levels.
+///
+/// PostgreSQL's order (`transformColumnRef`): an unqualified name is looked up
+/// as a *column* in every enclosing level, innermost first, and only when no
+/// level has such a column is it tried as a whole-row reference to a range
+/// variable, again innermost first. A qualified name binds to the innermost
+/// level that has a range variable of that name; the column must exist there.
 pub fn lookup(levels: &[Level], parts: &[String]) -> Result<Found, SqlError> {
     let unknown = || SqlError::UnknownColumn {
         name: display_name(&parts.iter().map(String::as_str).collect::<Vec<_>>()),
     };
-    for level in levels.iter().rev().filter(|l| l.from_visible) {
-        let from = &level.from;
-        match parts {
-            [name] => {
-                let mut hits = from.columns.iter().filter(|c| &c.name == name);
-                if let Some(hit) = hits.next() {
-                    if hits.next().is_some() {
-                        return Err(SqlError::AmbiguousColumn {
-                            name: display_name(&[name]),
-                        });
-                    }
-                    return Ok(Found::Column(Lineage::clone(&hit.lineage)));
+    let visible = || levels.iter().rev().filter(|l| l.from_visible);
+    match parts {
+        [name] => {
+            for level in visible() {
+                if let Some(lineage) = unique_column(&level.from, name)? {
+                    return Ok(Found::Column(lineage));
                 }
-                if let Some(rv) = unique_range_var(from, None, name)? {
+            }
+            for level in visible() {
+                if let Some(rv) = unique_range_var(&level.from, None, name)? {
                     return Ok(Found::WholeRow(rv.whole_row()));
                 }
             }
-            [qualifier, name] | [_, qualifier, name] => {
-                let schema = match parts {
-                    [schema, _, _] => Some(schema.as_str()),
-                    _ => None,
-                };
-                if let Some(rv) = unique_range_var(from, schema, qualifier)? {
+            Err(unknown())
+        }
+        [qualifier, name] | [_, qualifier, name] => {
+            let schema = match parts {
+                [schema, _, _] => Some(schema.as_str()),
+                _ => None,
+            };
+            for level in visible() {
+                if let Some(rv) = unique_range_var(&level.from, schema, qualifier)? {
                     return rv
                         .columns
                         .iter()
@@ -142,10 +149,30 @@ pub fn lookup(levels: &[Level], parts: &[String]) -> Result<Found, SqlError> {
                         .ok_or_else(unknown);
                 }
             }
-            _ => return Err(unknown()),
+            Err(unknown())
         }
+        _ => Err(unknown()),
     }
-    Err(unknown())
+}
+
+/// The unqualified column `name` of one level, if it has exactly one.
+fn unique_column(from: &FromItem, name: &str) -> Result<Option<Lineage>, SqlError> {
+    let mut hits = from.columns.iter().filter(|c| c.name == name);
+    match (hits.next(), hits.next()) {
+        (Some(hit), None) => Ok(Some(Lineage::clone(&hit.lineage))),
+        (Some(_), Some(_)) => Err(SqlError::AmbiguousColumn {
+            name: display_name(&[name]),
+        }),
+        (None, _) => Ok(None),
+    }
+}
+
+/// Whether an unqualified name is a column of the current level's FROM clause
+/// (GROUP BY prefers those over output names, as PostgreSQL does).
+pub fn is_local_column(levels: &[Level], name: &str) -> bool {
+    levels
+        .last()
+        .is_some_and(|l| l.from_visible && l.from.columns.iter().any(|c| c.name == name))
 }
 
 /// Finds the range variable of a qualified reference at one level.

@@ -7,8 +7,9 @@ use sqlparser::ast::{
     SelectItemQualifiedWildcardKind, Value, WildcardAdditionalOptions,
 };
 
-use super::query::{by_output_name, order_exprs, ordinal};
-use super::scope::{lookup_range_var, Column, FromItem, Level};
+use super::colname::output_name;
+use super::query::{order_exprs, ordinal};
+use super::scope::{is_local_column, lookup_range_var, Column, FromItem, Level};
 use super::{unsupported, Resolver};
 use crate::sql::error::SqlError;
 use crate::sql::ident::{fold, fold_object_name};
@@ -88,7 +89,8 @@ impl Resolver<'_> {
                 SelectItem::UnnamedExpr(expr) => {
                     let lineage = self.value(expr)?;
                     self.consume(&lineage, UseKind::Project)?;
-                    outputs.push(Column::new(output_name(expr), lineage));
+                    let name = output_name(expr, &self.subquery_names);
+                    outputs.push(Column::new(name, lineage));
                 }
                 SelectItem::ExprWithAlias { expr, alias } => {
                     let lineage = self.value(expr)?;
@@ -148,11 +150,18 @@ impl Resolver<'_> {
                 let lineage = ordinal(expr, outputs)?;
                 self.consume(&lineage, UseKind::Group)
             }
+            // PostgreSQL (`findTargetlistEntrySQL92`): a bare name in GROUP BY is
+            // an input column of this level's FROM if there is one, else an
+            // output name, else an expression (which may be an outer column).
             Expr::Identifier(ident) => {
-                let lineage = match self.value(expr) {
-                    Ok(lineage) => lineage,
-                    Err(SqlError::UnknownColumn { .. }) => by_output_name(&fold(ident)?, outputs)?,
-                    Err(e) => return Err(e),
+                let name = fold(ident)?;
+                let lineage = if is_local_column(&self.levels, &name) {
+                    self.value(expr)?
+                } else {
+                    match output_by_name(&name, outputs)? {
+                        Some(lineage) => lineage,
+                        None => self.value(expr)?,
+                    }
                 };
                 self.consume(&lineage, UseKind::Group)
             }
@@ -167,18 +176,30 @@ impl Resolver<'_> {
     fn output_or_value(&mut self, expr: &Expr, outputs: &[Column]) -> Result<Lineage, SqlError> {
         match expr {
             Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => ordinal(expr, outputs),
-            Expr::Identifier(ident) => {
-                let name = fold(ident)?;
-                let mut hits = outputs.iter().filter(|c| c.name == name);
-                match (hits.next(), hits.next()) {
-                    (Some(col), None) => Ok(Lineage::clone(&col.lineage)),
-                    (Some(_), Some(_)) => Err(SqlError::AmbiguousColumn { name }),
-                    (None, _) => self.value(expr),
-                }
-            }
+            Expr::Identifier(ident) => match output_by_name(&fold(ident)?, outputs)? {
+                Some(lineage) => Ok(lineage),
+                None => self.value(expr),
+            },
             _ => self.value(expr),
         }
     }
+}
+
+/// The output column a bare name in ORDER BY, DISTINCT ON or GROUP BY names.
+/// Several outputs of that name are ambiguous unless they carry the same value
+/// (PostgreSQL accepts `SELECT a, a ... ORDER BY a`); identical lineage stands in
+/// for PostgreSQL's equal expressions, and anything else is refused.
+fn output_by_name(name: &str, outputs: &[Column]) -> Result<Option<Lineage>, SqlError> {
+    let mut hits = outputs.iter().filter(|c| c.name == name);
+    let Some(first) = hits.next() else {
+        return Ok(None);
+    };
+    if hits.any(|other| other.lineage != first.lineage || first.lineage.whole_row.is_some()) {
+        return Err(SqlError::AmbiguousColumn {
+            name: crate::sql::ident::display_name(&[name]),
+        });
+    }
+    Ok(Some(Lineage::clone(&first.lineage)))
 }
 
 fn check_plain_wildcard(options: &WildcardAdditionalOptions) -> Result<(), SqlError> {
@@ -215,33 +236,4 @@ fn check_plain_select(select: &Select) -> Result<(), SqlError> {
     } else {
         unsupported("This SELECT clause")
     }
-}
-
-/// The output column name PostgreSQL would choose for an unaliased expression
-/// (informational: the executor matches result columns by position).
-fn output_name(expr: &Expr) -> String {
-    let last_ident = |idents: &[sqlparser::ast::Ident]| idents.last().and_then(|i| fold(i).ok());
-    let name = match expr {
-        Expr::Identifier(ident) => fold(ident).ok(),
-        Expr::CompoundIdentifier(idents) => last_ident(idents),
-        Expr::CompoundFieldAccess { access_chain, .. } => match access_chain.last() {
-            Some(sqlparser::ast::AccessExpr::Dot(Expr::Identifier(ident))) => fold(ident).ok(),
-            _ => None,
-        },
-        Expr::Nested(inner) | Expr::Cast { expr: inner, .. } => Some(output_name(inner)),
-        Expr::Function(function) => fold_object_name(&function.name)
-            .ok()
-            .and_then(|p| p.last().cloned()),
-        Expr::Case { .. } => Some("case".to_string()),
-        Expr::Exists { .. } => Some("exists".to_string()),
-        Expr::Extract { .. } => Some("extract".to_string()),
-        Expr::Substring { .. } => Some("substring".to_string()),
-        Expr::Trim { .. } => Some("btrim".to_string()),
-        Expr::Ceil { .. } => Some("ceil".to_string()),
-        Expr::Floor { .. } => Some("floor".to_string()),
-        Expr::Array(_) => Some("array".to_string()),
-        Expr::Tuple(_) => Some("row".to_string()),
-        _ => None,
-    };
-    name.unwrap_or_else(|| "?column?".to_string())
 }
