@@ -85,6 +85,21 @@ pub struct LogSettings {
 #[serde(deny_unknown_fields)]
 pub struct SqlSettings {
     pub max_sql_bytes: usize,
+    /// Deepest statement nesting accepted (`crate::sql::depth`).
+    pub max_depth: usize,
+    /// Most FROM items one statement may name.
+    pub max_relations: usize,
+}
+
+impl SqlSettings {
+    /// The bounds every SQL decision applies.
+    pub fn limits(&self) -> crate::governance::SqlLimits {
+        crate::governance::SqlLimits {
+            max_sql_bytes: self.max_sql_bytes,
+            max_depth: self.max_depth,
+            max_relations: self.max_relations,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -267,6 +282,18 @@ impl Settings {
                 "sql.max_sql_bytes",
                 "must be between 256 and 16777216",
             ));
+        }
+        if !(10..=crate::sql::depth::DEFAULT_MAX_DEPTH).contains(&self.sql.max_depth) {
+            return Err(invalid(
+                "sql.max_depth",
+                format!(
+                    "must be between 10 and {}",
+                    crate::sql::depth::DEFAULT_MAX_DEPTH
+                ),
+            ));
+        }
+        if !(1..=1000).contains(&self.sql.max_relations) {
+            return Err(invalid("sql.max_relations", "must be between 1 and 1000"));
         }
         if !(100..=60_000).contains(&self.identity.cache_ttl_ms) {
             return Err(invalid(

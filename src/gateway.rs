@@ -115,7 +115,7 @@ impl AppState {
             events: events.clone(),
             instance: instance.id,
             instance_held: instance.flag(),
-            max_sql_bytes: settings.sql.max_sql_bytes,
+            sql_limits: settings.sql.limits(),
         };
         let approvals = ApprovalHandle::start(
             Arc::new(runner),

@@ -63,7 +63,7 @@ fn classification_table() {
     ];
     let mut failures = Vec::new();
     for (sql, want) in cases {
-        match parse(sql, 0, 65536) {
+        match parse(sql, 0, &interlock::sql::parse::ParseLimits::default()) {
             Ok(parsed) => {
                 let got = classify(&parsed.statement).class;
                 if got != want {

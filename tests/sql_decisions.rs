@@ -231,7 +231,10 @@ fn refusals_name_the_step_rule_and_object() {
 fn too_long_sql_is_refused_before_parsing() {
     let catalog = sqlfixture::fixture_catalog();
     let profile = sqlfixture::fixture_profile();
-    let limits = SqlLimits { max_sql_bytes: 16 };
+    let limits = SqlLimits {
+        max_sql_bytes: 16,
+        ..SqlLimits::default()
+    };
     let decision = decide("SELECT id FROM app.t1", 0, &catalog, &profile, &limits);
     assert_eq!(decision.refusal().map(|r| r.code), Some("sql_too_long"));
 }

@@ -30,7 +30,7 @@ pub struct GatewayRunner {
     pub instance: i32,
     /// Whether this instance holds its liveness lock; no claims without it.
     pub instance_held: Arc<std::sync::atomic::AtomicBool>,
-    pub max_sql_bytes: usize,
+    pub sql_limits: SqlLimits,
 }
 
 struct Claimed {
@@ -125,9 +125,7 @@ impl GatewayRunner {
             Ok(c) => c,
             Err(e) => return failed(format!("the source catalog is unavailable: {e}")),
         };
-        let limits = SqlLimits {
-            max_sql_bytes: self.max_sql_bytes,
-        };
+        let limits = self.sql_limits;
         let decision = decide(&c.statement, 0, &catalog.catalog, &profile, &limits);
         let allowed = match (decision.allowed(), decision.refusal()) {
             (Some(a), _) if a.class == AllowedClass::Write => a.clone(),

@@ -133,6 +133,7 @@ fn check(
         }
     };
     Err(Refusal {
+        status: 403,
         step,
         code,
         rule: decision.to_string(),
@@ -154,6 +155,7 @@ pub fn check_masks(profile: &AccessProfile, analysis: &Analysis) -> Result<(), R
                 _ => "select it only as a plain column",
             };
             return Err(Refusal {
+                status: 403,
                 step: Step::Redaction,
                 code: "masked_column_misuse",
                 rule: format!("redaction {column}"),

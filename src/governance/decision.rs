@@ -27,15 +27,33 @@ use crate::sql::{parse, resolve};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct SqlLimits {
     pub max_sql_bytes: usize,
+    /// Deepest nesting accepted (`crate::sql::depth`).
+    pub max_depth: usize,
+    /// Most FROM items (tables, views, CTE references, derived tables and
+    /// table functions) one statement may name.
+    pub max_relations: usize,
 }
+
+/// Default bound on FROM items per statement.
+pub const DEFAULT_MAX_RELATIONS: usize = 32;
 
 impl Default for SqlLimits {
     fn default() -> Self {
         SqlLimits {
             max_sql_bytes: DEFAULT_MAX_SQL_BYTES,
+            max_depth: crate::sql::depth::DEFAULT_MAX_DEPTH,
+            max_relations: DEFAULT_MAX_RELATIONS,
         }
     }
 }
+
+/// The stack every decision runs on (reserved address space; only the pages a
+/// decision touches are ever allocated). The depth bound keeps the recursive
+/// passes within a small fraction of it, in debug builds too, and even a chain
+/// the bound failed to count could not nest deeper than the text is long
+/// (`max_sql_bytes`), which this stack still holds. A dedicated stack makes
+/// all of that independent of the stack of the calling thread.
+const DECISION_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// The governance step that refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,6 +73,9 @@ pub enum Step {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Refusal {
     pub step: Step,
+    /// HTTP status: 400 for malformed input, 403 for governance, 500 when the
+    /// decision itself failed.
+    pub status: u16,
     /// Stable snake_case machine key (`access_denied`, `sql_unknown_column`, ...).
     pub code: &'static str,
     /// Which rule refused, e.g. `role analyst: no allow for read app.v`.
@@ -152,6 +173,7 @@ impl From<SqlError> for Refusal {
         };
         Refusal {
             step,
+            status: error.status(),
             code: error.code(),
             rule: error.rule().to_string(),
             reason: error.to_string(),
@@ -167,11 +189,28 @@ pub fn decide(
     profile: &AccessProfile,
     limits: &SqlLimits,
 ) -> Decision {
-    match decide_inner(sql, param_count, catalog, profile, limits) {
-        Ok(allowed) => Decision {
+    // Fresh stack, and no panic escapes: a bug in a dependency's recursive
+    // code must fail this one call (audited), not the process.
+    let outcome = stacker::grow(DECISION_STACK_BYTES, || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            decide_inner(sql, param_count, catalog, profile, limits)
+        }))
+    });
+    match outcome {
+        Ok(Ok(allowed)) => Decision {
             verdict: Verdict::Allowed(Box::new(allowed)),
         },
-        Err(refusal) => Decision::refused(refusal),
+        Ok(Err(refusal)) => Decision::refused(refusal),
+        Err(_) => {
+            tracing::error!("the SQL decision panicked; the call is refused");
+            Decision::refused(Refusal {
+                step: Step::Parse,
+                status: 500,
+                code: "sql_decision_failed",
+                rule: "decision guard".to_string(),
+                reason: "The gateway could not analyse this statement (an internal error, logged); simplify the statement or report it.".to_string(),
+            })
+        }
     }
 }
 
@@ -182,7 +221,11 @@ fn decide_inner(
     profile: &AccessProfile,
     limits: &SqlLimits,
 ) -> Result<Allowed, Refusal> {
-    let parsed = parse::parse(sql, param_count, limits.max_sql_bytes)?;
+    let parse_limits = parse::ParseLimits {
+        max_bytes: limits.max_sql_bytes,
+        max_depth: limits.max_depth,
+    };
+    let parsed = parse::parse(sql, param_count, &parse_limits)?;
     let classification = classify(&parsed.statement);
     let class = match classification.class {
         StatementClass::Read => AllowedClass::Read,
@@ -196,6 +239,13 @@ fn decide_inner(
         }
     };
     let analysis = resolve::resolve(classification.target, catalog)?;
+    if analysis.from_items > limits.max_relations {
+        return Err(SqlError::TooManyRelations {
+            count: analysis.from_items,
+            max: limits.max_relations,
+        }
+        .into());
+    }
     let mut rules = DecidingRules::default();
     let (tables_read, tables_written, columns_written) = authorize(profile, &analysis, &mut rules)?;
     check_masks(profile, &analysis)?;

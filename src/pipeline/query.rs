@@ -16,7 +16,7 @@ use super::{mask, Work};
 use crate::control::approvals::{enqueue, NewApproval};
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
-use crate::governance::{decide, Allowed, AllowedClass, SqlLimits};
+use crate::governance::{decide, Allowed, AllowedClass};
 use crate::sources::postgres::execute::{self, ExecError, Limits, TextParam, Truncation};
 use crate::sources::postgres::pool::Purpose;
 use crate::sources::registry::SourceRuntime;
@@ -194,9 +194,7 @@ pub async fn prepare(
             });
         }
     };
-    let limits = SqlLimits {
-        max_sql_bytes: state.settings.sql.max_sql_bytes,
-    };
+    let limits = state.settings.sql.limits();
     let decision = decide(
         sql,
         params.len(),
@@ -209,7 +207,10 @@ pub async fn prepare(
             let step = serde_json::to_value(r.step).ok();
             let step = step.as_ref().and_then(Value::as_str).unwrap_or("sql");
             draft.refused(step, r.code, &r.rule, &r.reason);
-            return Err(Outcome::refused(403, r.code, r.reason));
+            if r.status >= 500 {
+                return Err(Outcome::Failed);
+            }
+            return Err(Outcome::refused(r.status, r.code, r.reason));
         }
         crate::governance::Verdict::Allowed(a) => a,
     };

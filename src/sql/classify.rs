@@ -100,11 +100,21 @@ fn is_explain_keyword(alias: &sqlparser::ast::DescribeAlias) -> bool {
     matches!(alias, sqlparser::ast::DescribeAlias::Explain)
 }
 
-/// Whether EXPLAIN options turn on ANALYZE; `None` for an unrecognised value.
+/// EXPLAIN options PostgreSQL 15 accepts besides ANALYZE (in either spelling).
+const EXPLAIN_OPTIONS: &[&str] = &[
+    "verbose", "costs", "settings", "buffers", "wal", "timing", "summary", "format",
+];
+
+/// Whether EXPLAIN options turn on ANALYZE (PostgreSQL accepts the British
+/// `ANALYSE` too); `None` for an unrecognised option or value, which refuses.
 fn explain_analyze(flag: bool, options: Option<&[sqlparser::ast::UtilityOption]>) -> Option<bool> {
     let mut analyze = flag;
     for option in options.unwrap_or_default() {
-        if !option.name.value.eq_ignore_ascii_case("analyze") {
+        let name = option.name.value.to_ascii_lowercase();
+        if name != "analyze" && name != "analyse" {
+            if !EXPLAIN_OPTIONS.contains(&name.as_str()) {
+                return None;
+            }
             continue;
         }
         analyze = match &option.arg {

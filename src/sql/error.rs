@@ -40,6 +40,14 @@ pub enum SqlError {
         placeholder: String,
         supplied: usize,
     },
+    #[error("The SQL text contains a NUL character ({spelling}); PostgreSQL text cannot hold NUL, so remove it or send binary data as bytea from params.")]
+    NulCharacter { spelling: &'static str },
+    #[error("The statement nests {depth} levels deep (operator chains, casts, parentheses, CASE and set operations), over the limit of {max}; split it into simpler statements.")]
+    TooDeep { depth: usize, max: usize },
+    #[error("The statement reads {count} relations, over the limit of {max} per statement; query fewer tables at once.")]
+    TooManyRelations { count: usize, max: usize },
+    #[error("{supplied} parameter(s) were supplied but the statement does not use {missing}; every value in params must be bound by its $n placeholder.")]
+    UnusedParameter { missing: String, supplied: usize },
     #[error("The SQL could not be parsed ({detail}); send one plain PostgreSQL statement.")]
     Unparseable { detail: String },
     #[error("The input holds {count} statements; send exactly one statement per request.")]
@@ -97,6 +105,10 @@ impl SqlError {
             SqlError::NumericJunk { .. } => "sql_lexical_differential",
             SqlError::Placeholder { .. } => "sql_placeholder_not_allowed",
             SqlError::UnboundParameter { .. } => "sql_unbound_parameter",
+            SqlError::UnusedParameter { .. } => "sql_parameter_mismatch",
+            SqlError::NulCharacter { .. } => "sql_nul_character",
+            SqlError::TooDeep { .. } => "sql_too_deep",
+            SqlError::TooManyRelations { .. } => "sql_too_many_relations",
             SqlError::Unparseable { .. } => "sql_unparseable",
             SqlError::NotOneStatement { .. } => "sql_not_one_statement",
             SqlError::ForbiddenStatement { .. } | SqlError::NestedDml { .. } => {
@@ -123,11 +135,14 @@ impl SqlError {
     pub fn stage(&self) -> SqlStage {
         match self {
             SqlError::TooLong { .. }
+            | SqlError::NulCharacter { .. }
             | SqlError::ForbiddenCharacter { .. }
             | SqlError::UnicodeEscapedIdentifier => SqlStage::Input,
             SqlError::NumericJunk { .. }
             | SqlError::Placeholder { .. }
             | SqlError::UnboundParameter { .. }
+            | SqlError::UnusedParameter { .. }
+            | SqlError::TooDeep { .. }
             | SqlError::Unparseable { .. }
             | SqlError::NotOneStatement { .. } => SqlStage::Parse,
             SqlError::ForbiddenStatement { .. } | SqlError::NestedDml { .. } => SqlStage::Classify,
@@ -142,7 +157,21 @@ impl SqlError {
             | SqlError::CastNotAllowed { .. }
             | SqlError::WholeRowMisuse { .. }
             | SqlError::Unsupported { .. }
+            | SqlError::TooManyRelations { .. }
             | SqlError::ColumnCountMismatch { .. } => SqlStage::Resolve,
+        }
+    }
+
+    /// The HTTP status of the refusal: 400 for input the caller must fix in form
+    /// (NUL, too deep, too many relations, parameters that do not match their
+    /// placeholders), 403 for everything the governance rules refuse.
+    pub fn status(&self) -> u16 {
+        match self {
+            SqlError::NulCharacter { .. }
+            | SqlError::TooDeep { .. }
+            | SqlError::TooManyRelations { .. }
+            | SqlError::UnusedParameter { .. } => 400,
+            _ => 403,
         }
     }
 
@@ -150,7 +179,13 @@ impl SqlError {
     pub fn rule(&self) -> &'static str {
         match self.stage() {
             SqlStage::Input => "input hygiene",
-            SqlStage::Parse => "single-statement parser",
+            SqlStage::Parse => match self {
+                SqlError::TooDeep { .. } => "statement depth bound",
+                SqlError::UnboundParameter { .. } | SqlError::UnusedParameter { .. } => {
+                    "parameter binding"
+                }
+                _ => "single-statement parser",
+            },
             SqlStage::Classify => "statement classifier",
             SqlStage::Resolve => match self {
                 SqlError::FunctionNotAllowed { .. } | SqlError::FunctionMisuse { .. } => {
@@ -158,6 +193,7 @@ impl SqlError {
                 }
                 SqlError::OperatorNotAllowed { .. } => "operator allowlist",
                 SqlError::CastNotAllowed { .. } => "cast type allowlist",
+                SqlError::TooManyRelations { .. } => "relation count bound",
                 SqlError::UnknownRelation { .. }
                 | SqlError::TempSchema { .. }
                 | SqlError::UnknownColumn { .. }

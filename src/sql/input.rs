@@ -21,6 +21,11 @@ pub fn check_text(sql: &str, max_bytes: usize) -> Result<(), SqlError> {
             max: max_bytes,
         });
     }
+    if sql.contains('\0') {
+        return Err(SqlError::NulCharacter {
+            spelling: "a raw NUL byte",
+        });
+    }
     for (offset, c) in sql.char_indices() {
         if let Some(what) = forbidden_character(c) {
             return Err(SqlError::ForbiddenCharacter { what, offset });
@@ -64,7 +69,7 @@ mod tests {
             ("SELECT 1", None),
             ("SELECT\t1\r\nFROM t", None),
             ("SELECT 'café'", None),
-            ("SELECT 1\0", Some("sql_forbidden_character")),
+            ("SELECT 1\0", Some("sql_nul_character")),
             ("SELECT \"id\u{202E}\"", Some("sql_forbidden_character")),
             ("SELECT 'v\u{200B}1'", Some("sql_forbidden_character")),
             ("SELECT 1\u{2066}", Some("sql_forbidden_character")),

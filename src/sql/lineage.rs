@@ -189,6 +189,8 @@ pub struct Analysis {
     pub writes: BTreeMap<RelationRef, WriteSet>,
     /// True when a clock or session function makes the result non-cacheable.
     pub non_deterministic: bool,
+    /// FROM items named by the statement, at every level (bounded per statement).
+    pub from_items: usize,
 }
 
 impl Analysis {

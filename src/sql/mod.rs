@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod classify;
+pub mod depth;
 pub mod error;
 pub mod forbidden;
 pub mod functions;

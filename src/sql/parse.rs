@@ -13,6 +13,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
+use crate::sql::depth;
 use crate::sql::error::SqlError;
 use crate::sql::input;
 
@@ -31,14 +32,53 @@ pub struct ParsedStatement {
     pub sql: String,
 }
 
-/// Checks and parses `sql`, which may bind `$1..=$param_count`.
-pub fn parse(sql: &str, param_count: usize, max_bytes: usize) -> Result<ParsedStatement, SqlError> {
-    input::check_text(sql, max_bytes)?;
+/// Bounds on the work a statement may cause before and while it is parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseLimits {
+    /// Longest text, in bytes (checked before anything else).
+    pub max_bytes: usize,
+    /// Deepest nesting, by [`depth::depth`], checked on the tokens.
+    pub max_depth: usize,
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        ParseLimits {
+            max_bytes: input::DEFAULT_MAX_SQL_BYTES,
+            max_depth: depth::DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// Checks and parses `sql`, which must bind exactly `$1..=$param_count`.
+pub fn parse(
+    sql: &str,
+    param_count: usize,
+    limits: &ParseLimits,
+) -> Result<ParsedStatement, SqlError> {
+    input::check_text(sql, limits.max_bytes)?;
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
         .tokenize_with_location()
-        .map_err(|e| unparseable(&e.to_string()))?;
+        .map_err(|e| {
+            // sqlparser refuses an E'...' escape that decodes to NUL as an
+            // unterminated literal; name the real cause.
+            if has_nul_escape(sql) {
+                SqlError::NulCharacter {
+                    spelling: "an E'...' or U&'...' escape",
+                }
+            } else {
+                unparseable(&e.to_string())
+            }
+        })?;
     check_tokens(&tokens, param_count)?;
+    let nesting = depth::depth(&tokens);
+    if nesting > limits.max_depth {
+        return Err(SqlError::TooDeep {
+            depth: nesting,
+            max: limits.max_depth,
+        });
+    }
     let statement = parse_one(&dialect, tokens)?;
     let text = statement.to_string();
     let again = Tokenizer::new(&dialect, &text)
@@ -82,10 +122,15 @@ fn unparseable(detail: &str) -> SqlError {
     SqlError::Unparseable { detail: short }
 }
 
-/// Token-level checks: numeric junk, non-decimal literals and placeholders.
+/// Token-level checks: numeric junk, non-decimal literals, NUL inside a
+/// literal's value, and placeholders, which must bind exactly `$1..=$param_count`.
 fn check_tokens(tokens: &[TokenWithSpan], param_count: usize) -> Result<(), SqlError> {
+    let mut bound = vec![false; param_count];
     for (i, tok) in tokens.iter().enumerate() {
         let next = tokens.get(i + 1).map(|t| &t.token);
+        if let Some(spelling) = nul_in_literal(&tok.token) {
+            return Err(SqlError::NulCharacter { spelling });
+        }
         match &tok.token {
             Token::Number(n, _) => {
                 let lower = n.to_ascii_lowercase();
@@ -97,7 +142,12 @@ fn check_tokens(tokens: &[TokenWithSpan], param_count: usize) -> Result<(), SqlE
                     });
                 }
             }
-            Token::Placeholder(p) => check_placeholder(p, param_count)?,
+            Token::Placeholder(p) => {
+                let n = check_placeholder(p, param_count)?;
+                if let Some(slot) = n.checked_sub(1).and_then(|i| bound.get_mut(i)) {
+                    *slot = true;
+                }
+            }
             Token::Question => {
                 return Err(SqlError::Placeholder {
                     placeholder: "?".to_string(),
@@ -113,17 +163,99 @@ fn check_tokens(tokens: &[TokenWithSpan], param_count: usize) -> Result<(), SqlE
             _ => {}
         }
     }
-    Ok(())
+    let missing: Vec<String> = bound
+        .iter()
+        .enumerate()
+        .filter(|(_, used)| !**used)
+        .map(|(i, _)| format!("${}", i + 1))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(SqlError::UnusedParameter {
+            missing: shorten(&missing.join(", ")),
+            supplied: param_count,
+        })
+    }
 }
 
-fn check_placeholder(p: &str, param_count: usize) -> Result<(), SqlError> {
+/// Names the spelling when a literal's value holds NUL: PostgreSQL refuses
+/// text with NUL, so a statement carrying one is refused here rather than by
+/// the source (or, worse, later by the audit store). sqlparser has already
+/// decoded `E'\0'`, `E'\x00'`, `E'\u0000'` and `U&'\0000'` into the value.
+fn nul_in_literal(token: &Token) -> Option<&'static str> {
+    let (value, spelling) = match token {
+        Token::EscapedStringLiteral(v) => (v.as_str(), "an E'...' escape"),
+        Token::UnicodeStringLiteral(v) => (v.as_str(), "a U&'...' escape"),
+        Token::SingleQuotedString(v) | Token::NationalStringLiteral(v) => {
+            (v.as_str(), "a string literal")
+        }
+        Token::DollarQuotedString(d) => (d.value.as_str(), "a dollar-quoted string"),
+        Token::DoubleQuotedString(v) => (v.as_str(), "a quoted identifier"),
+        _ => return None,
+    };
+    value.contains('\0').then_some(spelling)
+}
+
+/// Whether the text holds a backslash escape that decodes to NUL (`\0`,
+/// `\000`, `\x0`, `\x00`, `\u0000`, `\U00000000`, `\+000000`), an escaped
+/// backslash not counting. Used only to explain a tokenizer refusal.
+fn has_nul_escape(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    let zeros = |from: usize, max: usize, digit: fn(u8) -> bool| {
+        let run: Vec<u8> = bytes
+            .iter()
+            .skip(from)
+            .take(max)
+            .copied()
+            .take_while(|b| digit(*b))
+            .collect();
+        !run.is_empty() && run.iter().all(|b| *b == b'0')
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let hex = |b: u8| b.is_ascii_hexdigit();
+        let nul = match bytes.get(i + 1) {
+            Some(b'0') => zeros(i + 1, 3, |b| (b'0'..=b'7').contains(&b)),
+            Some(b'x') => zeros(i + 2, 2, hex),
+            Some(b'u') => {
+                zeros(i + 2, 4, hex)
+                    && bytes
+                        .get(i + 2..i + 6)
+                        .is_some_and(|r| r.iter().all(|b| hex(*b)))
+            }
+            Some(b'U') => {
+                zeros(i + 2, 8, hex)
+                    && bytes
+                        .get(i + 2..i + 10)
+                        .is_some_and(|r| r.iter().all(|b| hex(*b)))
+            }
+            Some(b'+') => bytes
+                .get(i + 2..i + 8)
+                .is_some_and(|r| r.iter().all(|b| *b == b'0')),
+            _ => false,
+        };
+        if nul {
+            return true;
+        }
+        i += 2;
+    }
+    false
+}
+
+/// The number of a `$n` placeholder within `1..=param_count`.
+fn check_placeholder(p: &str, param_count: usize) -> Result<usize, SqlError> {
     let Some(digits) = p.strip_prefix('$') else {
         return Err(SqlError::Placeholder {
             placeholder: shorten(p),
         });
     };
     match digits.parse::<usize>() {
-        Ok(n) if (1..=param_count).contains(&n) && !digits.starts_with('0') => Ok(()),
+        Ok(n) if (1..=param_count).contains(&n) && !digits.starts_with('0') => Ok(n),
         Ok(_) => Err(SqlError::UnboundParameter {
             placeholder: shorten(p),
             supplied: param_count,
@@ -142,7 +274,10 @@ fn shorten(s: &str) -> String {
 mod tests {
     use super::*;
 
-    const MAX: usize = input::DEFAULT_MAX_SQL_BYTES;
+    const MAX: ParseLimits = ParseLimits {
+        max_bytes: input::DEFAULT_MAX_SQL_BYTES,
+        max_depth: depth::DEFAULT_MAX_DEPTH,
+    };
 
     #[test]
     fn parse_outcomes_table() {
@@ -160,6 +295,19 @@ mod tests {
             ("SELECT ?", 0, Some("sql_placeholder_not_allowed")),
             ("SELECT $1", 0, Some("sql_unbound_parameter")),
             ("SELECT $1", 1, None),
+            ("SELECT 1", 1, Some("sql_parameter_mismatch")),
+            ("SELECT $1, $3", 3, Some("sql_parameter_mismatch")),
+            ("SELECT $2, $1, $2", 2, None),
+            ("SELECT '$1'", 1, Some("sql_parameter_mismatch")),
+            ("SELECT E'a\\0b'", 0, Some("sql_nul_character")),
+            ("SELECT E'a\\x00b'", 0, Some("sql_nul_character")),
+            ("SELECT E'a\\000b'", 0, Some("sql_nul_character")),
+            ("SELECT E'a\\u0000b'", 0, Some("sql_nul_character")),
+            ("SELECT U&'a\\0000b'", 0, Some("sql_nul_character")),
+            ("SELECT U&'a\\+000000b'", 0, Some("sql_nul_character")),
+            ("SELECT U&'a!0000b' UESCAPE '!'", 0, Some("sql_unparseable")),
+            ("SELECT E'a\\\\0b'", 0, None),
+            ("SELECT 'a\\0b'", 0, None),
             ("SELECT $2", 1, Some("sql_unbound_parameter")),
             ("SELECT $0", 1, Some("sql_unbound_parameter")),
             ("SELECT id::text FROM t", 0, None),
@@ -167,7 +315,7 @@ mod tests {
             ("SELECT 'a'\n'b'", 0, Some("sql_unparseable")),
         ];
         for (sql, params, want) in cases {
-            let got = parse(sql, *params, MAX).err().map(|e| e.code());
+            let got = parse(sql, *params, &MAX).err().map(|e| e.code());
             assert_eq!(got, *want, "{sql:?}");
         }
     }
@@ -176,14 +324,14 @@ mod tests {
     fn deep_nesting_is_refused() {
         let sql = format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60));
         assert_eq!(
-            parse(&sql, 0, MAX).err().map(|e| e.code()),
+            parse(&sql, 0, &MAX).err().map(|e| e.code()),
             Some("sql_unparseable")
         );
     }
 
     #[test]
     fn the_executed_text_is_the_reserialized_tree() {
-        let parsed = parse("select  1 -- c\n", 0, MAX).ok().map(|p| p.sql);
+        let parsed = parse("select  1 -- c\n", 0, &MAX).ok().map(|p| p.sql);
         assert_eq!(parsed.as_deref(), Some("SELECT 1"));
     }
 }

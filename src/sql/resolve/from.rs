@@ -122,6 +122,7 @@ impl Resolver<'_> {
         factor: &TableFactor,
         left: Option<&FromItem>,
     ) -> Result<FromItem, SqlError> {
+        self.analysis.from_items += 1;
         match factor {
             TableFactor::Table {
                 name,
