@@ -4,6 +4,7 @@
 //! and p99, and ratios against the direct baseline measured in the same run.
 //!
 //! Run: `cargo bench --bench load` (options: `-- --seconds 5`). See BENCHMARKS.md.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,6 +1,7 @@
 //! Cost of one decision (parse + classify + resolve + authorize + masks) for
 //! a point query, a 5-table join and a ~60-line analytical query over a
 //! synthetic catalog of 200 relations.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use interlock::governance::{

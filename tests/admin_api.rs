@@ -1,4 +1,5 @@
 //! The operator side of the admin API, its authorization, and the metrics endpoint.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -3,6 +3,7 @@
 //! source's circuit open when its PostgreSQL is stopped, force-closes it, and watches it
 //! recover when the database comes back. The scripts are in tests/console/ (README there);
 //! screenshots are kept in target/test-artifacts/console/.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -2,6 +2,7 @@
 //! MCP, and the bundled client over both transports, under the same revision (2025-11-25),
 //! identity and configuration. Results, refusals and side effects must match; audit records
 //! must match in every field but the adapter name.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

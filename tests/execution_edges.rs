@@ -1,5 +1,6 @@
 //! The edges of execution: a client that goes away, a statement that runs too long, and an
 //! audit chain that must notice tampering.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

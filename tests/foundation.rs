@@ -1,5 +1,6 @@
 //! Foundation: health and readiness, migrations, the operator CLI against a real control
 //! database, configuration errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Evaluator precedence: deny beats allow, policies never grant, patterns at
 //! every level, no matching statement means deny.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use interlock::governance::{
     evaluate, AccessProfile, AccessRequest, AccessStatement, Action, Effect, Policy, PolicyRule,

@@ -1,4 +1,5 @@
 //! The circuit breaker against a source whose PostgreSQL really goes away and comes back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

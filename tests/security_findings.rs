@@ -3,6 +3,7 @@
 //! agent tried them. The classes behind them are covered by generators
 //! elsewhere (`resolver_differential`, `sql_depth`, the corpus cases c301+);
 //! here each named example must behave as a user would see it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

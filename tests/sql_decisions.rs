@@ -1,5 +1,6 @@
 //! Behaviour of `decide` beyond the corpus: lineage, masking uses, writes,
 //! EXPLAIN, parameters, policies. One table, one assertion helper.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod sqlfixture;
 

@@ -7,6 +7,7 @@
 //! plus seeded random mixtures of all constructs. A statement whose measured
 //! depth is over the bound must be refused with `sql_too_deep` (400); every
 //! other statement must get some verdict.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod sqlfixture;
 

@@ -7,6 +7,7 @@
 //! database. Allowed reads are then executed through the product's executor (read-only
 //! session) and their masked columns checked. Set `INTERLOCK_SQL_CASES` to run another
 //! corpus of the same format.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

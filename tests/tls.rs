@@ -1,6 +1,7 @@
 //! TLS to a source: `verify-full` against the right CA works; against another CA, or
 //! `require` against a server without TLS, the source is unavailable with "upstream TLS
 //! refused". The certificates are generated here.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 

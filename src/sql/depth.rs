@@ -188,7 +188,7 @@ mod tests {
             ("SELECT 1 + (2 + (3 + 4))".into(), 6),
             ("SELECT CASE WHEN a = 1 THEN b + 1 ELSE c END".into(), 3),
             ("SELECT 1 + CASE WHEN a THEN 1 + 1 END".into(), 4),
-            (vec!["SELECT 1, 2"; 5].join(" UNION "), 5),
+            (["SELECT 1, 2"; 5].join(" UNION "), 5),
             ("SELECT a[1][2][3]".into(), 2),
         ];
         for (sql, want) in cases {
@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn commas_do_not_hide_set_operations_or_outer_chains() {
         // The UNION count survives the commas of every branch's select list.
-        let unions = vec!["SELECT 1, 2, 3"; 50].join(" UNION ALL ");
+        let unions = ["SELECT 1, 2, 3"; 50].join(" UNION ALL ");
         assert!(measure(&unions) >= 50);
         // A chain before a parenthesis adds to everything inside it.
         let sql = format!("SELECT {} (1{})", "1 + ".repeat(40), " + 1".repeat(40));

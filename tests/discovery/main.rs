@@ -1,4 +1,5 @@
 //! Integration tests of discovery on a real PostgreSQL (see `harness.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod fixtures;
 mod harness;

@@ -227,7 +227,8 @@ mod tests {
         for r in &good {
             assert_eq!(v.check(r), Ok(()));
         }
-        let tamperings: Vec<(&str, Box<dyn Fn(&mut Vec<ChainedRecord>)>)> = vec![
+        type Tampering = (&'static str, Box<dyn Fn(&mut Vec<ChainedRecord>)>);
+        let tamperings: Vec<Tampering> = vec![
             (
                 "altered field",
                 Box::new(|c| c[2].record.row_count = Some(99)),

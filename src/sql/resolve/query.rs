@@ -304,16 +304,15 @@ fn references(query: &Query, name: &str) -> Result<bool, SqlError> {
     use std::ops::ControlFlow;
     let mut failed = None;
     let found = sqlparser::ast::visit_relations(query, |relation| {
-        match relation.0.as_slice() {
-            [single] => match single.as_ident().map(fold) {
+        if let [single] = relation.0.as_slice() {
+            match single.as_ident().map(fold) {
                 Some(Ok(folded)) if folded == name => return ControlFlow::Break(()),
                 Some(Err(e)) => {
                     failed = Some(e);
                     return ControlFlow::Break(());
                 }
                 _ => {}
-            },
-            _ => {}
+            }
         }
         ControlFlow::Continue(())
     });
