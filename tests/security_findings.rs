@@ -3,6 +3,7 @@
 //! agent tried them. The classes behind them are covered by generators
 //! elsewhere (`resolver_differential`, `sql_depth`, the corpus cases c301+);
 //! here each named example must behave as a user would see it.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -86,6 +87,7 @@ async fn each_finding_is_refused_with_its_rule() {
         (json!({"sql": deep_plus}), 400, "sql_too_deep"),
         (json!({"sql": deep_cast}), 400, "sql_too_deep"),
         // NUL in every spelling.
+        (json!({"sql": "SELECT 'a\u{0}b'"}), 400, "sql_nul_character"),
         (
             json!({"sql": "SELECT U&'a\\0000b'"}),
             400,

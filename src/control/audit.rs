@@ -15,7 +15,7 @@ pub struct VerifyReport {
 }
 
 const COLUMNS: &str = "seq, at, request_id, identity_id, identity, adapter, dialect, tool, source_id, action,
-    statement, fingerprint, decision, outcome, row_count, duration_us, cache_hit, approval_id, prev_hash, hash";
+    statement, fingerprint, decision, outcome, row_count, duration_us, cache_hit, approval_id, prev_hash, hash, statement_sha256";
 
 fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
     let outcome: String = r.get("outcome");
@@ -41,6 +41,7 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
             duration_us: r.get("duration_us"),
             cache_hit: r.get("cache_hit"),
             approval_id: r.get("approval_id"),
+            statement_sha256: r.get("statement_sha256"),
         },
         prev_hash: r.get("prev_hash"),
         hash: r.get("hash"),

@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_approval_execution",
         sql: include_str!("../../migrations/0002_approval_execution.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_audit_statement_hash",
+        sql: include_str!("../../migrations/0003_audit_statement_hash.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -110,6 +110,7 @@ impl AuditDraft {
             duration_us: i64::try_from(self.started.elapsed().as_micros()).unwrap_or(i64::MAX),
             cache_hit: self.cache_hit,
             approval_id: self.approval_id,
+            statement_sha256: None,
         }
     }
 }

@@ -5,12 +5,15 @@
 //! (up to `max_batch`). Batches hold a transaction-level advisory lock while extending the
 //! chain, so replicas sharing a control database extend one gap-free chain.
 //!
-//! When a batch fails, every caller in it gets [`AuditError::Unavailable`] and the writer is
-//! marked unhealthy: the gateway then refuses governed calls as unavailable (`audit
+//! Records are made storable first (NUL escaped, see `storable`). When a batch fails on a
+//! statement error, it is retried record by record, so one record that cannot be stored
+//! fails alone. When a batch fails otherwise (the control database is unreachable), every
+//! caller in it gets [`AuditError::Unavailable`] and the writer is marked unhealthy: the gateway then refuses governed calls as unavailable (`audit
 //! unavailable`) instead of running them unaudited. A probe restores health once the control
 //! database answers again.
 
 pub mod record;
+pub mod storable;
 mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};

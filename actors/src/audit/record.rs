@@ -67,6 +67,11 @@ pub struct AuditRecord {
     pub duration_us: i64,
     pub cache_hit: bool,
     pub approval_id: Option<Uuid>,
+    /// SHA-256 (hex) of the original statement, set only when the statement is
+    /// stored escaped (see `storable`); absent from the hashed form otherwise,
+    /// so records written before this field existed verify unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statement_sha256: Option<String>,
 }
 
 impl AuditRecord {
@@ -198,6 +203,7 @@ mod tests {
             duration_us: 10,
             cache_hit: false,
             approval_id: None,
+            statement_sha256: None,
         }
         .normalized()
     }

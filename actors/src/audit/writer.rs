@@ -46,29 +46,27 @@ impl AuditWriter {
         let take = self.buffer.len().min(self.max_batch);
         let batch: Vec<(AuditRecord, Reply)> = self.buffer.drain(..take).collect();
         let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
+        let records: Vec<AuditRecord> = records.into_iter().map(AuditRecord::storable).collect();
         let pool = self.pool.clone();
         let started = Instant::now();
         let size = records.len();
         ctx.spawn(
-            async move { write_batch(&pool, records).await }
+            async move { write_all(&pool, records).await }
                 .into_actor(self)
-                .map(move |result, act, ctx| {
+                .map(move |results, act, ctx| {
                     metrics::histogram!("interlock_audit_batch_size").record(size as f64);
-                    metrics::histogram!("interlock_audit_commit_seconds").record(started.elapsed().as_secs_f64());
-                    match result {
-                        Ok(first_seq) => {
-                            act.healthy.store(true, Ordering::Release);
-                            for (i, reply) in replies.into_iter().enumerate() {
-                                let _ = reply.send(Ok(first_seq + i as i64));
-                            }
-                        }
-                        Err(e) => {
-                            tracing::error!(error = %e, records = size, "audit batch could not be committed");
-                            act.healthy.store(false, Ordering::Release);
-                            for reply in replies {
-                                let _ = reply.send(Err(AuditError::Unavailable));
-                            }
-                        }
+                    metrics::histogram!("interlock_audit_commit_seconds")
+                        .record(started.elapsed().as_secs_f64());
+                    let reachable = results.iter().any(Result::is_ok)
+                        || results
+                            .iter()
+                            .any(|r| matches!(r, Err(e) if e.is_statement_error()));
+                    act.healthy.store(reachable, Ordering::Release);
+                    for (result, reply) in results.into_iter().zip(replies) {
+                        let _ = reply.send(result.map_err(|e| {
+                            tracing::error!(error = %e, "audit record could not be committed");
+                            AuditError::Unavailable
+                        }));
                     }
                     act.flushing = false;
                     act.flush(ctx);
@@ -128,12 +126,47 @@ enum BatchError {
     Pool(#[from] deadpool_postgres::PoolError),
     #[error(transparent)]
     Db(#[from] tokio_postgres::Error),
+    #[error("the batch this record was in could not be committed")]
+    Failed,
+}
+
+impl BatchError {
+    /// Whether the database refused a statement of the batch (a record it cannot
+    /// store), as opposed to being unreachable.
+    fn is_statement_error(&self) -> bool {
+        matches!(self, BatchError::Db(e) if e.as_db_error().is_some())
+    }
+}
+
+/// Writes `records` as one batch; if the database refuses a statement of it, writes them
+/// one by one so that only the records it cannot store fail. One result per record.
+async fn write_all(
+    pool: &deadpool_postgres::Pool,
+    records: Vec<AuditRecord>,
+) -> Vec<Result<i64, BatchError>> {
+    let size = records.len();
+    match write_batch(pool, &records).await {
+        Ok(first) => (0..size).map(|i| Ok(first + i as i64)).collect(),
+        Err(e) if e.is_statement_error() && size > 1 => {
+            tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
+            let mut results = Vec::with_capacity(size);
+            for record in records {
+                results.push(write_batch(pool, std::slice::from_ref(&record)).await);
+            }
+            results
+        }
+        Err(e) => {
+            let mut results = vec![Err(e)];
+            results.extend((1..size).map(|_| Err(BatchError::Failed)));
+            results
+        }
+    }
 }
 
 /// Extends the chain with `records` in one transaction; returns the first sequence number.
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
-    records: Vec<AuditRecord>,
+    records: &[AuditRecord],
 ) -> Result<i64, BatchError> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
@@ -157,12 +190,12 @@ async fn write_batch(
         .prepare_cached(
             "INSERT INTO audit_records (seq, at, request_id, identity_id, identity, adapter, dialect, tool,
                 source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us,
-                cache_hit, approval_id, prev_hash, hash)
-             VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)",
+                cache_hit, approval_id, prev_hash, hash, statement_sha256)
+             VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)",
         )
         .await?;
     let mut pending = Vec::with_capacity(records.len());
-    for r in &records {
+    for r in records {
         seq += 1;
         let hash = chain_hash(&prev, seq, r).to_vec();
         pending.push((seq, prev.clone(), hash.clone()));
@@ -197,6 +230,7 @@ async fn write_batch(
                     &r.approval_id,
                     prev,
                     hash,
+                    &r.statement_sha256,
                 ],
             )
             .await

@@ -1,0 +1,132 @@
+//! Audit that one record cannot break: text PostgreSQL cannot store is stored
+//! escaped (losslessly, with the original's hash), and a record the database
+//! refuses fails alone while the rest of its batch commits — on a real control
+//! database, through the writer's own API.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use chrono::Utc;
+use interlock_actors::audit::storable::unescape;
+use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, Outcome};
+use sha2::{Digest, Sha256};
+
+fn record(request_id: &str, statement: &str) -> AuditRecord {
+    AuditRecord {
+        at: Utc::now(),
+        request_id: request_id.to_string(),
+        identity_id: None,
+        identity: Some("demo-agent".into()),
+        adapter: "mcp".into(),
+        dialect: Some("2026-07-28".into()),
+        tool: "interlock_query".into(),
+        source_id: Some("shop".into()),
+        action: Some("read".into()),
+        statement: Some(statement.to_string()),
+        fingerprint: None,
+        decision: serde_json::json!({"verdict": "refused", "reason": format!("quoted: {statement}")}),
+        outcome: Outcome::Refused,
+        row_count: None,
+        duration_us: 1,
+        cache_hit: false,
+        approval_id: None,
+        statement_sha256: None,
+    }
+}
+
+async fn writer(db: &str) -> (AuditHandle, interlock::control::ControlPool, actix::Arbiter) {
+    let pool = interlock::control::connect_pool(&common::settings_for(db).control).expect("pool");
+    let arbiter = actix::Arbiter::new();
+    let handle = AuditHandle::start(pool.clone(), AuditConfig::default(), &arbiter.handle());
+    (handle, pool, arbiter)
+}
+
+#[actix_rt::test]
+async fn text_with_nul_is_stored_escaped_and_verifiable() {
+    let db = common::fresh_control_db().await;
+    let (audit, pool, _arbiter) = writer(&db).await;
+    let cases = [
+        "SELECT 'a\0b'",
+        "SELECT E'\\\\0' -- \0 and a backslash",
+        "\0",
+        "SELECT 'plain \\ text'",
+    ];
+    for (i, sql) in cases.iter().enumerate() {
+        let seq = audit.append(record(&format!("nul-{i}"), sql)).await;
+        assert!(seq.is_ok(), "{sql:?}: {seq:?}");
+    }
+    let client = pool.get().await.expect("client");
+    for (i, sql) in cases.iter().enumerate() {
+        let row = client
+            .query_one(
+                "SELECT statement, statement_sha256 FROM audit_records WHERE request_id = $1",
+                &[&format!("nul-{i}")],
+            )
+            .await
+            .expect("stored");
+        let stored: String = row.get(0);
+        let hash: Option<String> = row.get(1);
+        if sql.contains('\0') {
+            assert_eq!(unescape(&stored), *sql, "lossless");
+            assert_eq!(
+                hash.as_deref(),
+                Some(hex::encode(Sha256::digest(sql.as_bytes())).as_str()),
+                "the original bytes' hash"
+            );
+        } else {
+            assert_eq!(stored, *sql, "text without NUL is stored as it came");
+            assert_eq!(hash, None);
+        }
+    }
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!(report.records, cases.len() as u64);
+}
+
+#[actix_rt::test]
+async fn a_record_the_database_refuses_fails_alone() {
+    let db = common::fresh_control_db().await;
+    let (audit, pool, _arbiter) = writer(&db).await;
+    // A record the database refuses, whatever the gateway does to make it storable.
+    pool.get()
+        .await
+        .expect("client")
+        .batch_execute(
+            "CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN IF NEW.request_id LIKE 'poison%' THEN RAISE EXCEPTION 'poisoned record'; END IF;
+             RETURN NEW; END $$;
+             CREATE TRIGGER refuse_poison BEFORE INSERT ON audit_records
+             FOR EACH ROW EXECUTE FUNCTION refuse_poison();",
+        )
+        .await
+        .expect("trigger");
+    // Many concurrent appends, so that the poisoned ones share batches with good ones.
+    let ids: Vec<String> = (0..40)
+        .map(|i| {
+            if i % 10 == 3 {
+                format!("poison-{i}")
+            } else {
+                format!("good-{i}")
+            }
+        })
+        .collect();
+    let results =
+        futures_util::future::join_all(ids.iter().map(|id| audit.append(record(id, "SELECT 1"))))
+            .await;
+    for (id, result) in ids.iter().zip(&results) {
+        assert_eq!(result.is_ok(), id.starts_with("good"), "{id}: {result:?}");
+    }
+    assert!(
+        audit.is_healthy(),
+        "a refused record does not make audit unavailable"
+    );
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!(report.records, 36, "every good record, gap-free");
+    // The next record still commits.
+    assert!(audit.append(record("after", "SELECT 2")).await.is_ok());
+}
