@@ -413,6 +413,15 @@ fn rows_outcome(payload: &Value) -> Outcome {
     Outcome::Rows { rows, truncated }
 }
 
+fn e_text(e: &ExecError) -> String {
+    let text = e.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect::<String>() + ".",
+        None => text,
+    }
+}
+
 fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
     draft.error = Some(e.to_string());
     match e {
@@ -420,6 +429,15 @@ fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
         ExecError::TlsRefused => Outcome::Unavailable {
             reason: "upstream TLS refused".into(),
         },
+        ExecError::Parameter { .. } => {
+            draft.refused(
+                "execution",
+                "invalid_parameter",
+                "parameter types",
+                &e_text(&e),
+            );
+            Outcome::refused(400, "invalid_parameter", e_text(&e))
+        }
         other => {
             tracing::info!(error = %other, "governed read failed");
             Outcome::Failed

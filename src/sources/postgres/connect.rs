@@ -94,30 +94,20 @@ pub async fn connect_once(
     }
 }
 
-/// Sorts connection failures into TLS refusals and other upstream failures, without
-/// carrying addresses into the message.
+/// Sorts connection failures into TLS refusals and other upstream failures (by the
+/// driver's error types and SQLSTATE, see [`super::cause`]), without carrying addresses
+/// or server text into the message.
 fn classify(e: tokio_postgres::Error) -> ConnectError {
-    let text = format!("{e:?}").to_ascii_lowercase();
-    if text.contains("tls")
-        || text.contains("certificate")
-        || text.contains("ssl")
-        || text.contains("handshake")
-    {
-        return ConnectError::TlsRefused;
+    use super::cause::{classify, Cause, Phase};
+    match classify(&e, Phase::Connect) {
+        Cause::Tls => ConnectError::TlsRefused,
+        Cause::Connection(what) | Cause::ServerUnavailable(what) => {
+            ConnectError::Upstream(what.to_string())
+        }
+        Cause::Statement { code } => ConnectError::Upstream(format!("SQLSTATE {code}")),
+        Cause::Cancelled => ConnectError::Upstream("connection cancelled".to_string()),
+        Cause::Driver => ConnectError::Upstream("could not connect".to_string()),
     }
-    if let Some(db) = e.as_db_error() {
-        return ConnectError::Upstream(format!("{} ({})", db.message(), db.code().code()));
-    }
-    let kind = if text.contains("refused") {
-        "connection refused"
-    } else if text.contains("timed out") || text.contains("timeout") {
-        "connection timed out"
-    } else if text.contains("reset") {
-        "connection reset"
-    } else {
-        "could not connect"
-    };
-    ConnectError::Upstream(kind.to_string())
 }
 
 /// What `interlock sources test` reports.

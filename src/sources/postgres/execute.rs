@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 use tokio_util::sync::CancellationToken;
 
@@ -92,8 +91,30 @@ pub enum ExecError {
         code: String,
         condition: &'static str,
     },
+    /// A parameter value does not fit the type PostgreSQL inferred for its placeholder
+    /// (decided at Bind, before anything ran; the caller's mistake).
+    #[error("{}", parameter_message(*.index, .expected, .detail))]
+    Parameter {
+        index: Option<usize>,
+        expected: String,
+        detail: &'static str,
+    },
+    /// The driver could not encode a parameter or decode a value.
+    #[error("a parameter or a result value could not be converted")]
+    Driver,
     #[error(transparent)]
     Unsupported(#[from] values::UnsupportedType),
+}
+
+fn parameter_message(index: Option<usize>, expected: &str, detail: &str) -> String {
+    match index {
+        Some(i) => format!(
+            "parameter ${i} must be a {expected} value ({detail}); pass a value of that type in params"
+        ),
+        None => format!(
+            "a value does not fit its type ({detail}); check the parameters ({expected}) and the statement's constants"
+        ),
+    }
 }
 
 impl ExecError {
@@ -226,6 +247,7 @@ async fn statement_work(
         .iter()
         .map(|c| c.name().to_string())
         .collect();
+    check_params(params, stmt.params())?;
     let tx = conn.transaction().await.map_err(db_error)?;
     if purpose == Purpose::Write {
         let rows = tx
@@ -240,7 +262,7 @@ async fn statement_work(
     let portal = tx
         .bind_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
         .await
-        .map_err(db_error)?;
+        .map_err(|e| bind_error(e, params, stmt.params()))?;
     let fetch = i32::try_from(limits.max_rows.saturating_add(1)).unwrap_or(i32::MAX);
     let rows = tx
         .query_portal_raw(&portal, fetch)
@@ -338,43 +360,85 @@ fn pool_error(e: deadpool_postgres::PoolError) -> ExecError {
     }
 }
 
-/// Maps a tokio-postgres error without ever carrying the server's message text.
+/// Maps a tokio-postgres error by its cause ([`super::cause`]) without ever carrying the
+/// server's message text.
 pub fn db_error(e: tokio_postgres::Error) -> ExecError {
-    if let Some(db) = e.as_db_error() {
-        let code = db.code();
-        if *code == SqlState::QUERY_CANCELED {
-            // Our own cancel and the statement timeout both end here; the caller knows which.
-            return ExecError::StatementTimeout;
+    use super::cause::{classify, Cause, Phase};
+    match classify(&e, Phase::Statement) {
+        Cause::Cancelled => ExecError::StatementTimeout,
+        Cause::Tls => ExecError::TlsRefused,
+        Cause::Connection(what) | Cause::ServerUnavailable(what) => {
+            ExecError::Upstream(what.into())
         }
-        if [
-            SqlState::ADMIN_SHUTDOWN,
-            SqlState::CRASH_SHUTDOWN,
-            SqlState::CANNOT_CONNECT_NOW,
-        ]
-        .contains(code)
-            || code.code().starts_with("08")
+        Cause::Statement { code } => ExecError::Refused {
+            condition: condition_name(&code),
+            code,
+        },
+        Cause::Driver => ExecError::Driver,
+    }
+}
+
+/// SQLSTATEs of a value that cannot be read as its type.
+const INPUT_STATES: &[&str] = &["22P02", "22007", "22008", "22003", "22021", "22P05"];
+
+/// A refusal at Bind, before anything ran, of a value that cannot be read as its type.
+/// Bind also plans the statement, so a constant of the statement itself can fail here
+/// too (`SELECT 'x'::int`); only with parameters bound is the refusal put to them.
+fn bind_error(e: tokio_postgres::Error, params: &[TextParam], types: &[Type]) -> ExecError {
+    match db_error(e) {
+        ExecError::Refused { code, .. }
+            if !params.is_empty() && INPUT_STATES.contains(&code.as_str()) =>
         {
-            return ExecError::Upstream("server shutting down".into());
+            ExecError::Parameter {
+                index: None,
+                expected: expected_types(types, params.len()),
+                detail: condition_name(&code),
+            }
         }
-        return ExecError::Refused {
-            code: code.code().to_string(),
-            condition: condition_name(code.code()),
+        other => other,
+    }
+}
+
+fn expected_types(types: &[Type], count: usize) -> String {
+    types
+        .iter()
+        .take(count)
+        .enumerate()
+        .map(|(i, t)| format!("${} {}", i + 1, t.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks each parameter value against the type PostgreSQL inferred for it, before
+/// anything runs, so a mismatch names the parameter and the type.
+fn check_params(params: &[TextParam], types: &[Type]) -> Result<(), ExecError> {
+    for (i, (param, ty)) in params.iter().zip(types).enumerate() {
+        let Some(text) = &param.0 else { continue };
+        let ok = match *ty {
+            Type::INT2 => text.trim().parse::<i16>().is_ok(),
+            Type::INT4 => text.trim().parse::<i32>().is_ok(),
+            Type::INT8 => text.trim().parse::<i64>().is_ok(),
+            Type::FLOAT4 | Type::FLOAT8 | Type::NUMERIC => {
+                let t = text.trim().to_ascii_lowercase();
+                t.parse::<f64>().is_ok() || ["nan", "infinity", "-infinity"].contains(&t.as_str())
+            }
+            Type::BOOL => matches!(
+                text.trim().to_ascii_lowercase().as_str(),
+                "t" | "true" | "y" | "yes" | "on" | "1" | "f" | "false" | "n" | "no" | "off" | "0"
+            ),
+            Type::UUID => uuid::Uuid::parse_str(text.trim()).is_ok(),
+            Type::JSON | Type::JSONB => serde_json::from_str::<Value>(text).is_ok(),
+            _ => true,
         };
+        if !ok {
+            return Err(ExecError::Parameter {
+                index: Some(i + 1),
+                expected: ty.name().to_string(),
+                detail: "the value cannot be read as that type",
+            });
+        }
     }
-    let text = format!("{e:?}").to_ascii_lowercase();
-    if text.contains("tls") || text.contains("certificate") {
-        return ExecError::TlsRefused;
-    }
-    let what = if text.contains("refused") {
-        "connection refused"
-    } else if text.contains("reset") {
-        "connection reset"
-    } else if text.contains("timed out") || text.contains("timeout") {
-        "connection timed out"
-    } else {
-        "connection lost"
-    };
-    ExecError::Upstream(what.into())
+    Ok(())
 }
 
 /// Names for the SQLSTATE classes an agent is likely to meet.

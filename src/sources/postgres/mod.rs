@@ -2,6 +2,7 @@
 //! and catalog scans.
 
 pub mod catalog_scan;
+pub mod cause;
 pub mod connect;
 pub mod execute;
 pub mod pool;
