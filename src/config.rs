@@ -38,6 +38,25 @@ pub struct Settings {
     pub catalog: CatalogSettings,
     pub sources: SourcesSettings,
     pub approvals: ApprovalSettings,
+    pub metrics: MetricsSettings,
+}
+
+/// Where `/metrics` is served and who may read it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// Empty: `/metrics` on the main listener, for operator keys only. An address: a
+    /// second listener that serves only `/metrics`, without a key.
+    pub listen: String,
+    /// Allow `listen` to be a non-loopback address (anyone who reaches it reads metrics).
+    pub allow_non_loopback: bool,
+}
+
+impl MetricsSettings {
+    /// The separate metrics listener, when one is configured.
+    pub fn listen_addr(&self) -> Option<SocketAddr> {
+        self.listen.trim().parse().ok()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -47,6 +66,8 @@ pub struct ServerSettings {
     pub workers: usize,
     pub allowed_hosts: Vec<String>,
     pub allowed_origins: Vec<String>,
+    /// Proxies (addresses or CIDR blocks) whose forwarding headers are believed.
+    pub trusted_proxies: Vec<String>,
     pub max_body_bytes: usize,
     pub max_in_flight: usize,
     pub client_request_timeout_secs: u64,
@@ -282,6 +303,34 @@ impl Settings {
                 "sql.max_sql_bytes",
                 "must be between 256 and 16777216",
             ));
+        }
+        if let Some(bad) = self
+            .server
+            .trusted_proxies
+            .iter()
+            .find(|p| !crate::http::is_valid_proxy(p))
+        {
+            return Err(invalid(
+                "server.trusted_proxies",
+                format!("{bad:?} is not an IP address or CIDR block (e.g. \"10.0.0.0/8\")"),
+            ));
+        }
+        if !self.metrics.listen.trim().is_empty() {
+            match self.metrics.listen_addr() {
+                None => {
+                    return Err(invalid(
+                        "metrics.listen",
+                        "must be empty or an address such as \"127.0.0.1:9464\"",
+                    ))
+                }
+                Some(a) if !a.ip().is_loopback() && !self.metrics.allow_non_loopback => {
+                    return Err(invalid(
+                        "metrics.listen",
+                        "must be a loopback address unless metrics.allow_non_loopback = true",
+                    ))
+                }
+                Some(_) => {}
+            }
         }
         if !(10..=crate::sql::depth::DEFAULT_MAX_DEPTH).contains(&self.sql.max_depth) {
             return Err(invalid(

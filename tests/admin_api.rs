@@ -343,6 +343,7 @@ async fn metrics_expose_the_gateway_series() {
     .await;
     let text = client()
         .get(env.gateway.url("/metrics"))
+        .bearer_auth(&env.operator_key)
         .send()
         .await
         .expect("metrics")

@@ -134,6 +134,7 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
     }
     let transitions: Vec<String> = common::http::client()
         .get(env.gateway.url("/metrics"))
+        .bearer_auth(&env.operator_key)
         .send()
         .await
         .expect("metrics")

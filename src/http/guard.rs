@@ -21,6 +21,49 @@ pub struct EdgePolicy {
     allowed_origins: Vec<String>,
     max_in_flight: usize,
     in_flight: Arc<AtomicUsize>,
+    trusted_proxies: Vec<IpNet>,
+}
+
+/// An address or a CIDR block (`10.0.0.7`, `10.0.0.0/8`, `::1/128`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl IpNet {
+    /// Parses `ip` or `ip/prefix`; `None` for anything else.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (ip, prefix) = match text.trim().split_once('/') {
+            Some((ip, p)) => (ip, Some(p)),
+            None => (text.trim(), None),
+        };
+        let addr: IpAddr = ip.parse().ok()?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max)?,
+            None => max,
+        };
+        Some(IpNet { addr, prefix })
+    }
+
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
 }
 
 impl EdgePolicy {
@@ -29,6 +72,7 @@ impl EdgePolicy {
         allowed_hosts: &[String],
         allowed_origins: &[String],
         max_in_flight: usize,
+        trusted_proxies: &[IpNet],
     ) -> Self {
         let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
         if !bind.is_unspecified() {
@@ -43,17 +87,34 @@ impl EdgePolicy {
                 .collect(),
             max_in_flight,
             in_flight: Arc::new(AtomicUsize::new(0)),
+            trusted_proxies: trusted_proxies.to_vec(),
         }
     }
 
-    /// Host header → allowed? Matches the host name without port, or `host:port` as listed.
+    /// Host header → allowed? It must parse as a plain authority ([`super::host`]); then
+    /// its name matches a listed host, or `name:port` matches a listed `host:port`.
     pub fn host_allowed(&self, host: &str) -> bool {
-        let host = host.trim().to_ascii_lowercase();
-        if self.allowed_hosts.contains(&host) {
+        let Some(authority) = super::host::parse(host) else {
+            return false;
+        };
+        if self.allowed_hosts.contains(&authority.name) {
             return true;
         }
-        let name = host_name(&host);
-        self.allowed_hosts.iter().any(|h| h == name)
+        let Some(port) = authority.port else {
+            return false;
+        };
+        let with_port = if authority.name.contains(':') {
+            format!("[{}]:{port}", authority.name)
+        } else {
+            format!("{}:{port}", authority.name)
+        };
+        self.allowed_hosts.contains(&with_port)
+    }
+
+    /// Whether forwarding headers (`Forwarded`, `X-Forwarded-*`) may be believed for a
+    /// request from `peer`: only from a configured proxy.
+    pub fn trusts_forwarding(&self, peer: Option<IpAddr>) -> bool {
+        peer.is_some_and(|ip| self.trusted_proxies.iter().any(|net| net.contains(ip)))
     }
 
     /// Origin header → allowed? Absent is allowed (non-browser clients); present must be the
@@ -62,17 +123,6 @@ impl EdgePolicy {
         let Some(origin) = origin else { return true };
         let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
         origin == own_origin.to_ascii_lowercase() || self.allowed_origins.contains(&origin)
-    }
-}
-
-/// `example.com:8080` → `example.com`; `[::1]:8080` → `::1`.
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
     }
 }
 
@@ -152,7 +202,15 @@ where
             );
             return Box::pin(async move { Ok(req.into_response(res)) });
         }
-        let scheme = req.connection_info().scheme().to_string();
+        // The request's own origin: from forwarding headers only behind a trusted proxy.
+        let peer = req.peer_addr().map(|a| a.ip());
+        let scheme = if self.policy.trusts_forwarding(peer) {
+            req.connection_info().scheme().to_string()
+        } else if req.app_config().secure() {
+            "https".to_string()
+        } else {
+            "http".to_string()
+        };
         let own = format!("{scheme}://{host}");
         let origin = req
             .headers()
@@ -230,7 +288,27 @@ mod tests {
             &["gw.internal".into()],
             &["https://console.example".into()],
             10,
+            &[IpNet::parse("10.0.0.0/8").unwrap_or(IpNet {
+                addr: IpAddr::from([10, 0, 0, 0]),
+                prefix: 8,
+            })],
         )
+    }
+
+    #[test]
+    fn forwarding_is_trusted_only_from_listed_proxies() {
+        let p = policy();
+        let ip = |s: &str| s.parse::<IpAddr>().ok();
+        assert!(p.trusts_forwarding(ip("10.1.2.3")));
+        assert!(!p.trusts_forwarding(ip("11.0.0.1")));
+        assert!(!p.trusts_forwarding(ip("127.0.0.1")));
+        assert!(!p.trusts_forwarding(ip("::1")));
+        assert!(!p.trusts_forwarding(None));
+        for bad in ["", "10.0.0.0/33", "::1/129", "host", "10.0.0.0/x"] {
+            assert_eq!(IpNet::parse(bad), None, "{bad}");
+        }
+        let v6 = IpNet::parse("fd00::/8");
+        assert!(v6.is_some_and(|n| n.contains(IpAddr::from([0xfd00, 0, 0, 0, 0, 0, 0, 1]))));
     }
 
     #[test]
@@ -244,6 +322,10 @@ mod tests {
             ("GW.INTERNAL:443", true),
             ("evil.example:8080", false),
             ("127.0.0.1.evil.example", false),
+            ("[localhost]evil.example", false),
+            ("[::1]evil.example", false),
+            ("localhost:8080:8080", false),
+            ("user@localhost", false),
             ("", false),
         ];
         for (host, want) in cases {

@@ -25,13 +25,39 @@ pub fn install() {
     });
 }
 
-pub async fn render() -> HttpResponse {
+/// `GET /metrics`: without a key on the separate metrics listener (`metrics.listen`),
+/// otherwise for operator keys only.
+pub async fn render(req: actix_web::HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let on_metrics_listener =
+        state.settings.metrics.listen_addr() == Some(req.app_config().local_addr());
+    if !on_metrics_listener {
+        if let Err(refusal) = super::admin::require_operator(&req, &state).await {
+            return refusal;
+        }
+    }
     match HANDLE.get().and_then(Option::as_ref) {
         Some(h) => HttpResponse::Ok()
             .content_type("text/plain; version=0.0.4")
             .body(h.render()),
         None => HttpResponse::ServiceUnavailable().body("metrics recorder not installed"),
     }
+}
+
+/// On the separate metrics listener, every path but `/metrics` is 404: it is not a second
+/// door to the governed routes.
+pub async fn only_metrics_on_its_listener(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    let metrics_addr = req
+        .app_data::<web::Data<AppState>>()
+        .and_then(|s| s.settings.metrics.listen_addr());
+    if metrics_addr == Some(req.app_config().local_addr()) && req.path() != "/metrics" {
+        return Ok(req.into_response(HttpResponse::NotFound().finish()));
+    }
+    next.call(req)
+        .await
+        .map(actix_web::dev::ServiceResponse::map_into_boxed_body)
 }
 
 /// Samples gauges that are states rather than events, every few seconds.

@@ -4,6 +4,12 @@ mod admin;
 mod console;
 mod guard;
 mod health;
+mod host;
+
+/// Whether a `server.trusted_proxies` entry is an address or CIDR block.
+pub fn is_valid_proxy(entry: &str) -> bool {
+    guard::IpNet::parse(entry).is_some()
+}
 pub mod inflight;
 mod legacy;
 mod mcp_endpoint;
@@ -42,7 +48,13 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
         &settings.allowed_hosts,
         &settings.allowed_origins,
         settings.max_in_flight,
+        &settings
+            .trusted_proxies
+            .iter()
+            .filter_map(|p| guard::IpNet::parse(p))
+            .collect::<Vec<_>>(),
     );
+    let metrics_addr = state.settings.metrics.listen_addr();
     let data = web::Data::from(state);
     let sessions = web::Data::new(legacy::LegacySessions::default());
     let server = HttpServer::new(move || {
@@ -57,6 +69,9 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .app_data(web::QueryConfig::default().error_handler(|e, _| json_error(e.to_string())))
             .app_data(web::PayloadConfig::new(settings.max_body_bytes))
             .wrap(request_id::RequestId)
+            .wrap(actix_web::middleware::from_fn(
+                metrics::only_metrics_on_its_listener,
+            ))
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
             .configure(metrics::route)
@@ -97,7 +112,11 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
     .h1_allow_half_closed(false)
     .client_request_timeout(Duration::from_secs(settings.client_request_timeout_secs))
     .shutdown_timeout(settings.shutdown_timeout_secs)
-    .listen(listener)?
-    .run();
+    .listen(listener)?;
+    let server = match metrics_addr {
+        Some(addr) => server.listen(std::net::TcpListener::bind(addr)?)?,
+        None => server,
+    };
+    let server = server.run();
     Ok(server)
 }

@@ -16,14 +16,35 @@ mod audit;
 mod audit_log;
 mod auth;
 mod events;
+mod gate;
 mod identities;
 mod sources;
 
 use actix_web::web;
 
 /// The admin routes (the caller wraps them in the edge guard).
-pub fn routes() -> actix_web::Scope {
+/// Refuses (401/403) every caller but an operator; for routes outside `/admin`.
+pub async fn require_operator(
+    req: &actix_web::HttpRequest,
+    state: &crate::AppState,
+) -> Result<(), actix_web::HttpResponse> {
+    use crate::control::identities::IdentityKind;
+    auth::admin(req, state, &[IdentityKind::Operator])
+        .await
+        .map(|_| ())
+}
+
+pub fn routes() -> actix_web::Scope<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
     web::scope("/admin")
+        .wrap(actix_web::middleware::from_fn(gate::gate))
         .route("/approvals", web::get().to(approvals::list))
         .route("/approvals/{id}", web::get().to(approvals::show))
         .route(
