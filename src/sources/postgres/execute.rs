@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 use tokio_util::sync::CancellationToken;
 
-use super::pool::{Purpose, SourcePools, SourceTls};
+use super::pool::{Purpose, SourcePools};
 use super::values;
 
 /// How long a cancelled statement may take to drain before its connection is discarded.
@@ -196,10 +196,12 @@ pub async fn run(
                 // keep asking until the statement ends or the drain time is up.
                 let started = std::time::Instant::now();
                 loop {
-                    let sent = match &pools.tls {
-                        SourceTls::None => cancel_token.cancel_query(tokio_postgres::NoTls).await,
-                        SourceTls::Rustls(t) => cancel_token.cancel_query(t.clone()).await,
-                    };
+                    let sent = super::guarded_connect::cancel(
+                        &cancel_token,
+                        &pools.cancel_config,
+                        &pools.tls,
+                    )
+                    .await;
                     if let Err(e) = sent {
                         tracing::warn!(error = %e, "sending the cancel request failed");
                     }
@@ -310,7 +312,15 @@ async fn collect(
     let mut out = Rows::default();
     let mut bytes: u64 = 2;
     while let Some(row) = rows.next().await {
-        let row = row.map_err(db_error)?;
+        let row = match row {
+            Ok(row) => row,
+            // The row guard refused a row larger than the cap before it was buffered.
+            Err(e) if super::row_guard::is_row_too_large(&e) => {
+                out.truncated = Some(Truncation::ByteLimit);
+                break;
+            }
+            Err(e) => return Err(db_error(e)),
+        };
         if out.truncated.is_some() {
             continue;
         }

@@ -5,7 +5,9 @@ pub mod catalog_scan;
 pub mod cause;
 pub mod connect;
 pub mod execute;
+pub mod guarded_connect;
 pub mod pool;
+pub mod row_guard;
 pub mod tls;
 pub mod values;
 

@@ -10,6 +10,9 @@ use super::connect::{pg_config, ConnectError};
 use super::tls::client_config;
 use crate::control::sources::Source;
 
+/// Room above the byte cap for a row's protocol framing (column lengths and the like).
+const ROW_OVERHEAD: usize = 64 * 1024;
+
 /// The TLS connector of a source, kept for cancel requests (which open a new connection).
 #[derive(Clone)]
 pub enum SourceTls {
@@ -22,6 +25,8 @@ pub struct SourcePools {
     pub read: Pool,
     pub write: Pool,
     pub tls: SourceTls,
+    /// Where cancel requests go (they carry the session's key, not a login).
+    pub cancel_config: tokio_postgres::Config,
 }
 
 /// Which pool: the read pool pins `default_transaction_read_only=on`, so even a statement the
@@ -48,6 +53,7 @@ pub fn build(source: &Source) -> Result<SourcePools, ConnectError> {
         read: pool(source, read_login, Purpose::Read, &tls, size)?,
         write: pool(source, write_login, Purpose::Write, &tls, size.clamp(1, 4))?,
         tls,
+        cancel_config: pg_config(source, read_login)?,
     })
 }
 
@@ -73,10 +79,16 @@ fn pool(
     let mc = ManagerConfig {
         recycling_method: RecyclingMethod::Fast,
     };
-    let manager = match tls {
-        SourceTls::None => Manager::from_config(config, tokio_postgres::NoTls, mc),
-        SourceTls::Rustls(t) => Manager::from_config(config, t.clone(), mc),
+    // Every connection is opened through the row guard: no single row over the source's
+    // byte cap (plus the overhead of its encoding) is ever buffered.
+    let row_limit = usize::try_from(source.max_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_add(ROW_OVERHEAD);
+    let connect = super::guarded_connect::GuardedConnect {
+        tls: tls.clone(),
+        row_limit,
     };
+    let manager = Manager::from_connect(config, connect, mc);
     Pool::builder(manager)
         .max_size(size)
         .runtime(Runtime::Tokio1)
