@@ -173,6 +173,9 @@ pub struct CatalogSettings {
 #[serde(deny_unknown_fields)]
 pub struct SourcesSettings {
     pub refresh_interval_ms: u64,
+    /// Result memory all calls together may hold at once, in bytes (each reserves its
+    /// source's byte cap while it runs).
+    pub result_memory_budget_bytes: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -331,6 +334,12 @@ impl Settings {
                 }
                 Some(_) => {}
             }
+        }
+        if self.sources.result_memory_budget_bytes < 1024 * 1024 {
+            return Err(invalid(
+                "sources.result_memory_budget_bytes",
+                "must be at least 1048576 (1 MiB)",
+            ));
         }
         if !(10..=crate::sql::depth::DEFAULT_MAX_DEPTH).contains(&self.sql.max_depth) {
             return Err(invalid(

@@ -63,6 +63,7 @@ impl AppState {
     /// Builds the runtime: pools, actors on their own arbiter, registries. Must run inside an
     /// actix system.
     pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
+        crate::sources::postgres::budget::init(settings.sources.result_memory_budget_bytes);
         crate::http::metrics::install();
         let control = control::connect_pool(&settings.control)?;
         if settings.control.migrate_on_start {

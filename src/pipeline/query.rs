@@ -429,6 +429,9 @@ fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
         ExecError::TlsRefused => Outcome::Unavailable {
             reason: "upstream TLS refused".into(),
         },
+        ExecError::MemoryBudget => Outcome::Unavailable {
+            reason: "result memory budget exhausted".into(),
+        },
         ExecError::Parameter { .. } => {
             draft.refused(
                 "execution",

@@ -99,6 +99,9 @@ pub enum ExecError {
         expected: String,
         detail: &'static str,
     },
+    /// The process-wide budget for result memory stayed spent (load, not health).
+    #[error("result memory budget exhausted")]
+    MemoryBudget,
     /// The driver could not encode a parameter or decode a value.
     #[error("a parameter or a result value could not be converted")]
     Driver,
@@ -179,6 +182,14 @@ pub async fn run(
     let pool = match purpose {
         Purpose::Read => &pools.read,
         Purpose::Write => &pools.write,
+    };
+    // Result memory in flight is bounded for the whole process (released on return).
+    let reserve = limits
+        .max_bytes
+        .saturating_add(super::pool::ROW_OVERHEAD as u64);
+    let _budget = tokio::select! {
+        permit = super::budget::reserve(reserve) => permit.ok_or(ExecError::MemoryBudget)?,
+        _ = cancel.cancelled() => return Err(ExecError::Cancelled),
     };
     let mut conn = tokio::select! {
         c = pool.get() => c.map_err(pool_error)?,

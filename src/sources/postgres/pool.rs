@@ -11,7 +11,7 @@ use super::tls::client_config;
 use crate::control::sources::Source;
 
 /// Room above the byte cap for a row's protocol framing (column lengths and the like).
-const ROW_OVERHEAD: usize = 64 * 1024;
+pub const ROW_OVERHEAD: usize = 64 * 1024;
 
 /// The TLS connector of a source, kept for cancel requests (which open a new connection).
 #[derive(Clone)]
