@@ -160,6 +160,8 @@ pub struct CacheSettings {
 pub struct AuditSettings {
     pub max_batch: usize,
     pub commit_timeout_ms: u64,
+    /// Window over which refusals without a known caller are aggregated per peer and code.
+    pub refusal_window_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -339,6 +341,12 @@ impl Settings {
             return Err(invalid(
                 "sources.result_memory_budget_bytes",
                 "must be at least 1048576 (1 MiB)",
+            ));
+        }
+        if !(100..=60_000).contains(&self.audit.refusal_window_ms) {
+            return Err(invalid(
+                "audit.refusal_window_ms",
+                "must be between 100 and 60000",
             ));
         }
         if !(10..=crate::sql::depth::DEFAULT_MAX_DEPTH).contains(&self.sql.max_depth) {

@@ -34,6 +34,8 @@ pub struct AppState {
     pub catalogue: Catalogue,
     pub server_info: ServerInfo,
     pub inflight: InFlight,
+    /// Audit of refusals decided before the governed pipeline.
+    pub refusals: Arc<crate::pipeline::refusal_audit::RefusalAudit>,
     /// This instance's liveness lock (see `approvals::instance`).
     pub instance: crate::approvals::instance::InstanceLock,
     /// Keeps the actors' arbiter (thread) alive as long as the state.
@@ -123,7 +125,12 @@ impl AppState {
             Duration::from_secs(settings.approvals.sweep_interval_secs),
             &handle,
         );
+        let refusals = crate::pipeline::refusal_audit::RefusalAudit::start(
+            audit.clone(),
+            Duration::from_millis(settings.audit.refusal_window_ms),
+        );
         Ok(Arc::new(AppState {
+            refusals,
             identities: IdentityResolver::new(control.clone(), ttl),
             profiles: ProfileCache::new(control.clone(), ttl),
             rate: RateLimitHandle::start(&handle, settings.rate_limit.mailbox),

@@ -139,6 +139,32 @@ fn refusal(
     }))
 }
 
+/// Audits a refusal of the edge guard (no caller is known yet: aggregated per peer).
+fn audit_edge(req: &ServiceRequest, code: &str, rule: &'static str, reason: &str, status: u16) {
+    use actix_web::HttpMessage;
+    let Some(state) = req.app_data::<actix_web::web::Data<crate::AppState>>() else {
+        return;
+    };
+    let request_id = req
+        .extensions()
+        .get::<super::request_id::RequestIdValue>()
+        .map_or_else(String::new, |r| r.0.clone());
+    state.refusals.record(
+        crate::pipeline::refusal_audit::Refusal {
+            request_id,
+            adapter: "edge",
+            target: format!("{} {}", req.method(), req.path()),
+            code: code.to_string(),
+            step: "edge",
+            rule,
+            reason: reason.to_string(),
+            status,
+            peer: req.peer_addr().map(|a| a.ip()),
+        },
+        None,
+    );
+}
+
 pub struct EdgeGuard(pub EdgePolicy);
 
 impl<S, B> Transform<S, ServiceRequest> for EdgeGuard
@@ -194,6 +220,13 @@ where
             .unwrap_or_default()
             .to_string();
         if !self.policy.host_allowed(&host) {
+            audit_edge(
+                &req,
+                "forbidden_host",
+                "Host allowlist",
+                "Host not allowed",
+                403,
+            );
             let res = refusal(
                 StatusCode::FORBIDDEN,
                 -32600,
@@ -217,6 +250,13 @@ where
             .get("origin")
             .map(|v| v.to_str().unwrap_or("\u{0}"));
         if !self.policy.origin_allowed(origin, &own) {
+            audit_edge(
+                &req,
+                "forbidden_origin",
+                "Origin allowlist",
+                "Origin not allowed",
+                403,
+            );
             let res = refusal(
                 StatusCode::FORBIDDEN,
                 -32600,

@@ -44,7 +44,10 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
         .and_then(|v| v.to_str().ok());
     let bearer_key = bearer(auth).map(str::to_string);
     match mcp::dispatch(&inbound, &state.catalogue, &state.server_info) {
-        Dispatch::Reply(reply) => to_http(reply),
+        Dispatch::Reply(reply) => {
+            audit_protocol_refusal(&req, &state, &body, auth, &reply).await;
+            to_http(reply)
+        }
         Dispatch::Cancel { request_id, reply } => {
             let cancelled = state.inflight.cancel(bearer_key.as_deref(), &request_id);
             tracing::info!(request = %request_id, cancelled, "notifications/cancelled");
@@ -58,6 +61,59 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
             tool_call(state.into_inner(), call, request_id, bearer_key, "mcp").await
         }
     }
+}
+
+/// Audits a JSON-RPC error the protocol layer answered without the pipeline (an unknown
+/// tool, arguments that fail the schema, a bad header or version, an unknown method).
+async fn audit_protocol_refusal(
+    req: &HttpRequest,
+    state: &AppState,
+    body: &[u8],
+    authorization: Option<&str>,
+    reply: &Reply,
+) {
+    use crate::pipeline::refusal_audit::{caller, Refusal};
+    let Some(error) = reply.body.as_ref().and_then(|b| b.get("error")) else {
+        return;
+    };
+    let code = error
+        .pointer("/data/code")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("jsonrpc_{}", error["code"]));
+    let message: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let method = message["method"].as_str().unwrap_or("?");
+    let target = match message
+        .pointer("/params/name")
+        .and_then(serde_json::Value::as_str)
+    {
+        Some(tool) => format!("{method} {}", tool.chars().take(64).collect::<String>()),
+        None => method.chars().take(64).collect(),
+    };
+    let who = caller(&state.identities, authorization).await;
+    let request_id = req
+        .extensions()
+        .get::<RequestIdValue>()
+        .map_or_else(String::new, |r| r.0.clone());
+    state.refusals.record(
+        Refusal {
+            request_id,
+            adapter: "mcp",
+            target,
+            code,
+            step: "protocol",
+            rule: "MCP protocol layer",
+            reason: error["message"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .take(300)
+                .collect(),
+            status: reply.status,
+            peer: req.peer_addr().map(|a| a.ip()),
+        },
+        who.as_deref(),
+    );
 }
 
 /// Runs a tool call: refusals as JSON, everything else on an SSE stream.

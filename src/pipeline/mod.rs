@@ -19,6 +19,7 @@ pub mod mask;
 pub mod outcome;
 pub mod profiles;
 mod query;
+pub mod refusal_audit;
 mod sources_tool;
 
 use std::sync::Arc;

@@ -30,6 +30,44 @@ pub async fn gate(
             .call(req)
             .await
             .map(ServiceResponse::map_into_boxed_body),
-        Err(refusal) => Ok(req.into_response(refusal)),
+        Err(refusal) => {
+            audit(&req, &state, refusal.status().as_u16()).await;
+            Ok(req.into_response(refusal))
+        }
     }
+}
+
+/// Audits the refusal: with the caller when its key is valid (an agent's), else
+/// aggregated per peer.
+async fn audit(req: &ServiceRequest, state: &AppState, status: u16) {
+    use crate::pipeline::refusal_audit::{caller, Refusal};
+    use actix_web::HttpMessage;
+    let authorization = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok());
+    let who = caller(&state.identities, authorization).await;
+    let (code, reason) = match status {
+        401 => ("unauthenticated", "no approver or operator key"),
+        403 => ("forbidden", "the key belongs to an agent"),
+        _ => ("unavailable", "the caller could not be checked"),
+    };
+    let request_id = req
+        .extensions()
+        .get::<crate::http::request_id::RequestIdValue>()
+        .map_or_else(String::new, |r| r.0.clone());
+    state.refusals.record(
+        Refusal {
+            request_id,
+            adapter: "admin",
+            target: format!("{} {}", req.method(), req.path()),
+            code: code.to_string(),
+            step: "identity",
+            rule: "admin API authentication",
+            reason: reason.to_string(),
+            status,
+            peer: req.peer_addr().map(|a| a.ip()),
+        },
+        who.as_deref(),
+    );
 }
