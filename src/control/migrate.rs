@@ -43,16 +43,20 @@ const MIGRATION_LOCK: i64 = 0x494c_4d49_4752_4154;
 /// Applies every pending migration; returns the versions applied by this call.
 pub async fn migrate(pool: &ControlPool) -> Result<Vec<i32>, ControlError> {
     let mut client = pool.get().await?;
-    client
-        .batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (
-                 version    integer PRIMARY KEY,
-                 name       text NOT NULL,
-                 checksum   text NOT NULL,
-                 applied_at timestamptz NOT NULL DEFAULT now())",
-        )
-        .await
-        .or_else(ignore_concurrent_create)?;
+    // Under the migration lock: `CREATE TABLE IF NOT EXISTS` is not safe against a
+    // concurrent create (two replicas starting together race on the catalog).
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             checksum   text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now())",
+    )
+    .await?;
+    tx.commit().await?;
     let mut applied = Vec::new();
     for m in MIGRATIONS {
         let tx = client.transaction().await?;
@@ -117,14 +121,4 @@ pub async fn pending_reason(pool: &ControlPool) -> Result<Option<String>, Contro
 
 fn checksum(sql: &str) -> String {
     hex::encode(Sha256::digest(sql.as_bytes()))
-}
-
-/// Two replicas racing on `CREATE TABLE IF NOT EXISTS` can collide on the catalog's unique
-/// index; the loser can carry on because the table now exists.
-fn ignore_concurrent_create(e: tokio_postgres::Error) -> Result<(), tokio_postgres::Error> {
-    if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) {
-        Ok(())
-    } else {
-        Err(e)
-    }
 }
