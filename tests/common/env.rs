@@ -120,6 +120,20 @@ impl DemoEnv {
             .expect("grant");
     }
 
+    /// The state of `source`'s circuit as the admin API reports it (`closed`, `open`, …).
+    pub async fn circuit_state(&self, source: &str) -> serde_json::Value {
+        let body: serde_json::Value = super::http::client()
+            .get(self.gateway.url(&format!("/admin/sources/{source}")))
+            .bearer_auth(&self.operator_key)
+            .send()
+            .await
+            .expect("admin")
+            .json()
+            .await
+            .expect("json");
+        body["circuit"]["state"].clone()
+    }
+
     /// The last audit record, as JSON (`null` while there is none yet: records of cancelled
     /// and refused calls may land after the answer, so callers poll).
     pub async fn last_audit(&self) -> serde_json::Value {

@@ -10,8 +10,10 @@
 //! and in its place the driver receives an `ErrorResponse` with SQLSTATE
 //! [`ROW_TOO_LARGE`], which the executor turns into a byte-cap truncation. The
 //! connection stays in step with the server (the rest of the reply is consumed
-//! as usual up to `ReadyForQuery`), so it stays usable. Any other message over
-//! [`MAX_OTHER_MESSAGE`] fails the connection.
+//! as usual up to `ReadyForQuery`), so it stays usable. An error message over
+//! [`MAX_ERROR_MESSAGE`] (one can quote a huge value) is replaced the same way
+//! ([`ERROR_TOO_LARGE`]), an oversized notice is dropped, and any other message
+//! over [`MAX_OTHER_MESSAGE`] fails the connection.
 
 use std::io;
 use std::pin::Pin;
@@ -23,8 +25,15 @@ use tokio_postgres::tls::{ChannelBinding, TlsConnect, TlsStream};
 /// The SQLSTATE of the error that stands in for a row over the limit.
 pub const ROW_TOO_LARGE: &str = "54IL1";
 
-/// The longest message other than a data row that a source may send.
-pub const MAX_OTHER_MESSAGE: usize = 64 * 1024 * 1024;
+/// The SQLSTATE of the error that stands in for an oversized error message.
+pub const ERROR_TOO_LARGE: &str = "54IL2";
+
+/// The longest error or notice kept; longer ones are replaced or dropped.
+pub const MAX_ERROR_MESSAGE: usize = 64 * 1024;
+
+/// The longest message of any other kind a source may send (row descriptions and
+/// the like); a longer one fails the connection.
+pub const MAX_OTHER_MESSAGE: usize = 4 * 1024 * 1024;
 
 /// Read granularity of the guard.
 const CHUNK: usize = 16 * 1024;
@@ -82,18 +91,40 @@ impl<S> RowGuard<S> {
                         .ok_or_else(|| {
                             io::Error::new(io::ErrorKind::InvalidData, "malformed message length")
                         })?;
-                    let oversized_row = header[0] == b'D' && body > self.row_limit;
-                    if !oversized_row && header[0] != b'D' && body > MAX_OTHER_MESSAGE {
-                        return Err(io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            "the source sent an oversized protocol message",
-                        ));
-                    }
-                    if oversized_row {
-                        self.pending.extend_from_slice(&row_too_large_error());
-                    } else {
-                        self.pending.extend_from_slice(&header);
-                    }
+                    let skip = match (header[0], body) {
+                        (b'D', n) if n > self.row_limit => {
+                            self.pending.extend_from_slice(&stand_in_error(
+                                ROW_TOO_LARGE,
+                                "a result row is larger than the source's byte cap",
+                            ));
+                            true
+                        }
+                        // An error can quote a value of any size (a failed cast of a
+                        // huge string): the caller's, so it must not fail the connection.
+                        (b'E', n) if n > MAX_ERROR_MESSAGE => {
+                            self.pending.extend_from_slice(&stand_in_error(
+                                ERROR_TOO_LARGE,
+                                "the database's error message was too large to keep",
+                            ));
+                            true
+                        }
+                        // Notices are optional: an oversized one is dropped.
+                        (b'N', n) if n > MAX_ERROR_MESSAGE => true,
+                        (b'D', _) | (b'E', _) | (b'N', _) => {
+                            self.pending.extend_from_slice(&header);
+                            false
+                        }
+                        (_, n) if n > MAX_OTHER_MESSAGE => {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                "the source sent an oversized protocol message",
+                            ))
+                        }
+                        _ => {
+                            self.pending.extend_from_slice(&header);
+                            false
+                        }
+                    };
                     self.state = if body == 0 {
                         State::Header {
                             bytes: [0; 5],
@@ -102,7 +133,7 @@ impl<S> RowGuard<S> {
                     } else {
                         State::Body {
                             remaining: body,
-                            skip: oversized_row,
+                            skip,
                         }
                     };
                 }
@@ -126,15 +157,10 @@ impl<S> RowGuard<S> {
     }
 }
 
-/// An `ErrorResponse` message: severity, SQLSTATE [`ROW_TOO_LARGE`], message.
-fn row_too_large_error() -> Vec<u8> {
+/// An `ErrorResponse` message: severity, SQLSTATE `code`, message.
+fn stand_in_error(code: &str, text: &str) -> Vec<u8> {
     let mut fields = Vec::new();
-    for (tag, value) in [
-        (b'S', "ERROR"),
-        (b'V', "ERROR"),
-        (b'C', ROW_TOO_LARGE),
-        (b'M', "a result row is larger than the source's byte cap"),
-    ] {
+    for (tag, value) in [(b'S', "ERROR"), (b'V', "ERROR"), (b'C', code), (b'M', text)] {
         fields.push(tag);
         fields.extend_from_slice(value.as_bytes());
         fields.push(0);
@@ -266,15 +292,32 @@ mod tests {
         let stream = [small.clone(), big, done.clone()].concat();
         for chunk in [1, 2, 3, 5, 7, 64, 4096] {
             let out = run(&stream, 100, chunk).unwrap_or_default();
+            let stand_in = stand_in_error(
+                ROW_TOO_LARGE,
+                "a result row is larger than the source's byte cap",
+            );
             assert_eq!(
                 out,
-                [small.clone(), row_too_large_error(), done.clone()].concat(),
+                [small.clone(), stand_in, done.clone()].concat(),
                 "chunk {chunk}"
             );
         }
         // At the limit exactly, the row passes.
         let edge = message(b'D', &[1; 100]);
         assert_eq!(run(&edge, 100, 3).unwrap_or_default(), edge);
+    }
+
+    #[test]
+    fn oversized_errors_are_replaced_and_notices_dropped() {
+        let error = message(b'E', &vec![b'x'; MAX_ERROR_MESSAGE + 1]);
+        let notice = message(b'N', &vec![b'y'; MAX_ERROR_MESSAGE + 1]);
+        let ready = message(b'Z', b"I");
+        let out = run(&[notice, error, ready.clone()].concat(), 100, 1000).unwrap_or_default();
+        let stand_in = stand_in_error(
+            ERROR_TOO_LARGE,
+            "the database's error message was too large to keep",
+        );
+        assert_eq!(out, [stand_in, ready].concat());
     }
 
     #[test]
