@@ -228,14 +228,39 @@ async fn arguments_are_validated_before_anything_runs() {
             "names the field: {text}"
         );
     }
-    let audited: i64 = common::admin(&env.control_db)
-        .await
-        .query_one("SELECT count(*) FROM audit_records", &[])
-        .await
-        .expect("count")
-        .get(0);
-    assert_eq!(
-        audited, 0,
-        "invalid arguments never reach the governed pipeline"
-    );
+    // The governed pipeline never ran: the only records are the protocol layer's refusals
+    // (audited since issue 12; anonymous ones aggregated, so the count adds up to 2).
+    let admin = common::admin(&env.control_db).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let rows = admin
+            .query(
+                "SELECT statement, decision FROM audit_records ORDER BY seq",
+                &[],
+            )
+            .await
+            .expect("audit");
+        for row in &rows {
+            let statement: Option<String> = row.get(0);
+            let decision: Value = row.get(1);
+            assert_eq!(
+                statement, None,
+                "nothing was executed or decided: {decision}"
+            );
+            assert_eq!(decision["step"], "protocol", "{decision}");
+            assert_eq!(decision["code"], "invalid_arguments", "{decision}");
+        }
+        let counted: u64 = rows
+            .iter()
+            .map(|r| r.get::<_, Value>(1)["count"].as_u64().unwrap_or(0))
+            .sum();
+        if counted == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "both refusals are audited; counted {counted}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
