@@ -132,7 +132,12 @@ fn sizes() -> Vec<usize> {
         1,
         10,
         40,
+        // 60–66 straddle the depth up to which the decision runs on the caller's stack.
         60,
+        62,
+        63,
+        64,
+        66,
         max / 2,
         max - 2,
         max,
@@ -148,7 +153,8 @@ fn sizes() -> Vec<usize> {
 /// outcome code ("allowed" or the refusal code).
 fn decide_on_small_stack(sqls: Vec<String>) -> Vec<(String, String)> {
     let handle = std::thread::Builder::new()
-        .stack_size(2 * 1024 * 1024)
+        // A server worker's 2 MiB, less room for the server's own frames above the call.
+        .stack_size(1536 * 1024)
         .spawn(move || {
             let catalog = sqlfixture::fixture_catalog();
             let profile = sqlfixture::fixture_profile();

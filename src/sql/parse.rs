@@ -56,6 +56,20 @@ pub fn parse(
     param_count: usize,
     limits: &ParseLimits,
 ) -> Result<ParsedStatement, SqlError> {
+    scan(sql, param_count, limits)?.parse()
+}
+
+/// A statement whose text and tokens passed every check, with its nesting
+/// depth known, ready to be parsed. Scanning does no recursion, so it is safe
+/// on any stack; the caller can choose the stack for [`Scanned::parse`] and
+/// what follows it from [`Scanned::depth`].
+pub struct Scanned {
+    tokens: Vec<TokenWithSpan>,
+    depth: usize,
+}
+
+/// The text checks, the tokenizer, the token checks and the depth bound.
+pub fn scan(sql: &str, param_count: usize, limits: &ParseLimits) -> Result<Scanned, SqlError> {
     input::check_text(sql, limits.max_bytes)?;
     let dialect = PostgreSqlDialect {};
     let tokens = Tokenizer::new(&dialect, sql)
@@ -79,21 +93,38 @@ pub fn parse(
             max: limits.max_depth,
         });
     }
-    let statement = parse_one(&dialect, tokens)?;
-    let text = statement.to_string();
-    let again = Tokenizer::new(&dialect, &text)
-        .tokenize_with_location()
-        .map_err(|e| unparseable(&e.to_string()))
-        .and_then(|tokens| parse_one(&dialect, tokens))?;
-    if again != statement {
-        return Err(unparseable(
-            "the statement does not survive re-serialization",
-        ));
-    }
-    Ok(ParsedStatement {
-        statement,
-        sql: text,
+    Ok(Scanned {
+        tokens,
+        depth: nesting,
     })
+}
+
+impl Scanned {
+    /// The nesting depth bound of the statement ([`depth::depth`]).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// Parses exactly one statement, re-serializes it and proves the text parses back
+    /// to the same tree.
+    pub fn parse(self) -> Result<ParsedStatement, SqlError> {
+        let dialect = PostgreSqlDialect {};
+        let statement = parse_one(&dialect, self.tokens)?;
+        let text = statement.to_string();
+        let again = Tokenizer::new(&dialect, &text)
+            .tokenize_with_location()
+            .map_err(|e| unparseable(&e.to_string()))
+            .and_then(|tokens| parse_one(&dialect, tokens))?;
+        if again != statement {
+            return Err(unparseable(
+                "the statement does not survive re-serialization",
+            ));
+        }
+        Ok(ParsedStatement {
+            statement,
+            sql: text,
+        })
+    }
 }
 
 fn parse_one(
