@@ -2,41 +2,43 @@
 //!
 //! Casting to a composite type (`NULL::app.users`) names a relation, and a
 //! user-defined type can run arbitrary input functions, so only the listed
-//! built-in scalar types are accepted as `CAST`, `::` or typed-literal targets.
+//! built-in scalar types are accepted as `CAST`, `::` or typed-literal targets. The
+//! allowlist is the list of names PostgreSQL records for them ([`pg_type_name`]).
 
 use sqlparser::ast::DataType;
 
 /// True when `data_type` is an allowlisted built-in scalar type.
 pub fn is_allowed_cast_target(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Int(_)
-            | DataType::Integer(_)
-            | DataType::Int2(_)
-            | DataType::Int4(_)
-            | DataType::Int8(_)
-            | DataType::SmallInt(_)
-            | DataType::BigInt(_)
-            | DataType::Numeric(_)
-            | DataType::Decimal(_)
-            | DataType::Dec(_)
-            | DataType::Real
-            | DataType::Float4
-            | DataType::Float8
-            | DataType::DoublePrecision
-            | DataType::Text
-            | DataType::Varchar(_)
-            | DataType::CharacterVarying(_)
-            | DataType::CharVarying(_)
-            | DataType::Char(_)
-            | DataType::Character(_)
-            | DataType::Date
-            | DataType::Time(_, _)
-            | DataType::Timestamp(_, _)
-            | DataType::Interval { .. }
-            | DataType::Bool
-            | DataType::Boolean
-    )
+    pg_type_name(data_type).is_some()
+}
+
+/// The name PostgreSQL's grammar records for an allowlisted type (`int` → `int4`,
+/// `varchar(10)` → `varchar`, `timestamptz` → `timestamptz`); `None` for every type
+/// that is not on the allowlist. It is also the output name of an unnamed cast.
+pub fn pg_type_name(data_type: &DataType) -> Option<&'static str> {
+    use sqlparser::ast::TimezoneInfo;
+    let with_tz = |tz: &TimezoneInfo| matches!(tz, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz);
+    Some(match data_type {
+        DataType::Int(_) | DataType::Integer(_) | DataType::Int4(_) => "int4",
+        DataType::Int2(_) | DataType::SmallInt(_) => "int2",
+        DataType::Int8(_) | DataType::BigInt(_) => "int8",
+        DataType::Numeric(_) | DataType::Decimal(_) | DataType::Dec(_) => "numeric",
+        DataType::Real | DataType::Float4 => "float4",
+        DataType::Float8 | DataType::DoublePrecision => "float8",
+        DataType::Text => "text",
+        DataType::Varchar(_) | DataType::CharacterVarying(_) | DataType::CharVarying(_) => {
+            "varchar"
+        }
+        DataType::Char(_) | DataType::Character(_) => "bpchar",
+        DataType::Date => "date",
+        DataType::Time(_, tz) if with_tz(tz) => "timetz",
+        DataType::Time(_, _) => "time",
+        DataType::Timestamp(_, tz) if with_tz(tz) => "timestamptz",
+        DataType::Timestamp(_, _) => "timestamp",
+        DataType::Interval { .. } => "interval",
+        DataType::Bool | DataType::Boolean => "bool",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

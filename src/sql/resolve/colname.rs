@@ -14,9 +14,10 @@
 
 use std::collections::HashMap;
 
-use sqlparser::ast::{AccessExpr, DataType, Expr, Query, TimezoneInfo, TrimWhereField};
+use sqlparser::ast::{AccessExpr, Expr, Query, TrimWhereField};
 
 use crate::sql::ident::{fold, fold_object_name};
+use crate::sql::types::pg_type_name;
 
 /// PostgreSQL's name for a column it cannot name.
 pub const UNNAMED: &str = "?column?";
@@ -59,9 +60,9 @@ fn figure(expr: &Expr, subqueries: &HashMap<*const Query, String>) -> Option<(St
             expr, data_type, ..
         } => match figure(expr, subqueries) {
             Some(named) if named.1 > 1 => Some(named),
-            operand => type_name(data_type).map_or(operand, weak),
+            operand => pg_type_name(data_type).map_or(operand, weak),
         },
-        Expr::TypedString(typed) => type_name(&typed.data_type).and_then(weak),
+        Expr::TypedString(typed) => pg_type_name(&typed.data_type).and_then(weak),
         Expr::Interval(_) => weak("interval"),
         Expr::Function(function) => fold_object_name(&function.name)
             .ok()
@@ -94,34 +95,6 @@ fn figure(expr: &Expr, subqueries: &HashMap<*const Query, String>) -> Option<(St
         }),
         _ => None,
     }
-}
-
-/// The last name of a cast target as PostgreSQL's grammar records it
-/// (`int` → `int4`, `varchar(10)` → `varchar`, `timestamptz` → `timestamptz`),
-/// for the cast targets the resolver accepts.
-fn type_name(data_type: &DataType) -> Option<&'static str> {
-    let with_tz = |tz: &TimezoneInfo| matches!(tz, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz);
-    Some(match data_type {
-        DataType::Int(_) | DataType::Integer(_) | DataType::Int4(_) => "int4",
-        DataType::Int2(_) | DataType::SmallInt(_) => "int2",
-        DataType::Int8(_) | DataType::BigInt(_) => "int8",
-        DataType::Numeric(_) | DataType::Decimal(_) | DataType::Dec(_) => "numeric",
-        DataType::Real | DataType::Float4 => "float4",
-        DataType::Float8 | DataType::DoublePrecision => "float8",
-        DataType::Text => "text",
-        DataType::Varchar(_) | DataType::CharacterVarying(_) | DataType::CharVarying(_) => {
-            "varchar"
-        }
-        DataType::Char(_) | DataType::Character(_) => "bpchar",
-        DataType::Date => "date",
-        DataType::Time(_, tz) if with_tz(tz) => "timetz",
-        DataType::Time(_, _) => "time",
-        DataType::Timestamp(_, tz) if with_tz(tz) => "timestamptz",
-        DataType::Timestamp(_, _) => "timestamp",
-        DataType::Interval { .. } => "interval",
-        DataType::Bool | DataType::Boolean => "bool",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
