@@ -6,6 +6,7 @@ use sqlparser::ast::{
     SetQuantifier, Value, Values, With,
 };
 
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use super::scope::{rename, Column, CteDef, FromItem, Level};
@@ -102,8 +103,17 @@ impl Resolver<'_> {
             }
             names.push(name);
         }
+        // Under RECURSIVE: the unqualified relation names each CTE mentions, found once.
+        let mentioned = if with.recursive {
+            with.cte_tables
+                .iter()
+                .map(|cte| mentioned_names(&cte.query))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
         let order = if with.recursive {
-            recursive_order(with, &names)?
+            recursive_order(&names, &mentioned)?
         } else {
             (0..names.len()).collect()
         };
@@ -112,7 +122,7 @@ impl Resolver<'_> {
                 return unsupported("A WITH clause");
             };
             let aliases = alias_names(&cte.alias.columns)?;
-            let self_reference = with.recursive && references(&cte.query, name)?;
+            let self_reference = mentioned.get(index).is_some_and(|m| m.contains(name));
             let columns = match cte.query.body.as_ref() {
                 SetExpr::SetOperation { left, .. } if self_reference => {
                     self.recursive_cte(name, &aliases, left, &cte.query)?
@@ -261,7 +271,12 @@ impl Resolver<'_> {
                 Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => {
                     ordinal(&item.expr, outputs)?
                 }
-                Expr::Identifier(ident) => by_output_name(&fold(ident)?, outputs)?,
+                Expr::Identifier(ident) => {
+                    let name = fold(ident)?;
+                    output_by_name(&name, outputs)?.ok_or_else(|| SqlError::UnknownColumn {
+                        name: crate::sql::ident::display_name(&[name.as_str()]),
+                    })?
+                }
                 _ => return unsupported("ORDER BY an expression over a set operation"),
             };
             self.consume(&lineage, UseKind::Order)?;
@@ -275,17 +290,19 @@ impl Resolver<'_> {
 /// conservatively (any unqualified relation name equal to a CTE's, wherever it
 /// appears, even where an inner WITH would shadow it), so the order always
 /// respects PostgreSQL's; a spurious cycle is a refusal, never a wrong binding.
-fn recursive_order(with: &With, names: &[String]) -> Result<Vec<usize>, SqlError> {
-    let mut deps: Vec<Vec<usize>> = Vec::with_capacity(names.len());
-    for (i, cte) in with.cte_tables.iter().enumerate() {
-        let mut own = Vec::new();
-        for (j, other) in names.iter().enumerate() {
-            if i != j && references(&cte.query, other)? {
-                own.push(j);
-            }
-        }
-        deps.push(own);
-    }
+fn recursive_order(
+    names: &[String],
+    mentioned: &[BTreeSet<String>],
+) -> Result<Vec<usize>, SqlError> {
+    let deps: Vec<Vec<usize>> = mentioned
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            (0..names.len())
+                .filter(|&j| j != i && names.get(j).is_some_and(|n| m.contains(n)))
+                .collect()
+        })
+        .collect();
     let mut order = Vec::with_capacity(names.len());
     let mut done = vec![false; names.len()];
     while order.len() < names.len() {
@@ -299,26 +316,29 @@ fn recursive_order(with: &With, names: &[String]) -> Result<Vec<usize>, SqlError
     Ok(order)
 }
 
-/// Whether `query` mentions the unqualified relation `name` anywhere.
-fn references(query: &Query, name: &str) -> Result<bool, SqlError> {
+/// Every unqualified relation name `query` mentions, folded, wherever it appears.
+fn mentioned_names(query: &Query) -> Result<BTreeSet<String>, SqlError> {
     use std::ops::ControlFlow;
+    let mut names = BTreeSet::new();
     let mut failed = None;
-    let found = sqlparser::ast::visit_relations(query, |relation| {
+    let _ = sqlparser::ast::visit_relations(query, |relation| {
         if let [single] = relation.0.as_slice() {
             match single.as_ident().map(fold) {
-                Some(Ok(folded)) if folded == name => return ControlFlow::Break(()),
+                Some(Ok(folded)) => {
+                    names.insert(folded);
+                }
                 Some(Err(e)) => {
                     failed = Some(e);
                     return ControlFlow::Break(());
                 }
-                _ => {}
+                None => {}
             }
         }
         ControlFlow::Continue(())
     });
     match failed {
         Some(e) => Err(e),
-        None => Ok(found.is_break()),
+        None => Ok(names),
     }
 }
 
@@ -349,17 +369,21 @@ pub(super) fn ordinal(expr: &Expr, outputs: &[Column]) -> Result<Lineage, SqlErr
         })
 }
 
-pub(super) fn by_output_name(name: &str, outputs: &[Column]) -> Result<Lineage, SqlError> {
+/// The output column a bare name in ORDER BY, DISTINCT ON or GROUP BY names.
+/// Several outputs of that name are ambiguous unless they carry the same value
+/// (PostgreSQL accepts `SELECT a, a ... ORDER BY a`); identical lineage stands in
+/// for PostgreSQL's equal expressions, and anything else is refused.
+pub(super) fn output_by_name(name: &str, outputs: &[Column]) -> Result<Option<Lineage>, SqlError> {
     let mut hits = outputs.iter().filter(|c| c.name == name);
-    match (hits.next(), hits.next()) {
-        (Some(col), None) => Ok(Lineage::clone(&col.lineage)),
-        (Some(_), Some(_)) => Err(SqlError::AmbiguousColumn {
-            name: name.to_string(),
-        }),
-        (None, _) => Err(SqlError::UnknownColumn {
+    let Some(first) = hits.next() else {
+        return Ok(None);
+    };
+    if hits.any(|other| other.lineage != first.lineage || first.lineage.whole_row.is_some()) {
+        return Err(SqlError::AmbiguousColumn {
             name: crate::sql::ident::display_name(&[name]),
-        }),
+        });
     }
+    Ok(Some(Lineage::clone(&first.lineage)))
 }
 
 /// Folds a table alias column list; typed column definitions are refused.

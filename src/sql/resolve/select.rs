@@ -8,7 +8,7 @@ use sqlparser::ast::{
 };
 
 use super::colname::output_name;
-use super::query::{order_exprs, ordinal};
+use super::query::{order_exprs, ordinal, output_by_name};
 use super::scope::{is_local_column, lookup_range_var, Column, FromItem, Level};
 use super::{unsupported, Resolver};
 use crate::sql::error::SqlError;
@@ -183,23 +183,6 @@ impl Resolver<'_> {
             _ => self.value(expr),
         }
     }
-}
-
-/// The output column a bare name in ORDER BY, DISTINCT ON or GROUP BY names.
-/// Several outputs of that name are ambiguous unless they carry the same value
-/// (PostgreSQL accepts `SELECT a, a ... ORDER BY a`); identical lineage stands in
-/// for PostgreSQL's equal expressions, and anything else is refused.
-fn output_by_name(name: &str, outputs: &[Column]) -> Result<Option<Lineage>, SqlError> {
-    let mut hits = outputs.iter().filter(|c| c.name == name);
-    let Some(first) = hits.next() else {
-        return Ok(None);
-    };
-    if hits.any(|other| other.lineage != first.lineage || first.lineage.whole_row.is_some()) {
-        return Err(SqlError::AmbiguousColumn {
-            name: crate::sql::ident::display_name(&[name]),
-        });
-    }
-    Ok(Some(Lineage::clone(&first.lineage)))
 }
 
 fn check_plain_wildcard(options: &WildcardAdditionalOptions) -> Result<(), SqlError> {
