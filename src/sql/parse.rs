@@ -233,15 +233,22 @@ fn nul_in_literal(token: &Token) -> Option<&'static str> {
 /// backslash not counting. Used only to explain a tokenizer refusal.
 fn has_nul_escape(sql: &str) -> bool {
     let bytes = sql.as_bytes();
-    let zeros = |from: usize, max: usize, digit: fn(u8) -> bool| {
-        let run: Vec<u8> = bytes
+    // A variable-width escape (`\0`, `\000`, `\x0`): its digits, up to `max`, all '0'.
+    let zero_run = |from: usize, max: usize, digit: fn(&u8) -> bool| {
+        let run: Vec<&u8> = bytes
+            .get(from..)
+            .unwrap_or_default()
             .iter()
-            .skip(from)
             .take(max)
-            .copied()
-            .take_while(|b| digit(*b))
+            .take_while(|b| digit(b))
             .collect();
-        !run.is_empty() && run.iter().all(|b| *b == b'0')
+        !run.is_empty() && run.iter().all(|b| **b == b'0')
+    };
+    // A fixed-width escape (`\u0000`, `\U00000000`, `\+000000`): exactly `n` zeros.
+    let zeros = |from: usize, n: usize| {
+        bytes
+            .get(from..from + n)
+            .is_some_and(|r| r.iter().all(|b| *b == b'0'))
     };
     let mut i = 0;
     while i < bytes.len() {
@@ -249,25 +256,12 @@ fn has_nul_escape(sql: &str) -> bool {
             i += 1;
             continue;
         }
-        let hex = |b: u8| b.is_ascii_hexdigit();
         let nul = match bytes.get(i + 1) {
-            Some(b'0') => zeros(i + 1, 3, |b| (b'0'..=b'7').contains(&b)),
-            Some(b'x') => zeros(i + 2, 2, hex),
-            Some(b'u') => {
-                zeros(i + 2, 4, hex)
-                    && bytes
-                        .get(i + 2..i + 6)
-                        .is_some_and(|r| r.iter().all(|b| hex(*b)))
-            }
-            Some(b'U') => {
-                zeros(i + 2, 8, hex)
-                    && bytes
-                        .get(i + 2..i + 10)
-                        .is_some_and(|r| r.iter().all(|b| hex(*b)))
-            }
-            Some(b'+') => bytes
-                .get(i + 2..i + 8)
-                .is_some_and(|r| r.iter().all(|b| *b == b'0')),
+            Some(b'0') => zero_run(i + 1, 3, |b| (b'0'..=b'7').contains(b)),
+            Some(b'x') => zero_run(i + 2, 2, u8::is_ascii_hexdigit),
+            Some(b'u') => zeros(i + 2, 4),
+            Some(b'U') => zeros(i + 2, 8),
+            Some(b'+') => zeros(i + 2, 6),
             _ => false,
         };
         if nul {
