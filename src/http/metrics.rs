@@ -27,9 +27,18 @@ pub fn install() {
 
 /// `GET /metrics`: without a key on the separate metrics listener (`metrics.listen`),
 /// otherwise for operator keys only.
+/// The address of the separate metrics listener, if one is configured, as app data
+/// (parsed once, at server build).
+#[derive(Debug, Clone, Copy)]
+pub struct MetricsListener(pub Option<std::net::SocketAddr>);
+
+fn on_metrics_listener(req: &actix_web::HttpRequest) -> bool {
+    req.app_data::<MetricsListener>()
+        .is_some_and(|l| l.0 == Some(req.app_config().local_addr()))
+}
+
 pub async fn render(req: actix_web::HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    let on_metrics_listener =
-        state.settings.metrics.listen_addr() == Some(req.app_config().local_addr());
+    let on_metrics_listener = on_metrics_listener(&req);
     if !on_metrics_listener {
         if let Err(refusal) = super::admin::require_operator(&req, &state).await {
             return refusal;
@@ -44,15 +53,12 @@ pub async fn render(req: actix_web::HttpRequest, state: web::Data<AppState>) -> 
 }
 
 /// On the separate metrics listener, every path but `/metrics` is 404: it is not a second
-/// door to the governed routes.
+/// door to the governed routes. Installed only when that listener is configured.
 pub async fn only_metrics_on_its_listener(
     req: actix_web::dev::ServiceRequest,
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
 ) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
-    let metrics_addr = req
-        .app_data::<web::Data<AppState>>()
-        .and_then(|s| s.settings.metrics.listen_addr());
-    if metrics_addr == Some(req.app_config().local_addr()) && req.path() != "/metrics" {
+    if on_metrics_listener(req.request()) && req.path() != "/metrics" {
         return Ok(req.into_response(HttpResponse::NotFound().finish()));
     }
     next.call(req)

@@ -68,9 +68,11 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             )
             .app_data(web::QueryConfig::default().error_handler(|e, _| json_error(e.to_string())))
             .app_data(web::PayloadConfig::new(settings.max_body_bytes))
+            .app_data(metrics::MetricsListener(metrics_addr))
             .wrap(request_id::RequestId)
-            .wrap(actix_web::middleware::from_fn(
-                metrics::only_metrics_on_its_listener,
+            .wrap(actix_web::middleware::Condition::new(
+                metrics_addr.is_some(),
+                actix_web::middleware::from_fn(metrics::only_metrics_on_its_listener),
             ))
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
