@@ -10,6 +10,7 @@ use crate::control::identities::{Identity, IdentityKind};
 use crate::pipeline::identity::bearer;
 use crate::AppState;
 
+#[derive(Clone)]
 pub struct AdminCaller {
     pub identity: Arc<Identity>,
     /// For approvers: the sources they may approve. Operators see every source.
@@ -35,12 +36,44 @@ pub fn error(status: actix_web::http::StatusCode, code: &str, message: &str) -> 
     res.json(json!({"error": message, "code": code}))
 }
 
-/// Resolves the caller and checks its kind is one of `allowed`.
+/// Resolves the caller and checks its kind is one of `allowed`. Under `/admin` the gate
+/// has already resolved it (kept in the request's extensions), so only the kind is checked.
 pub async fn admin(
     req: &HttpRequest,
     state: &AppState,
     allowed: &[IdentityKind],
 ) -> Result<AdminCaller, HttpResponse> {
+    use actix_web::HttpMessage;
+    let known = req.extensions().get::<AdminCaller>().cloned();
+    let caller = match known {
+        Some(caller) => caller,
+        None => resolve(req, state).await?,
+    };
+    if !allowed.contains(&caller.identity.kind) {
+        return Err(forbidden(allowed, &caller.identity));
+    }
+    Ok(caller)
+}
+
+fn forbidden(allowed: &[IdentityKind], identity: &Identity) -> HttpResponse {
+    let who = allowed
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    error(
+        actix_web::http::StatusCode::FORBIDDEN,
+        "forbidden",
+        &format!(
+            "this endpoint needs an {who} key; yours belongs to an {}",
+            identity.kind
+        ),
+    )
+}
+
+/// Resolves the key of the request to an approver or operator (with an approver's
+/// scopes); 401 without a valid key, 403 for an agent's.
+pub async fn resolve(req: &HttpRequest, state: &AppState) -> Result<AdminCaller, HttpResponse> {
     use actix_web::http::StatusCode;
     let Some(key) = bearer(
         req.headers()
@@ -71,20 +104,9 @@ pub async fn admin(
             ));
         }
     };
-    if !allowed.contains(&identity.kind) {
-        let who = allowed
-            .iter()
-            .map(|k| k.as_str())
-            .collect::<Vec<_>>()
-            .join(" or ");
-        return Err(error(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            &format!(
-                "this endpoint needs an {who} key; yours belongs to an {}",
-                identity.kind
-            ),
-        ));
+    let staff = [IdentityKind::Approver, IdentityKind::Operator];
+    if !staff.contains(&identity.kind) {
+        return Err(forbidden(&staff, &identity));
     }
     let scopes = if identity.kind == IdentityKind::Approver {
         approver_scopes(state, &identity).await.map_err(|e| {

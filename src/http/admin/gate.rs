@@ -9,8 +9,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::web;
 
-use super::auth::admin;
-use crate::control::identities::IdentityKind;
+use super::auth::resolve;
 use crate::AppState;
 
 /// Middleware body for `web::scope("/admin").wrap(from_fn(gate))`.
@@ -24,12 +23,14 @@ pub async fn gate(
             .await
             .map(ServiceResponse::map_into_boxed_body);
     };
-    let kinds = [IdentityKind::Approver, IdentityKind::Operator];
-    match admin(req.request(), &state, &kinds).await {
-        Ok(_) => next
-            .call(req)
-            .await
-            .map(ServiceResponse::map_into_boxed_body),
+    match resolve(req.request(), &state).await {
+        Ok(caller) => {
+            // The handlers check the kind they need against this caller, not the key again.
+            actix_web::HttpMessage::extensions_mut(&req).insert(caller);
+            next.call(req)
+                .await
+                .map(ServiceResponse::map_into_boxed_body)
+        }
         Err(refusal) => {
             audit(&req, &state, refusal.status().as_u16()).await;
             Ok(req.into_response(refusal))
