@@ -141,16 +141,12 @@ fn refusal(
 
 /// Audits a refusal of the edge guard (no caller is known yet: aggregated per peer).
 fn audit_edge(req: &ServiceRequest, code: &str, rule: &'static str, reason: &str, status: u16) {
-    use actix_web::HttpMessage;
     let Some(state) = req.app_data::<actix_web::web::Data<crate::AppState>>() else {
         return;
     };
-    let request_id = req
-        .extensions()
-        .get::<super::request_id::RequestIdValue>()
-        .map_or_else(String::new, |r| r.0.clone());
+    let request_id = super::request_id::of(req);
     state.refusals.record(
-        crate::pipeline::refusal_audit::Refusal {
+        crate::pipeline::refusal_audit::EarlyRefusal {
             request_id,
             adapter: "edge",
             target: format!("{} {}", req.method(), req.path()),

@@ -11,14 +11,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use dashmap::DashMap;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::mcp_endpoint::to_http;
-use super::request_id::RequestIdValue;
 use super::sse::{event, SseBody};
 use crate::mcp::{self, Dispatch, Inbound};
 use crate::pipeline::{self, identity::bearer, CallContext};
@@ -28,12 +27,6 @@ use crate::AppState;
 #[derive(Default)]
 pub struct LegacySessions {
     streams: DashMap<String, mpsc::Sender<web::Bytes>>,
-}
-
-fn request_id(req: &HttpRequest) -> String {
-    req.extensions()
-        .get::<RequestIdValue>()
-        .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone())
 }
 
 fn auth(req: &HttpRequest) -> Option<String> {
@@ -60,7 +53,13 @@ pub async fn tools_call(
     };
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
-    let ctx = CallContext::for_tool_call(&call, "mcp-legacy", request_id(&req), auth(&req), token);
+    let ctx = CallContext::for_tool_call(
+        &call,
+        "mcp-legacy",
+        crate::http::request_id::of(&req),
+        auth(&req),
+        token,
+    );
     let outcome = pipeline::call(&state, &ctx, call.tool.kind, &call.arguments).await;
     to_http(outcome.render_legacy())
 }
@@ -144,7 +143,7 @@ pub async fn sse_message(
         }
         Dispatch::CallTool(call) => {
             let state: Arc<AppState> = state.into_inner();
-            let rid = request_id(&req);
+            let rid = crate::http::request_id::of(&req);
             actix_rt::spawn(async move {
                 let token = CancellationToken::new();
                 let _reg = state

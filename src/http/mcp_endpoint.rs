@@ -10,11 +10,10 @@
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::request_id::RequestIdValue;
 use super::sse::{event, SseBody};
 use crate::mcp::{self, Dispatch, Inbound, Reply, ToolCall};
 use crate::pipeline::{self, identity::bearer, CallContext};
@@ -54,10 +53,7 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
             to_http(reply)
         }
         Dispatch::CallTool(call) => {
-            let request_id = req
-                .extensions()
-                .get::<RequestIdValue>()
-                .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone());
+            let request_id = crate::http::request_id::of(&req);
             tool_call(state.into_inner(), call, request_id, bearer_key, "mcp").await
         }
     }
@@ -72,7 +68,7 @@ async fn audit_protocol_refusal(
     authorization: Option<&str>,
     reply: &Reply,
 ) {
-    use crate::pipeline::refusal_audit::{caller, Refusal};
+    use crate::pipeline::refusal_audit::{caller, EarlyRefusal};
     let Some(body_json) = reply.body.as_ref() else {
         return;
     };
@@ -112,12 +108,9 @@ async fn audit_protocol_refusal(
         None => method.chars().take(64).collect(),
     };
     let who = caller(&state.identities, authorization).await;
-    let request_id = req
-        .extensions()
-        .get::<RequestIdValue>()
-        .map_or_else(String::new, |r| r.0.clone());
+    let request_id = crate::http::request_id::of(req);
     state.refusals.record(
-        Refusal {
+        EarlyRefusal {
             request_id,
             adapter: "mcp",
             target,

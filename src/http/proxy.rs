@@ -6,21 +6,17 @@
 //!   `{"error", "approval_id", "approval_state"}`; 401/403/404/429/503 `{"error", "code"}`.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::request_id::RequestIdValue;
 use crate::mcp::ToolKind;
 use crate::pipeline::{self, identity::bearer, CallContext, Outcome};
 use crate::AppState;
 
 fn context(req: &HttpRequest, token: CancellationToken) -> CallContext {
     CallContext {
-        request_id: req
-            .extensions()
-            .get::<RequestIdValue>()
-            .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone()),
+        request_id: crate::http::request_id::of(req),
         adapter: "proxy",
         dialect: None,
         bearer: bearer(

@@ -16,6 +16,14 @@ pub const HEADER: &str = "x-request-id";
 #[derive(Debug, Clone)]
 pub struct RequestIdValue(pub String);
 
+/// The request's id as the request-id middleware assigned it (a fresh one when the
+/// middleware did not run, e.g. in a unit test of a handler).
+pub fn of(req: &impl actix_web::HttpMessage) -> String {
+    req.extensions()
+        .get::<RequestIdValue>()
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), |r| r.0.clone())
+}
+
 pub struct RequestId;
 
 impl<S, B> Transform<S, ServiceRequest> for RequestId

@@ -34,7 +34,7 @@ pub async fn caller(
 
 /// One refusal to audit.
 #[derive(Debug, Clone)]
-pub struct Refusal {
+pub struct EarlyRefusal {
     pub request_id: String,
     /// `mcp`, `admin`, `proxy`, `mcp-legacy`, or `edge` for the route guard.
     pub adapter: &'static str,
@@ -51,8 +51,8 @@ pub struct Refusal {
 struct Window {
     started: Instant,
     suppressed: u64,
-    /// The last refusal counted, as the template of the summary record.
-    last: Option<Refusal>,
+    /// The first refusal counted, as the template of the summary record.
+    last: Option<EarlyRefusal>,
 }
 
 /// The auditor; one per gateway.
@@ -85,7 +85,7 @@ impl RefusalAudit {
     }
 
     /// Records `refusal`; `caller` is the identity when the key was valid.
-    pub fn record(&self, refusal: Refusal, caller: Option<&Identity>) {
+    pub fn record(&self, refusal: EarlyRefusal, caller: Option<&Identity>) {
         if let Some(identity) = caller {
             self.write(refusal, Some(identity), 1);
             return;
@@ -93,7 +93,7 @@ impl RefusalAudit {
         let key = (refusal.peer, refusal.code.clone());
         let now = Instant::now();
         let mut first = false;
-        let mut expired: Option<(Refusal, u64)> = None;
+        let mut expired: Option<(EarlyRefusal, u64)> = None;
         {
             let mut entry = self.windows.entry(key).or_insert_with(|| {
                 first = true;
@@ -115,7 +115,10 @@ impl RefusalAudit {
             }
             if !first {
                 entry.suppressed += 1;
-                entry.last = Some(refusal.clone());
+                // The summary's template: the first refusal counted in this window.
+                if entry.last.is_none() {
+                    entry.last = Some(refusal.clone());
+                }
             }
         }
         if let Some((last, n)) = expired {
@@ -146,7 +149,7 @@ impl RefusalAudit {
         }
     }
 
-    fn write(&self, r: Refusal, caller: Option<&Identity>, count: u64) {
+    fn write(&self, r: EarlyRefusal, caller: Option<&Identity>, count: u64) {
         metrics::counter!("interlock_refusals_before_pipeline_total", "code" => r.code.clone())
             .increment(count);
         let record = AuditRecord {

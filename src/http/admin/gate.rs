@@ -41,8 +41,7 @@ pub async fn gate(
 /// Audits the refusal: with the caller when its key is valid (an agent's), else
 /// aggregated per peer.
 async fn audit(req: &ServiceRequest, state: &AppState, status: u16) {
-    use crate::pipeline::refusal_audit::{caller, Refusal};
-    use actix_web::HttpMessage;
+    use crate::pipeline::refusal_audit::{caller, EarlyRefusal};
     let authorization = req
         .headers()
         .get("authorization")
@@ -53,12 +52,9 @@ async fn audit(req: &ServiceRequest, state: &AppState, status: u16) {
         403 => ("forbidden", "the key belongs to an agent"),
         _ => ("unavailable", "the caller could not be checked"),
     };
-    let request_id = req
-        .extensions()
-        .get::<crate::http::request_id::RequestIdValue>()
-        .map_or_else(String::new, |r| r.0.clone());
+    let request_id = crate::http::request_id::of(req);
     state.refusals.record(
-        Refusal {
+        EarlyRefusal {
             request_id,
             adapter: "admin",
             target: format!("{} {}", req.method(), req.path()),
