@@ -22,7 +22,7 @@ async fn caller_mistakes_never_open_the_circuit() {
             json!(["abc"]),
             400,
             "invalid_parameter",
-            "$1 must be a int8",
+            "$1 must be of type int8",
         ),
         (
             "SELECT $1::numeric AS n",

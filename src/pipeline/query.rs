@@ -413,15 +413,6 @@ fn rows_outcome(payload: &Value) -> Outcome {
     Outcome::Rows { rows, truncated }
 }
 
-fn e_text(e: &ExecError) -> String {
-    let text = e.to_string();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect::<String>() + ".",
-        None => text,
-    }
-}
-
 fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
     draft.error = Some(e.to_string());
     match e {
@@ -437,9 +428,9 @@ fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
                 "execution",
                 "invalid_parameter",
                 "parameter types",
-                &e_text(&e),
+                &e.to_string(),
             );
-            Outcome::refused(400, "invalid_parameter", e_text(&e))
+            Outcome::refused(400, "invalid_parameter", e.to_string())
         }
         other => {
             tracing::info!(error = %other, "governed read failed");

@@ -112,10 +112,10 @@ pub enum ExecError {
 fn parameter_message(index: Option<usize>, expected: &str, detail: &str) -> String {
     match index {
         Some(i) => format!(
-            "parameter ${i} must be a {expected} value ({detail}); pass a value of that type in params"
+            "Parameter ${i} must be of type {expected} ({detail}); pass a value of that type in params."
         ),
         None => format!(
-            "a value does not fit its type ({detail}); check the parameters ({expected}) and the statement's constants"
+            "A value does not fit its type ({detail}); check the parameters ({expected}) and the statement's constants."
         ),
     }
 }
