@@ -555,7 +555,10 @@ impl<'p> Tracer<'p> {
         if let Some(traced) = self.over_append(n, &expr) {
             return traced;
         }
-        // A set-operation branch ("*SELECT* n") outputs its columns in order.
+        // A set-operation branch ("*SELECT* n"): its scan names the branch's columns by
+        // the set operation's column names, which the plan does not print, and it may
+        // project them in another order than the branch outputs them (an outer select
+        // list that reorders them). Only a one-column branch maps by position soundly.
         if ty == "Subquery Scan"
             && node
                 .alias
@@ -569,7 +572,12 @@ impl<'p> Tracer<'p> {
                         .row_children(n)
                         .first()
                         .ok_or("subquery scan without input")?;
-                    self.output(child, i)
+                    if self.plan.printed_output(child).len() != 1 {
+                        return Err(format!(
+                            "{expr}: a set-operation branch's columns are not named in the plan"
+                        ));
+                    }
+                    self.output(child, 0)
                 }
                 _ => self.expr(n, &expr),
             };
