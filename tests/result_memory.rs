@@ -8,7 +8,7 @@
 mod common;
 
 use common::env::demo_env;
-use common::mcp::{call, rows, MODERN};
+use common::mcp::rows;
 use serde_json::json;
 
 /// A field of /proc/self/status, in kB.
@@ -25,22 +25,7 @@ fn status_kb(field: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_huge_values_at_once_stay_within_the_cap() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
-    let query = |sql: &str| {
-        let base = base.clone();
-        let key = env.agent_key.clone();
-        let sql = sql.to_string();
-        async move {
-            call(
-                &base,
-                Some(&key),
-                MODERN,
-                "interlock_query",
-                json!({"source_id": "shop", "sql": sql}),
-            )
-            .await
-        }
-    };
+    let query = |sql: &str| env.agent_query(json!({"sql": sql}));
     // Warm up: pools open, caches and allocator arenas in use.
     for _ in 0..4 {
         let a = query("SELECT repeat('w', 1000000) AS v").await;

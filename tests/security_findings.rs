@@ -9,7 +9,7 @@
 mod common;
 
 use common::env::demo_env;
-use common::mcp::{call, rows, MODERN};
+use common::mcp::rows;
 use serde_json::{json, Value};
 
 /// True when a value is a masked demo email (`*…@example.com`), never raw.
@@ -25,7 +25,6 @@ fn masked(v: &Value) -> bool {
 #[tokio::test]
 async fn masked_columns_stay_masked_whatever_the_names() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
     // (sql, the output column that carries customers.email)
     let reads = [
         (
@@ -46,14 +45,7 @@ async fn masked_columns_stay_masked_whatever_the_names() {
         ),
     ];
     for (sql, column) in reads {
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql}),
-        )
-        .await;
+        let a = env.agent_query(json!({"sql": sql})).await;
         assert_eq!(a.status, 200, "{sql}: {:?}", a.body);
         let r = rows(&a);
         assert!(!r.is_empty(), "{sql}: no rows");
@@ -66,7 +58,6 @@ async fn masked_columns_stay_masked_whatever_the_names() {
 #[tokio::test]
 async fn each_finding_is_refused_with_its_rule() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
     let deep_plus = format!("SELECT 1{}", "+1".repeat(2000));
     let deep_cast = format!("SELECT 1{}", "::int".repeat(8000));
     // (arguments, status, machine key)
@@ -122,16 +113,8 @@ async fn each_finding_is_refused_with_its_rule() {
             "sql_forbidden_statement",
         ),
     ];
-    for (mut args, status, key) in cases {
-        args["source_id"] = json!("shop");
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            args.clone(),
-        )
-        .await;
+    for (args, status, key) in cases {
+        let a = env.agent_query(args.clone()).await;
         let shown = args["sql"]
             .as_str()
             .unwrap_or_default()
@@ -153,14 +136,7 @@ async fn each_finding_is_refused_with_its_rule() {
         }
     }
     // The gateway is still up and answering after all of that.
-    let a = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "SELECT 1 AS one"}),
-    )
-    .await;
+    let a = env.agent_query(json!({"sql": "SELECT 1 AS one"})).await;
     assert_eq!(a.status, 200);
     assert_eq!(rows(&a)[0]["one"], 1);
 }
@@ -168,7 +144,6 @@ async fn each_finding_is_refused_with_its_rule() {
 #[tokio::test]
 async fn too_many_joined_relations_are_refused_before_execution() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
     let join = |n: usize| {
         let mut sql = "SELECT count(*) FROM public.products p0".to_string();
         for i in 1..n {
@@ -177,14 +152,7 @@ async fn too_many_joined_relations_are_refused_before_execution() {
         sql
     };
     for (n, status) in [(32, 200), (33, 400), (200, 400)] {
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": join(n)}),
-        )
-        .await;
+        let a = env.agent_query(json!({"sql": join(n)})).await;
         assert_eq!(a.status, status, "{n} relations: {:?}", a.body);
         if status == 400 {
             assert_eq!(a.body["error"]["data"]["code"], "sql_too_many_relations");

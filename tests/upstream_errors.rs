@@ -8,13 +8,12 @@
 mod common;
 
 use common::env::demo_env;
-use common::mcp::{call, rows, MODERN};
+use common::mcp::rows;
 use serde_json::{json, Value};
 
 #[tokio::test]
 async fn caller_mistakes_never_open_the_circuit() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
     // (sql, params, HTTP status, machine key, words the reason must contain)
     let cases: Vec<(&str, Value, u16, &str, &str)> = vec![
         (
@@ -79,14 +78,7 @@ async fn caller_mistakes_never_open_the_circuit() {
     ];
     for (sql, params, status, key, words) in &cases {
         for attempt in 0..30 {
-            let a = call(
-                &base,
-                Some(&env.agent_key),
-                MODERN,
-                "interlock_query",
-                json!({"source_id": "shop", "sql": sql, "params": params}),
-            )
-            .await;
+            let a = env.agent_query(json!({"sql": sql, "params": params})).await;
             // Refusals decided before execution answer with their status; those decided
             // once the result stream is open carry it in the error's data.
             let carried = a.body["error"]["data"]["status"].as_u64();
@@ -107,14 +99,9 @@ async fn caller_mistakes_never_open_the_circuit() {
     }
     assert_eq!(env.circuit_state("shop").await, "closed");
     // And the source still answers everyone.
-    let a = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "SELECT id FROM public.customers WHERE id = $1", "params": [7]}),
-    )
-    .await;
+    let a = env
+        .agent_query(json!({"sql": "SELECT id FROM public.customers WHERE id = $1", "params": [7]}))
+        .await;
     assert_eq!(a.status, 200);
     assert_eq!(rows(&a)[0]["id"], 7);
 }

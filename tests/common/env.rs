@@ -120,6 +120,23 @@ impl DemoEnv {
             .expect("grant");
     }
 
+    /// `interlock_query` on `shop` as the demo agent, in the modern dialect: `arguments`
+    /// (`sql`, `params`, …) over `{"source_id": "shop"}`.
+    pub async fn agent_query(&self, arguments: serde_json::Value) -> super::mcp::Answer {
+        let mut args = serde_json::json!({"source_id": "shop"});
+        if let (Some(all), serde_json::Value::Object(given)) = (args.as_object_mut(), arguments) {
+            all.extend(given);
+        }
+        super::mcp::call(
+            &self.gateway.url(""),
+            Some(&self.agent_key),
+            super::mcp::MODERN,
+            "interlock_query",
+            args,
+        )
+        .await
+    }
+
     /// The state of `source`'s circuit as the admin API reports it (`closed`, `open`, …).
     pub async fn circuit_state(&self, source: &str) -> serde_json::Value {
         let body: serde_json::Value = super::http::client()
