@@ -69,33 +69,7 @@ async fn audit_protocol_refusal(
     reply: &Reply,
 ) {
     use crate::pipeline::refusal_audit::{caller, EarlyRefusal};
-    let Some(body_json) = reply.body.as_ref() else {
-        return;
-    };
-    // A JSON-RPC error, or (handshake dialect) a tool result flagged `isError`.
-    let (code, reason) = if let Some(error) = body_json.get("error") {
-        let code = error
-            .pointer("/data/code")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("jsonrpc_{}", error["code"]));
-        (
-            code,
-            error["message"].as_str().unwrap_or_default().to_string(),
-        )
-    } else if body_json.pointer("/result/isError") == Some(&serde_json::Value::Bool(true)) {
-        let structured = &body_json["result"]["structuredContent"];
-        let code = structured["code"]
-            .as_str()
-            .or_else(|| structured["status"].as_str())
-            .unwrap_or("tool_error")
-            .to_string();
-        let reason = structured["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        (code, reason)
-    } else {
+    let Some((code, reason)) = reply.refusal() else {
         return;
     };
     let message: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();

@@ -52,6 +52,34 @@ impl Reply {
         }
     }
 
+    /// When this reply refuses the request — a JSON-RPC error, or (handshake dialect) a
+    /// tool result flagged `isError` — its machine key and message, for the audit.
+    pub fn refusal(&self) -> Option<(String, String)> {
+        let body = self.body.as_ref()?;
+        if let Some(error) = body.get("error") {
+            let code = error
+                .pointer("/data/code")
+                .and_then(Value::as_str)
+                .map_or_else(|| format!("jsonrpc_{}", error["code"]), str::to_string);
+            let message = error["message"].as_str().unwrap_or_default().to_string();
+            return Some((code, message));
+        }
+        if body.pointer("/result/isError") != Some(&Value::Bool(true)) {
+            return None;
+        }
+        let structured = &body["result"]["structuredContent"];
+        let code = structured["code"]
+            .as_str()
+            .or_else(|| structured["status"].as_str())
+            .unwrap_or("tool_error")
+            .to_string();
+        let message = structured["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        Some((code, message))
+    }
+
     /// The same reply with one more header.
     pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Reply {
         self.headers.push((name.to_owned(), value.into()));
@@ -113,5 +141,37 @@ impl ToolCall {
     /// Whether the client called a deprecated alias rather than the canonical name.
     pub fn via_deprecated_alias(&self) -> bool {
         self.called_as != self.tool.name
+    }
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn refusals_are_read_off_errors_and_is_error_results() {
+        let cases = [
+            (
+                json!({"error": {"code": -32602, "message": "no such tool", "data": {"code": "unknown_tool"}}}),
+                Some(("unknown_tool", "no such tool")),
+            ),
+            (
+                json!({"error": {"code": -32601, "message": "Method not found"}}),
+                Some(("jsonrpc_-32601", "Method not found")),
+            ),
+            (
+                json!({"result": {"isError": true, "structuredContent": {"status": "invalid_arguments", "code": "invalid_arguments", "message": "bad"}}}),
+                Some(("invalid_arguments", "bad")),
+            ),
+            (json!({"result": {"isError": false, "content": []}}), None),
+            (json!({"result": {}}), None),
+        ];
+        for (body, want) in cases {
+            let got = Reply::json(200, body.clone()).refusal();
+            let want = want.map(|(c, m)| (c.to_string(), m.to_string()));
+            assert_eq!(got, want, "{body}");
+        }
+        assert_eq!(Reply::accepted().refusal(), None);
     }
 }
