@@ -78,7 +78,7 @@ impl RefusalAudit {
                 let Some(auditor) = weak.upgrade() else {
                     return;
                 };
-                auditor.flush(false);
+                auditor.flush();
             }
         });
         auditor
@@ -129,12 +129,12 @@ impl RefusalAudit {
         }
     }
 
-    /// Writes the counts of windows that have ended (all of them with `all`).
-    pub fn flush(&self, all: bool) {
+    /// Writes the counts of windows that have ended.
+    fn flush(&self) {
         let now = Instant::now();
         let mut due = Vec::new();
         self.windows.retain(|_, w| {
-            let ended = all || now.duration_since(w.started) >= self.window;
+            let ended = now.duration_since(w.started) >= self.window;
             if ended {
                 if let Some(last) = w.last.take() {
                     if w.suppressed > 0 {
