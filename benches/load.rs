@@ -1,11 +1,24 @@
-//! Load benchmark: direct PostgreSQL vs governed `interlock_query` through `POST /mcp`, for
-//! the demo point query, at 1, 8 and 32 connections, result cache off and on, in one run on
-//! one machine (load generator, gateway and PostgreSQL co-located). Prints throughput, p50
-//! and p99, and ratios against the direct baseline measured in the same run.
+//! Load benchmark: governed calls through `POST /mcp` against the same work sent straight to
+//! PostgreSQL, paired in one run on one machine (load generator, gateway and PostgreSQL
+//! co-located). Prints throughput, p50 and p99, ratios against the baseline measured in the
+//! same run, the gateway's per-stage breakdown of each governed cell (from its own
+//! `/metrics`), and a memory line.
 //!
-//! Run: `cargo bench --bench load` (options: `-- --seconds 5`). See BENCHMARKS.md.
+//! Cells:
+//! - **agent**: agent-style SQL, a new literal in every statement (as agents write it);
+//!   baseline: the same texts over the simple protocol;
+//! - **param**: the demo point query with `$1`; baseline: a prepared statement;
+//! - **cache hit**: the param query with the result cache on and warm (every hit still
+//!   writes a durable audit record); baseline: the prepared statement;
+//! - **tools/list**, against `/healthz` (no database, no audit);
+//! - **memory**: gateway and source-backend private memory after the first 20 s and at the
+//!   end of 60 s of agent-style load at 32 connections.
+//!
+//! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60`).
+//! See BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,15 +52,32 @@ fn summarize(mut lat: Vec<f64>, elapsed: Duration, errors: u64) -> Measured {
     }
 }
 
-/// A cheap per-task pseudo-random id in 1..=1000.
-fn next_id(state: &mut u64) -> i64 {
+/// A cheap per-task pseudo-random number in 1..=n.
+fn next(state: &mut u64, n: u64) -> i64 {
     *state ^= *state << 13;
     *state ^= *state >> 7;
     *state ^= *state << 17;
-    (*state % 1000) as i64 + 1
+    (*state % n) as i64 + 1
 }
 
-async fn direct(cluster: &Cluster, conns: usize, secs: u64) -> Measured {
+/// Agent-style text: a new literal each time (two of them, so texts rarely repeat).
+fn agent_sql(seed: &mut u64) -> String {
+    format!(
+        "SELECT id, name, country FROM public.customers WHERE id = {} AND {} > 0",
+        next(seed, 1000),
+        next(seed, 1_000_000_000)
+    )
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Direct {
+    /// Agent-style texts over the simple protocol.
+    Simple,
+    /// The point query, prepared once per connection.
+    Prepared,
+}
+
+async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Measured {
     let mut tasks = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(secs);
     for t in 0..conns {
@@ -57,11 +87,18 @@ async fn direct(cluster: &Cluster, conns: usize, secs: u64) -> Measured {
             let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while Instant::now() < deadline {
-                let id = next_id(&mut seed);
                 let started = Instant::now();
-                match client.query(&stmt, &[&id]).await {
-                    Ok(_) => lat.push(started.elapsed().as_secs_f64() * 1000.0),
-                    Err(_) => errors += 1,
+                let ok = match how {
+                    Direct::Simple => client.simple_query(&agent_sql(&mut seed)).await.is_ok(),
+                    Direct::Prepared => {
+                        let id = next(&mut seed, 1000);
+                        client.query(&stmt, &[&id]).await.is_ok()
+                    }
+                };
+                if ok {
+                    lat.push(started.elapsed().as_secs_f64() * 1000.0);
+                } else {
+                    errors += 1;
                 }
             }
             (lat, errors)
@@ -70,31 +107,55 @@ async fn direct(cluster: &Cluster, conns: usize, secs: u64) -> Measured {
     collect(tasks, secs).await
 }
 
-async fn governed(endpoint: &str, key: &str, conns: usize, secs: u64) -> Measured {
+#[derive(Clone, Copy, PartialEq)]
+enum Governed {
+    /// `interlock_query` with agent-style text.
+    Agent,
+    /// `interlock_query` with the `$1` point query, ids in 1..=n.
+    Param(u64),
+    /// `tools/list`.
+    ToolsList,
+    /// `GET /healthz`.
+    Health,
+}
+
+async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64) -> Measured {
     let mut tasks = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(secs);
     for t in 0..conns {
-        let (endpoint, key) = (endpoint.to_string(), key.to_string());
+        let (base, key) = (base.to_string(), key.to_string());
         tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::builder().no_proxy().pool_max_idle_per_host(1).build().expect("client");
             let mut seed = 0xD1B5_4A32_D192_ED03u64 ^ (t as u64 + 1);
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while Instant::now() < deadline {
-                let id = next_id(&mut seed);
-                let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                    "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": POINT, "params": [id]}}});
+                let body = match how {
+                    Governed::Agent => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": agent_sql(&mut seed)}}}),
+                    Governed::Param(n) => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": POINT, "params": [next(&mut seed, n)]}}}),
+                    Governed::ToolsList => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+                    Governed::Health => json!(null),
+                };
                 let started = Instant::now();
-                let res = client
-                    .post(&endpoint)
-                    .header("Content-Type", "application/json")
-                    .header("Accept", "application/json, text/event-stream")
-                    .header("MCP-Protocol-Version", "2025-11-25")
-                    .bearer_auth(&key)
-                    .json(&body)
-                    .send()
-                    .await;
+                let res = if how == Governed::Health {
+                    client.get(format!("{base}/healthz")).send().await
+                } else {
+                    client
+                        .post(format!("{base}/mcp"))
+                        .header("Content-Type", "application/json")
+                        .header("Accept", "application/json, text/event-stream")
+                        .header("MCP-Protocol-Version", "2025-11-25")
+                        .bearer_auth(&key)
+                        .json(&body)
+                        .send()
+                        .await
+                };
                 let ok = match res {
-                    Ok(r) if r.status() == 200 => r.text().await.is_ok_and(|t| t.contains("\"result\"")),
+                    Ok(r) if r.status() == 200 => r
+                        .text()
+                        .await
+                        .is_ok_and(|t| how == Governed::Health || (t.contains("\"result\"") && !t.contains("\"isError\":true"))),
                     _ => false,
                 };
                 if ok {
@@ -119,12 +180,132 @@ async fn collect(tasks: Vec<tokio::task::JoinHandle<(Vec<f64>, u64)>>, secs: u64
     summarize(all, Duration::from_secs(secs), errors)
 }
 
-fn main() {
-    let secs: u64 = std::env::args()
-        .skip_while(|a| a != "--seconds")
+/// `interlock_stage_seconds` sums and counts per stage, from the gateway's `/metrics`.
+async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> {
+    let text = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(format!("{base}/metrics"))
+        .bearer_auth(operator_key)
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics body");
+    let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for line in text.lines() {
+        for (suffix, sum) in [("_sum{", true), ("_count{", false)] {
+            let Some(rest) = line.strip_prefix(&format!("interlock_stage_seconds{suffix}")) else {
+                continue;
+            };
+            let Some(stage) = rest.split('"').nth(1) else {
+                continue;
+            };
+            let Some(value) = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
+                continue;
+            };
+            let entry = out.entry(stage.to_string()).or_default();
+            if sum {
+                entry.0 = value;
+            } else {
+                entry.1 = value;
+            }
+        }
+    }
+    out
+}
+
+/// Mean microseconds per stage between two scrapes, in pipeline order.
+fn breakdown(
+    before: &BTreeMap<String, (f64, f64)>,
+    after: &BTreeMap<String, (f64, f64)>,
+) -> String {
+    interlock::stages::Stage::ALL
+        .iter()
+        .filter_map(|s| {
+            let (s1, c1) = after.get(s.name()).copied().unwrap_or_default();
+            let (s0, c0) = before.get(s.name()).copied().unwrap_or_default();
+            let n = c1 - c0;
+            (n > 0.0).then(|| format!("{} {:.0}", s.name(), (s1 - s0) / n * 1e6))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// Private (anonymous) resident memory of a process, in MiB.
+fn private_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("RssAnon:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// The gateway's source backends (application_name `interlock` on `shop`).
+async fn backend_pids(cluster: &Cluster) -> Vec<u32> {
+    let client = cluster.connect("postgres").await.expect("connect");
+    client
+        .query(
+            "SELECT pid FROM pg_stat_activity WHERE datname = 'shop' AND application_name = 'interlock'",
+            &[],
+        )
+        .await
+        .expect("pg_stat_activity")
+        .iter()
+        .map(|r| r.get::<_, i32>(0) as u32)
+        .collect()
+}
+
+async fn memory_mib(cluster: &Cluster) -> (f64, f64, usize) {
+    let pids = backend_pids(cluster).await;
+    let backends: f64 = pids.iter().map(|p| private_mib(*p)).sum();
+    (private_mib(std::process::id()), backends, pids.len())
+}
+
+fn print_pair(label: &str, conns: usize, d: Measured, g: Measured, stages: &str) {
+    println!(
+        "{conns:<6} {:>22} {:>9.0} {:>7} {:>9.3} {:>9.3} {:>9} {:>7}",
+        format!("{label} baseline"),
+        d.rps,
+        "1.00",
+        d.p50_ms,
+        d.p99_ms,
+        "",
+        d.errors
+    );
+    println!(
+        "{conns:<6} {:>22} {:>9.0} {:>7.2} {:>9.3} {:>9.3} {:>9.3} {:>7}",
+        format!("{label} governed"),
+        g.rps,
+        g.rps / d.rps,
+        g.p50_ms,
+        g.p99_ms,
+        g.p50_ms - d.p50_ms,
+        g.errors
+    );
+    if !stages.is_empty() {
+        println!("{:<6} {:>22} µs per call: {stages}", "", "stages");
+    }
+}
+
+fn arg(name: &str, default: u64) -> u64 {
+    std::env::args()
+        .skip_while(|a| a != name)
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(default)
+}
+
+fn main() {
+    let secs = arg("--seconds", 5);
+    let memory_secs = arg("--memory-seconds", 60);
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -155,33 +336,64 @@ fn main() {
             let keys = interlock::demo::seed(&gateway.state().control, &cl).await.expect("seed");
             gateway.state().sources.reload().await.expect("reload");
             gateway.state().sources.refresh_catalog("shop").await.expect("catalog");
-            let endpoint = format!("http://{}/mcp", gateway.addr());
+            let base = format!("http://{}", gateway.addr());
             let control = gateway.state().control.clone();
             let _handle = gateway.spawn();
-            // Warm up: catalog scan, pools, prepared statements.
-            governed(&endpoint, &keys.agent_key, 4, 1).await;
+            let key = keys.agent_key.clone();
+            let op = keys.operator_key.clone();
+            // Warm up: catalog scan, pools, identity cache.
+            governed(&base, &key, Governed::Param(1000), 4, 1).await;
 
-            println!("InterLock load benchmark: {secs} s per cell, point query on public.customers (1,000 rows)");
-            println!("{:<6} {:>11} {:>11} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9}", "conns", "mode", "req/s", "ratio", "p50 ms", "p99 ms", "+p50 ms", "errors", "");
-            for ttl in [0u32, 60_000] {
-                interlock::control::sources::set_cache_ttl(&control, "shop", ttl).await.expect("ttl");
-                tokio::time::sleep(Duration::from_millis(1200)).await;
-                let mode = if ttl == 0 { "cache off" } else { "cache on" };
-                for conns in LEVELS {
-                    let d = direct(&cl, conns, secs).await;
-                    let g = governed(&endpoint, &keys.agent_key, conns, secs).await;
-                    println!("{conns:<6} {:>11} {:>11.0} {:>7} {:>9.3} {:>9.3} {:>9} {:>9}", "direct", d.rps, "1.00", d.p50_ms, d.p99_ms, "", d.errors);
-                    println!(
-                        "{conns:<6} {mode:>11} {:>11.0} {:>7.2} {:>9.3} {:>9.3} {:>9.3} {:>9}",
-                        g.rps,
-                        g.rps / d.rps,
-                        g.p50_ms,
-                        g.p99_ms,
-                        g.p50_ms - d.p50_ms,
-                        g.errors
-                    );
-                }
+            println!("InterLock load benchmark: {secs} s per cell; demo public.customers (1,000 rows); durable audit on");
+            println!("{:<6} {:>22} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}", "conns", "cell", "req/s", "ratio", "p50 ms", "p99 ms", "+p50 ms", "errors");
+            interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            for conns in LEVELS {
+                let d = direct(&cl, Direct::Simple, conns, secs).await;
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Agent, conns, secs).await;
+                let after = stages(&base, &op).await;
+                print_pair("agent", conns, d, g, &breakdown(&before, &after));
             }
+            let mut prepared = BTreeMap::new();
+            for conns in [1, 32] {
+                let d = direct(&cl, Direct::Prepared, conns, secs).await;
+                prepared.insert(conns, d);
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Param(1000), conns, secs).await;
+                let after = stages(&base, &op).await;
+                print_pair("param", conns, d, g, &breakdown(&before, &after));
+            }
+            interlock::control::sources::set_cache_ttl(&control, "shop", 600_000).await.expect("ttl");
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            governed(&base, &key, Governed::Param(100), 4, 2).await; // warm the cache
+            for conns in [1, 32] {
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Param(100), conns, secs).await;
+                let after = stages(&base, &op).await;
+                print_pair("cache hit", conns, prepared[&conns], g, &breakdown(&before, &after));
+            }
+            let h = governed(&base, &key, Governed::Health, 1, secs).await;
+            let before = stages(&base, &op).await;
+            let t = governed(&base, &key, Governed::ToolsList, 1, secs).await;
+            let after = stages(&base, &op).await;
+            print_pair("tools/list vs healthz", 1, h, t, &breakdown(&before, &after));
+
+            interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            let first = memory_secs.min(20);
+            let warm = governed(&base, &key, Governed::Agent, 32, first).await;
+            let (g0, b0, n0) = memory_mib(&cl).await;
+            let rest = governed(&base, &key, Governed::Agent, 32, memory_secs - first).await;
+            let (g1, b1, n1) = memory_mib(&cl).await;
+            println!(
+                "memory: {memory_secs} s of agent load at 32 connections ({:.0} then {:.0} req/s): \
+                 gateway {g0:.1} → {g1:.1} MiB, {n0}→{n1} source backends {b0:.1} → {b1:.1} MiB; \
+                 growth after the first {first} s: {:+.1} MiB in total",
+                warm.rps,
+                rest.rps,
+                (g1 - g0) + (b1 - b0)
+            );
         });
     drop(cluster);
 }

@@ -19,6 +19,7 @@ pub mod pipeline;
 pub mod secrets;
 pub mod sources;
 pub mod sql;
+pub mod stages;
 pub mod stdio;
 pub mod telemetry;
 

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 use interlock::control::{policy_file, profiles, sources};
 use interlock::governance::{decide, AllowedClass, SqlLimits};
 use interlock::pipeline::{catalog, mask};
-use interlock::sources::postgres::execute::{self, Limits, TextParam};
-use interlock::sources::postgres::pool::{self, Purpose};
+use interlock::sources::postgres::execute::{self, Limits, Mode, TextParam};
+use interlock::sources::postgres::pool;
 use serde_json::Value;
 
 const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sql-safety");
@@ -196,7 +196,7 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
         let token = tokio_util::sync::CancellationToken::new();
         let run = execute::run(
             &pools,
-            Purpose::Read,
+            Mode::read(allowed.explain.is_some()),
             &allowed.statement,
             &[] as &[TextParam],
             Limits {

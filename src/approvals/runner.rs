@@ -15,8 +15,7 @@ use super::instance::instance_dead;
 use crate::control::{profiles::load_profile, ControlError, ControlPool};
 use crate::governance::{decide, AllowedClass, SqlLimits};
 use crate::pipeline::{audit, mask, AuditDraft, Outcome};
-use crate::sources::postgres::execute::{self, Limits};
-use crate::sources::postgres::pool::Purpose;
+use crate::sources::postgres::execute::{self, Limits, Mode};
 use crate::sources::registry::SourceRegistry;
 
 /// Everything execution needs, cloned out of the gateway state (no cycle through it).
@@ -140,16 +139,7 @@ impl GatewayRunner {
             max_rows: u64::from(rt.source.max_rows),
             max_bytes: rt.source.max_bytes,
         };
-        match execute::run(
-            pools,
-            Purpose::Write,
-            &allowed.statement,
-            &[],
-            limits,
-            &never,
-        )
-        .await
-        {
+        match execute::run(pools, Mode::Write, &allowed.statement, &[], limits, &never).await {
             Ok(mut rows) => {
                 let returning = if rows.columns.is_empty() {
                     None

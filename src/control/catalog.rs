@@ -21,6 +21,11 @@ pub async fn store(
 ) -> Result<DateTime<Utc>, ControlError> {
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
+    // Two stores of one source (a background refresh and an operator's, or two gateways)
+    // take turns: without the row lock, the second one's DELETE would not see the first
+    // one's inserts and its own inserts would collide with them.
+    tx.execute("SELECT 1 FROM sources WHERE id = $1 FOR UPDATE", &[&source])
+        .await?;
     tx.execute(
         "DELETE FROM catalog_relations WHERE source_id = $1",
         &[&source],

@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_audit_statement_hash",
         sql: include_str!("../../migrations/0003_audit_statement_hash.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_audit_expected_head",
+        sql: include_str!("../../migrations/0004_audit_expected_head.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -17,12 +17,14 @@ use tokio_util::sync::CancellationToken;
 use super::sse::{event, SseBody};
 use crate::mcp::{self, Dispatch, Inbound, Reply, ToolCall};
 use crate::pipeline::{self, identity::bearer, CallContext};
+use crate::stages::Stage;
 use crate::AppState;
 
 /// Seconds between SSE keep-alive comments (also how fast a vanished client is noticed).
 const KEEPALIVE: Duration = Duration::from_secs(1);
 
 pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>) -> HttpResponse {
+    let started = std::time::Instant::now();
     let headers: Vec<(String, String)> = req
         .headers()
         .iter()
@@ -42,7 +44,9 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
         .get("authorization")
         .and_then(|v| v.to_str().ok());
     let bearer_key = bearer(auth).map(str::to_string);
-    match mcp::dispatch(&inbound, &state.catalogue, &state.server_info) {
+    let dispatched = mcp::dispatch(&inbound, &state.catalogue, &state.server_info);
+    Stage::Decode.since(started);
+    match dispatched {
         Dispatch::Reply(reply) => {
             audit_protocol_refusal(&req, &state, &body, auth, &reply).await;
             to_http(reply)
@@ -115,8 +119,7 @@ pub async fn tool_call(
     let prepared = match pipeline::prepare(&state, &ctx, call.tool.kind, &call.arguments).await {
         Ok(p) => p,
         Err(outcome) => {
-            let reply = outcome.render(&call, &state.server_info);
-            return to_http(reply);
+            return Stage::Render.time(|| to_http(outcome.render(&call, &state.server_info)));
         }
     };
     let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
@@ -129,9 +132,12 @@ pub async fn tool_call(
                 .await;
         }
         let outcome = prepared.run(&st, &token).await;
+        let started = std::time::Instant::now();
         let reply = outcome.render(&call, &st.server_info);
-        if let Some(body) = reply.body {
-            let _ = tx.send(event(&body)).await;
+        let sent = reply.body.as_ref().map(event);
+        Stage::Render.since(started);
+        if let Some(sent) = sent {
+            let _ = tx.send(sent).await;
         }
     });
     HttpResponse::Ok()

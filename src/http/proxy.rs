@@ -80,7 +80,7 @@ fn error(status: StatusCode, code: &str, message: &str) -> HttpResponse {
 pub fn render(outcome: Outcome) -> HttpResponse {
     match outcome {
         Outcome::Rows { rows, truncated } => HttpResponse::Ok().json(json!({
-            "rows": rows,
+            "rows": rows.as_slice(),
             "truncated": truncated.is_some(),
             "truncated_by": truncated,
         })),

@@ -55,7 +55,9 @@ pub fn prepare(
     let tool = catalogue
         .resolve(name)
         .ok_or_else(|| RpcError::unknown_tool(name))?;
-    if let Err(invalid) = arguments::check(tool, name, &arguments) {
+    if let Err(invalid) =
+        crate::stages::Stage::Arguments.time(|| arguments::check(tool, name, &arguments))
+    {
         return Ok(Prepared::Invalid(invalid));
     }
     let progress_token = message

@@ -49,9 +49,20 @@ pub fn complete(mut result: Map<String, Value>, server: &ServerInfo) -> Value {
     Value::Object(result)
 }
 
+/// `{"jsonrpc": "2.0", <key>: <value>, ...}`, built by moving the values in: `json!` would
+/// serialize an interpolated `Value` again, a deep copy of a whole result.
+fn envelope(entries: [(&str, Value); 2]) -> Value {
+    let mut m = Map::with_capacity(3);
+    m.insert("jsonrpc".to_owned(), Value::from("2.0"));
+    for (k, v) in entries {
+        m.insert(k.to_owned(), v);
+    }
+    Value::Object(m)
+}
+
 /// A JSON-RPC success response: `{"jsonrpc": "2.0", "id", "result"}`.
 pub fn success(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    envelope([("id", id.clone()), ("result", result)])
 }
 
 /// A JSON-RPC error response. `id` is `null` when the request's id could not
@@ -64,12 +75,12 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<&Value>) -> Valu
     if let Some(data) = data {
         error.insert("data".to_owned(), data.clone());
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": Value::Object(error)})
+    envelope([("id", id.clone()), ("error", Value::Object(error))])
 }
 
 /// A JSON-RPC notification: `{"jsonrpc": "2.0", "method", "params"}`.
 pub fn notification(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": method, "params": params})
+    envelope([("method", Value::from(method)), ("params", params)])
 }
 
 /// `notifications/progress` for `token`, to send on a request's SSE stream

@@ -141,7 +141,10 @@ pub async fn append(
 /// Appends the record and waits until it is durable. If the audit path cannot take it, the
 /// caller gets `unavailable: audit unavailable` instead of the outcome.
 pub async fn finish(state: &AppState, draft: AuditDraft, outcome: Outcome) -> Outcome {
-    match append(&state.audit, draft, &outcome).await {
+    let appended = crate::stages::Stage::Audit
+        .time_async(append(&state.audit, draft, &outcome))
+        .await;
+    match appended {
         Ok(_) => outcome,
         Err(e) => {
             tracing::error!(error = %e, "audit record not durable; refusing the call's result");

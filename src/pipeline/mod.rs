@@ -33,6 +33,7 @@ pub use outcome::Outcome;
 
 use crate::control::identities::Identity;
 use crate::mcp::ToolKind;
+use crate::stages::Stage;
 use crate::AppState;
 
 /// Who is calling, through what, and how to cancel it.
@@ -116,7 +117,10 @@ pub async fn prepare(
         ctx.dialect.clone(),
         tool.name(),
     );
-    let identity = match resolve_identity(state, ctx, tool, &mut draft).await {
+    let identity = match Stage::Identity
+        .time_async(resolve_identity(state, ctx, tool, &mut draft))
+        .await
+    {
         Ok(i) => i,
         Err(o) => return Err(audit::finish(state, draft, o).await),
     };

@@ -13,7 +13,8 @@ use crate::sources::postgres::execute::Truncation;
 pub enum Outcome {
     /// Rows of an allowed read, as JSON objects, masked.
     Rows {
-        rows: Vec<Value>,
+        /// Shared with the result cache: a hit answers without copying them.
+        rows: std::sync::Arc<Vec<Value>>,
         truncated: Option<Truncation>,
     },
     /// A JSON answer (sources, access description, documents …).
@@ -129,7 +130,7 @@ impl Outcome {
     pub fn to_tool_outcome(&self) -> ToolOutcome {
         match self {
             Outcome::Rows { rows, .. } => ToolOutcome::Success {
-                text: serde_json::to_string(rows).unwrap_or_else(|_| "[]".into()),
+                text: serde_json::to_string(rows.as_slice()).unwrap_or_else(|_| "[]".into()),
             },
             Outcome::Json(v) => ToolOutcome::Success {
                 text: v.to_string(),

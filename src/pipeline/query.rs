@@ -17,9 +17,9 @@ use crate::control::approvals::{enqueue, NewApproval};
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
 use crate::governance::{decide, Allowed, AllowedClass};
-use crate::sources::postgres::execute::{self, ExecError, Limits, TextParam, Truncation};
-use crate::sources::postgres::pool::Purpose;
+use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
+use crate::stages::Stage;
 use crate::AppState;
 
 pub struct ReadPlan {
@@ -169,7 +169,9 @@ pub async fn prepare(
         .cloned()
         .unwrap_or_default();
     draft.statement(sql);
-    let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
+    let (rt, profile) = Stage::Source
+        .time_async(source_and_profile(state, draft, identity, source_id))
+        .await?;
     if rt.source.kind != SourceKind::Postgres {
         draft.refused(
             "source",
@@ -185,6 +187,7 @@ pub async fn prepare(
             ),
         ));
     }
+    let decided = std::time::Instant::now();
     let catalog = match state.sources.catalog(&rt).await {
         Ok(c) => c,
         Err(e) => {
@@ -202,6 +205,7 @@ pub async fn prepare(
         &profile.profile,
         &limits,
     );
+    Stage::Decision.since(decided);
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
             let step = serde_json::to_value(r.step).ok();
@@ -222,7 +226,9 @@ pub async fn prepare(
         if write { "write" } else { "read" },
         &allowed.deciding_rules,
     );
-    rate_limit(state, draft, identity, Some(source_id), write).await?;
+    Stage::RateLimit
+        .time_async(rate_limit(state, draft, identity, Some(source_id), write))
+        .await?;
     if write {
         return Ok(Work::Write(Box::new(WritePlan {
             rt,
@@ -230,7 +236,7 @@ pub async fn prepare(
             requester: identity.id,
         })));
     }
-    if rt.breaker.rejects_now() {
+    if Stage::Breaker.time(|| rt.breaker.rejects_now()) {
         draft.refused(
             "execution",
             "circuit_open",
@@ -327,12 +333,15 @@ pub async fn run_read(
         max_rows: plan.max_rows,
     });
     if cacheable {
-        let hit = state.cache.get(&key).await;
+        let hit = Stage::Cache.time_async(state.cache.get(&key)).await;
         rt.stats.cache(hit.is_some());
         if let Some(hit) = hit {
             draft.cache_hit = true;
             draft.row_count = i64::try_from(hit.row_count).ok();
-            return rows_outcome(&hit.payload);
+            return Outcome::Rows {
+                rows: Arc::clone(&hit.rows),
+                truncated: hit.truncated.and_then(Truncation::from_label),
+            };
         }
     }
     let Some(pools) = rt.pools.as_ref() else {
@@ -345,7 +354,7 @@ pub async fn run_read(
             reason: reason.into(),
         };
     };
-    let permit = match rt.breaker.admit().await {
+    let permit = match Stage::Breaker.time_async(rt.breaker.admit()).await {
         Ok(p) => p,
         Err(_) => {
             return Outcome::Unavailable {
@@ -360,19 +369,26 @@ pub async fn run_read(
         max_bytes: rt.source.max_bytes,
     };
     let started = std::time::Instant::now();
-    let result = execute::run(pools, Purpose::Read, &a.statement, &params, limits, cancel).await;
-    rt.stats.record(started.elapsed());
+    let mode = Mode::read(a.explain.is_some());
+    let result = execute::run(pools, mode, &a.statement, &params, limits, cancel).await;
+    let elapsed = started.elapsed();
+    Stage::Execution.record(elapsed);
+    rt.stats.record(elapsed);
     let breaker_outcome = match &result {
         Ok(_) => CallOutcome::Answered,
         Err(e) if e.is_upstream_failure() => CallOutcome::UpstreamFailure(e.to_string()),
         Err(ExecError::Cancelled) => CallOutcome::NotAttempted,
         Err(_) => CallOutcome::Answered,
     };
-    rt.breaker.record(permit, breaker_outcome).await;
+    Stage::Breaker
+        .time_async(rt.breaker.record(permit, breaker_outcome))
+        .await;
     let mut rows = match result {
         Ok(rows) => rows,
         Err(e) => return exec_failure(draft, e),
     };
+    let masking = std::time::Instant::now();
+    let rows_truncated = rows.truncated;
     if let Err(e) = mask::apply_masks(&mut rows, &a.output_columns, &rt.source.mask_key) {
         tracing::warn!(source = %rt.source.id, error = %e, "result width differs from the decision; refreshing the catalog");
         draft.error = Some(e.to_string());
@@ -380,37 +396,26 @@ pub async fn run_read(
         registry.spawn_catalog_refresh(rt.source.id.clone());
         return Outcome::Failed;
     }
-    let objects = rows.objects();
+    let objects = Arc::new(rows.into_objects());
+    Stage::Masking.since(masking);
     draft.row_count = i64::try_from(objects.len()).ok();
-    let payload = json!({"rows": objects, "truncated": rows.truncated});
     if cacheable {
         let value = CachedResult {
             source: rt.source.id.clone(),
             tables,
-            payload: Arc::new(payload.clone()),
+            rows: Arc::clone(&objects),
+            truncated: rows_truncated.map(Truncation::label),
             row_count: objects.len() as u64,
             ttl,
         };
-        state.cache.insert(key, value, &seen).await;
+        Stage::Cache
+            .time_async(state.cache.insert(key, value, &seen))
+            .await;
     }
     Outcome::Rows {
         rows: objects,
-        truncated: rows.truncated,
+        truncated: rows_truncated,
     }
-}
-
-fn rows_outcome(payload: &Value) -> Outcome {
-    let rows = payload
-        .get("rows")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let truncated = match payload.get("truncated").and_then(Value::as_str) {
-        Some("row_limit") => Some(Truncation::RowLimit),
-        Some("byte_limit") => Some(Truncation::ByteLimit),
-        _ => None,
-    };
-    Outcome::Rows { rows, truncated }
 }
 
 fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {

@@ -21,6 +21,9 @@ pub struct AuditWriter {
     healthy: Arc<AtomicBool>,
     buffer: Vec<(AuditRecord, Reply)>,
     flushing: bool,
+    /// The chain head this writer last committed, while it is known for sure: a batch is
+    /// then one round trip (the database still checks it under the chain lock).
+    head: Option<Head>,
 }
 
 impl AuditWriter {
@@ -35,6 +38,7 @@ impl AuditWriter {
             healthy,
             buffer: Vec::new(),
             flushing: false,
+            head: None,
         }
     }
 
@@ -50,10 +54,12 @@ impl AuditWriter {
         let pool = self.pool.clone();
         let started = Instant::now();
         let size = records.len();
+        let head = self.head.take();
         ctx.spawn(
-            async move { write_all(&pool, records).await }
+            async move { write_all(&pool, records, head).await }
                 .into_actor(self)
-                .map(move |results, act, ctx| {
+                .map(move |(results, head), act, ctx| {
+                    act.head = head;
                     metrics::histogram!("interlock_audit_batch_size").record(size as f64);
                     metrics::histogram!("interlock_audit_commit_seconds")
                         .record(started.elapsed().as_secs_f64());
@@ -130,113 +136,253 @@ enum BatchError {
     Failed,
 }
 
+/// SQLSTATE raised by `audit_expect_head` (migration 0004) when the chain head moved.
+const HEAD_MOVED: &str = "IL001";
+
 impl BatchError {
     /// Whether the database refused a statement of the batch (a record it cannot
     /// store), as opposed to being unreachable.
     fn is_statement_error(&self) -> bool {
         matches!(self, BatchError::Db(e) if e.as_db_error().is_some())
     }
+
+    /// Whether the chain head this writer remembered is not the table's.
+    fn is_head_moved(&self) -> bool {
+        matches!(self, BatchError::Db(e) if e.as_db_error().is_some_and(|db| db.code().code() == HEAD_MOVED))
+    }
+}
+
+/// The last record of the chain: its sequence number (0 for an empty chain) and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Head {
+    seq: i64,
+    hash: Vec<u8>,
 }
 
 /// Writes `records` as one batch; if the database refuses a statement of it, writes them
-/// one by one so that only the records it cannot store fail. One result per record.
+/// one by one so that only the records it cannot store fail. One result per record, and
+/// the chain head after the last commit (`None` when it is not known for sure).
 async fn write_all(
     pool: &deadpool_postgres::Pool,
     records: Vec<AuditRecord>,
-) -> Vec<Result<i64, BatchError>> {
+    head: Option<Head>,
+) -> (Vec<Result<i64, BatchError>>, Option<Head>) {
     let size = records.len();
-    match write_batch(pool, &records).await {
-        Ok(first) => (0..size).map(|i| Ok(first + i as i64)).collect(),
+    match write_batch(pool, &records, head).await {
+        Ok((first, head)) => (
+            (0..size).map(|i| Ok(first + i as i64)).collect(),
+            Some(head),
+        ),
         Err(e) if e.is_statement_error() && size > 1 => {
             tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
             let mut results = Vec::with_capacity(size);
+            let mut head = None;
             for record in records {
-                results.push(write_batch(pool, std::slice::from_ref(&record)).await);
+                match write_batch(pool, std::slice::from_ref(&record), head.take()).await {
+                    Ok((seq, h)) => {
+                        head = Some(h);
+                        results.push(Ok(seq));
+                    }
+                    Err(e) => results.push(Err(e)),
+                }
             }
-            results
+            (results, head)
         }
         Err(e) => {
             let mut results = vec![Err(e)];
             results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            results
+            (results, None)
         }
     }
 }
 
-/// Extends the chain with `records` in one transaction; returns the first sequence number.
+/// Extends the chain with `records` in one transaction; returns the first sequence number
+/// and the new head. With the head known, the whole transaction is one flight; when it is
+/// not known, or another writer moved it, the head is read under the chain lock first.
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
     records: &[AuditRecord],
-) -> Result<i64, BatchError> {
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    // Prepared once per pooled connection, then sent back to back: PostgreSQL runs them in
-    // order, so the chain head is read only once the chain lock is held.
-    let (lock, head) = futures_util::future::try_join(
-        tx.prepare_cached("SELECT pg_advisory_xact_lock($1)"),
-        tx.prepare_cached("SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1"),
-    )
-    .await?;
-    let (_, last) =
-        futures_util::future::try_join(tx.execute(&lock, &[&CHAIN_LOCK]), tx.query_opt(&head, &[]))
-            .await?;
-    let (mut seq, mut prev): (i64, Vec<u8>) = match last {
-        Some(r) => (r.get(0), r.get(1)),
-        None => (0, GENESIS.to_vec()),
-    };
-    let first = seq + 1;
-    // Cached per pooled connection: one round trip less per batch.
-    let insert = tx
-        .prepare_cached(
+    head: Option<Head>,
+) -> Result<(i64, Head), BatchError> {
+    let client = pool.get().await?;
+    if let Some(head) = head {
+        match commit_flight(&client, records, &head).await {
+            Err(e) if e.is_head_moved() => {
+                tracing::info!("the audit chain head moved (another writer); re-reading it");
+            }
+            other => return other,
+        }
+    }
+    commit_after_reading_head(&client, records).await
+}
+
+/// Prepared once per pooled connection (the texts are fixed).
+async fn statements(
+    client: &deadpool_postgres::Client,
+) -> Result<[tokio_postgres::Statement; 3], tokio_postgres::Error> {
+    let (lock, expect, insert) = futures_util::future::try_join3(
+        client.prepare_cached("SELECT pg_advisory_xact_lock($1)"),
+        client.prepare_cached("SELECT audit_expect_head($1, $2)"),
+        client.prepare_cached(
             "INSERT INTO audit_records (seq, at, request_id, identity_id, identity, adapter, dialect, tool,
                 source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us,
                 cache_hit, approval_id, prev_hash, hash, statement_sha256)
              VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)",
-        )
-        .await?;
-    let mut pending = Vec::with_capacity(records.len());
-    for r in records {
-        seq += 1;
-        let hash = chain_hash(&prev, seq, r).to_vec();
-        pending.push((seq, prev.clone(), hash.clone()));
-        prev = hash;
+        ),
+    )
+    .await?;
+    Ok([lock, expect, insert])
+}
+
+/// One flight: BEGIN, the chain lock, the check that `head` is still the chain's head, the
+/// inserts, COMMIT — all written before the first answer is read. Any failure aborts the
+/// transaction, so the COMMIT at its end commits nothing.
+async fn commit_flight(
+    client: &deadpool_postgres::Client,
+    records: &[AuditRecord],
+    head: &Head,
+) -> Result<(i64, Head), BatchError> {
+    let [lock, expect, insert] = statements(client).await?;
+    let chained = chain(records, head);
+    let begin = client.batch_execute("BEGIN");
+    let locked = client.execute(&lock, &[&CHAIN_LOCK]);
+    let expected: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&head.seq, &head.hash];
+    let checked = client.execute(&expect, &expected);
+    let inserts = futures_util::future::join_all(
+        records
+            .iter()
+            .zip(&chained)
+            .map(|(r, link)| insert_one(client, &insert, r, link)),
+    );
+    let commit = client.batch_execute("COMMIT");
+    let (begin, locked, checked, inserted, commit) =
+        tokio::join!(begin, locked, checked, inserts, commit);
+    begin?;
+    locked?;
+    checked?;
+    for result in inserted {
+        result?;
     }
-    let (txr, insert) = (&tx, &insert);
-    let inserts = records
+    commit?;
+    Ok((head.seq + 1, new_head(&chained, head)))
+}
+
+/// Two flights, for when the head is not known: BEGIN with the chain lock and the head
+/// read, then the inserts and COMMIT.
+async fn commit_after_reading_head(
+    client: &deadpool_postgres::Client,
+    records: &[AuditRecord],
+) -> Result<(i64, Head), BatchError> {
+    let [lock, _, insert] = statements(client).await?;
+    let read = client
+        .prepare_cached("SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1")
+        .await?;
+    let (begin, locked, last) = tokio::join!(
+        client.batch_execute("BEGIN"),
+        client.execute(&lock, &[&CHAIN_LOCK]),
+        client.query_opt(&read, &[])
+    );
+    let head = match (begin, locked, last) {
+        (Ok(()), Ok(_), Ok(last)) => match last {
+            Some(r) => Head {
+                seq: r.get(0),
+                hash: r.get(1),
+            },
+            None => Head {
+                seq: 0,
+                hash: GENESIS.to_vec(),
+            },
+        },
+        (begin, locked, last) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            begin?;
+            locked?;
+            last?;
+            return Err(BatchError::Failed);
+        }
+    };
+    let chained = chain(records, &head);
+    let inserts = futures_util::future::join_all(
+        records
+            .iter()
+            .zip(&chained)
+            .map(|(r, link)| insert_one(client, &insert, r, link)),
+    );
+    let commit = client.batch_execute("COMMIT");
+    let (inserted, commit) = tokio::join!(inserts, commit);
+    for result in inserted {
+        result?;
+    }
+    commit?;
+    Ok((head.seq + 1, new_head(&chained, &head)))
+}
+
+/// One record's place in the chain: sequence number, previous hash, own hash.
+struct Link {
+    seq: i64,
+    prev: Vec<u8>,
+    hash: Vec<u8>,
+}
+
+fn chain(records: &[AuditRecord], head: &Head) -> Vec<Link> {
+    let (mut seq, mut prev) = (head.seq, head.hash.clone());
+    records
         .iter()
-        .zip(&pending)
-        .map(|(r, (seq, prev, hash))| async move {
-            let outcome = r.outcome.as_str();
-            txr.execute(
-                insert,
-                &[
-                    seq,
-                    &r.at,
-                    &r.request_id,
-                    &r.identity_id,
-                    &r.identity,
-                    &r.adapter,
-                    &r.dialect,
-                    &r.tool,
-                    &r.source_id,
-                    &r.action,
-                    &r.statement,
-                    &r.fingerprint,
-                    &r.decision,
-                    &outcome,
-                    &r.row_count,
-                    &r.duration_us,
-                    &r.cache_hit,
-                    &r.approval_id,
-                    prev,
-                    hash,
-                    &r.statement_sha256,
-                ],
-            )
-            .await
-        });
-    // Pipelined: tokio-postgres sends all inserts before waiting for the first answer.
-    futures_util::future::try_join_all(inserts).await?;
-    tx.commit().await?;
-    Ok(first)
+        .map(|r| {
+            seq += 1;
+            let hash = chain_hash(&prev, seq, r).to_vec();
+            Link {
+                seq,
+                prev: std::mem::replace(&mut prev, hash.clone()),
+                hash,
+            }
+        })
+        .collect()
+}
+
+fn new_head(chained: &[Link], head: &Head) -> Head {
+    chained.last().map_or_else(
+        || head.clone(),
+        |l| Head {
+            seq: l.seq,
+            hash: l.hash.clone(),
+        },
+    )
+}
+
+async fn insert_one(
+    client: &deadpool_postgres::Client,
+    insert: &tokio_postgres::Statement,
+    r: &AuditRecord,
+    link: &Link,
+) -> Result<u64, tokio_postgres::Error> {
+    let outcome = r.outcome.as_str();
+    client
+        .execute(
+            insert,
+            &[
+                &link.seq,
+                &r.at,
+                &r.request_id,
+                &r.identity_id,
+                &r.identity,
+                &r.adapter,
+                &r.dialect,
+                &r.tool,
+                &r.source_id,
+                &r.action,
+                &r.statement,
+                &r.fingerprint,
+                &r.decision,
+                &outcome,
+                &r.row_count,
+                &r.duration_us,
+                &r.cache_hit,
+                &r.approval_id,
+                &link.prev,
+                &link.hash,
+                &r.statement_sha256,
+            ],
+        )
+        .await
 }

@@ -22,12 +22,14 @@ pub use actor::CacheActor;
 
 use crate::ActorError;
 
-/// A cached result: the rendered rows plus what invalidation needs.
+/// A cached result: the masked rows (shared, never copied on a hit), why they were cut if
+/// they were (`"row_limit"`, `"byte_limit"`), plus what invalidation needs.
 #[derive(Debug, Clone)]
 pub struct CachedResult {
     pub source: String,
     pub tables: Vec<(String, String)>,
-    pub payload: Arc<serde_json::Value>,
+    pub rows: Arc<Vec<serde_json::Value>>,
+    pub truncated: Option<&'static str>,
     pub row_count: u64,
     pub ttl: Duration,
 }

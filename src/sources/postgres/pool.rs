@@ -72,10 +72,10 @@ fn pool(
         );
         config.options(options);
     }
-    // The executor resets every session (execute::release: RESET ALL keeps the pinned
-    // start-up options, UNLISTEN *, advisory locks released, temp objects discarded) before
-    // the connection returns to the pool, in the background; checkout only verifies the
-    // connection is open.
+    // The executor leaves a read session as it found it and resets a write session
+    // (execute::release: RESET ALL keeps the pinned start-up options, UNLISTEN *, advisory
+    // locks released, temp objects discarded) before the connection returns to the pool,
+    // in the background; checkout only verifies the connection is open.
     let mc = ManagerConfig {
         recycling_method: RecyclingMethod::Fast,
     };

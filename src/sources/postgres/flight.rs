@@ -1,0 +1,195 @@
+//! The statements sent to a source for one governed call, as few round trips as
+//! PostgreSQL allows, with nothing left behind on the session.
+//!
+//! - **Query** (a read that returns rows): one unnamed statement — Parse, Bind, Describe,
+//!   Execute, Sync in one flight, as a direct client sends it — of the statement under a
+//!   row cap (`SELECT * FROM (<stmt>) AS interlock_capped LIMIT <cap + 1>`), so a row bomb
+//!   never produces more than the cap needs. It runs in its own implicit transaction, which
+//!   the session's pinned `default_transaction_read_only=on` makes read-only. The unnamed
+//!   statement replaces the previous one, so no text is ever kept on the backend, however
+//!   many distinct texts agents send, and `pg_stat_activity` shows the statement itself.
+//! - **Plan** (`EXPLAIN`, which cannot be a derived table): one unnamed statement, one flight.
+//! - **Write** (approved writes only): a named statement that is closed when dropped, in a
+//!   read-write transaction that commits; the rest of the result is drained so the row
+//!   count is known.
+//!
+//! Read-only execution does not depend on the classifier alone: the read pool pins
+//! `default_transaction_read_only=on` at connect time, and the statement timeout is pinned
+//! the same way ([`super::connect::session_options`]).
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio_postgres::types::{Kind, ToSql, Type};
+
+use super::exec_error::{check_params, db_error, is_input_refusal, parameter_refusal, ExecError};
+use super::execute::{Limits, Rows, TextParam, Truncation};
+use super::values;
+
+/// A parameter whose type PostgreSQL infers from the statement (OID 0, as an unspecified
+/// type in Parse), so a text value is read exactly as a literal in its place would be.
+fn inferred() -> Type {
+    Type::new("unknown".into(), 0, Kind::Pseudo, "pg_catalog".into())
+}
+
+fn typed(params: &[TextParam]) -> Vec<(&TextParam, Type)> {
+    params.iter().map(|p| (p, inferred())).collect()
+}
+
+/// A read: the statement under a row cap, one unnamed statement, one flight.
+pub(super) async fn query(
+    client: &tokio_postgres::Client,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    let capped = capped(statement, limits.max_rows);
+    let rows = match client.query_typed_raw(&capped, typed(params)).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            let e = db_error(e);
+            if is_input_refusal(&e, params) {
+                return Err(name_the_parameter(client, statement, params, e).await);
+            }
+            return Err(e);
+        }
+    };
+    collect(rows, limits, false).await
+}
+
+/// The statement as a derived table under `LIMIT cap + 1`, so the server never produces
+/// more rows than the cap needs. A derived table keeps its columns (names, types,
+/// duplicates) and, when it sorts, its order: PostgreSQL does not pull a subquery with
+/// ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer query, so the
+/// outer LIMIT reads the subquery's rows in the subquery's order. The text in between is
+/// the decision's own re-serialized statement (one statement, balanced by construction),
+/// and Parse of an unnamed statement refuses more than one command in any case.
+fn capped(statement: &str, max_rows: u64) -> String {
+    format!(
+        "SELECT * FROM ({statement}) AS interlock_capped LIMIT {}",
+        max_rows.saturating_add(1).min(i64::MAX as u64)
+    )
+}
+
+/// An `EXPLAIN`: one unnamed statement in its own implicit (read-only) transaction.
+pub(super) async fn plan(
+    client: &tokio_postgres::Client,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    let rows = match client.query_typed_raw(statement, typed(params)).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            let e = db_error(e);
+            if is_input_refusal(&e, params) {
+                return Err(name_the_parameter(client, statement, params, e).await);
+            }
+            return Err(e);
+        }
+    };
+    collect(rows, limits, false).await
+}
+
+/// An approved write: checked against the types PostgreSQL inferred, run, committed.
+pub(super) async fn write(
+    client: &mut tokio_postgres::Client,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    // Named, and closed on the server when `stmt` is dropped at the end of this function.
+    let stmt = client.prepare(statement).await.map_err(db_error)?;
+    let columns: Vec<String> = stmt
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    check_params(params, stmt.params())?;
+    let tx = client.transaction().await.map_err(db_error)?;
+    let rows = tx
+        .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
+        .await
+        .map_err(|e| parameter_refusal(db_error(e), params, stmt.params()))?;
+    let mut out = collect(rows, limits, true).await?;
+    tx.commit().await.map_err(db_error)?;
+    out.columns = columns;
+    Ok(out)
+}
+
+/// Turns a refusal of a value into one that names the parameter: describes the statement
+/// (a named statement, closed again at once) for the types PostgreSQL inferred. Only on
+/// this failure path; the answer is the original refusal if the description fails.
+async fn name_the_parameter(
+    client: &tokio_postgres::Client,
+    statement: &str,
+    params: &[TextParam],
+    refusal: ExecError,
+) -> ExecError {
+    match client.prepare(statement).await {
+        Ok(stmt) => parameter_refusal(refusal, params, stmt.params()),
+        Err(_) => refusal,
+    }
+}
+
+/// Converts rows until a limit is reached. With `drain` (writes), the rest of the stream is
+/// still consumed so the statement completes and its row count is known. Column names come
+/// with the first row (a result without rows has nothing to name or mask).
+async fn collect(
+    rows: tokio_postgres::RowStream,
+    limits: Limits,
+    drain: bool,
+) -> Result<Rows, ExecError> {
+    tokio::pin!(rows);
+    let mut out = Rows::default();
+    let mut bytes: u64 = 2;
+    while let Some(row) = rows.next().await {
+        let row = match row {
+            Ok(row) => row,
+            // The row guard refused a row larger than the cap before it was buffered.
+            Err(e) if super::row_guard::is_row_too_large(&e) => {
+                out.truncated = Some(Truncation::ByteLimit);
+                break;
+            }
+            Err(e) => return Err(db_error(e)),
+        };
+        if out.columns.is_empty() {
+            out.columns = row.columns().iter().map(|c| c.name().to_string()).collect();
+        }
+        if out.truncated.is_some() {
+            continue;
+        }
+        if out.rows.len() as u64 >= limits.max_rows {
+            out.truncated = Some(Truncation::RowLimit);
+            if drain {
+                continue;
+            }
+            break;
+        }
+        let mut values = Vec::with_capacity(row.len());
+        for i in 0..row.len() {
+            let v = values::to_json(&row, i)?;
+            bytes += json_len(&v) + out.columns.get(i).map_or(0, |c| c.len() as u64 + 4);
+            values.push(v);
+        }
+        if bytes > limits.max_bytes {
+            out.truncated = Some(Truncation::ByteLimit);
+            if drain {
+                continue;
+            }
+            break;
+        }
+        out.rows.push(values);
+    }
+    out.affected = rows.rows_affected();
+    Ok(out)
+}
+
+fn json_len(v: &Value) -> u64 {
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(n) => n.to_string().len() as u64,
+        Value::String(s) => s.len() as u64 + 2,
+        other => other.to_string().len() as u64,
+    }
+}
