@@ -87,6 +87,7 @@ async fn the_method_table_in_each_dialect() {
         (modern, "ping", 404, Some(-32601)),
         (modern, "initialize", 404, Some(-32601)),
         (hs, "notifications/initialized", 202, None),
+        (modern, "notifications/initialized", 404, Some(-32601)),
         (hs, "notifications/cancelled", 202, None),
         (modern, "notifications/cancelled", 202, None),
         (modern, "tools/list", 200, None),

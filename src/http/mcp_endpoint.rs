@@ -5,7 +5,9 @@
 //! turns HTTP into its input and its replies into HTTP. `tools/call` runs every governance
 //! step up to execution first, so refusals answer as plain JSON with their real HTTP status
 //! (clients read error bodies only from JSON responses); allowed calls then answer on a
-//! request-scoped SSE stream whose closing cancels the work.
+//! request-scoped SSE stream whose closing cancels the work. An answer that is ready before
+//! the first keep-alive would be due goes out as that stream in one write (headers and the
+//! one event, with a length); a longer call streams, with keep-alives.
 
 use std::time::Duration;
 
@@ -122,8 +124,9 @@ pub async fn tool_call(
             return Stage::Render.time(|| to_http(outcome.render(&call, &state.server_info)));
         }
     };
-    let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
+    let (mut body, tx) = SseBody::new(token.clone(), KEEPALIVE);
     let st = state.clone();
+    let progress = call.progress_token.is_some();
     actix_rt::spawn(async move {
         let _registration = registration;
         if let Some(t) = &call.progress_token {
@@ -140,11 +143,18 @@ pub async fn tool_call(
             let _ = tx.send(sent).await;
         }
     });
-    HttpResponse::Ok()
-        .insert_header(("Content-Type", "text/event-stream"))
+    let mut res = HttpResponse::Ok();
+    res.insert_header(("Content-Type", "text/event-stream"))
         .insert_header(("Cache-Control", "no-cache"))
-        .insert_header(("X-Accel-Buffering", "no"))
-        .streaming(body)
+        .insert_header(("X-Accel-Buffering", "no"));
+    // While this waits, the body owns the cancellation guard: if the client goes away,
+    // actix drops this future, the body with it, and the work is cancelled.
+    if !progress {
+        if let Ok(Some(event)) = tokio::time::timeout(KEEPALIVE, body.first_event()).await {
+            return res.body(event);
+        }
+    }
+    res.streaming(body)
 }
 
 /// A protocol reply as HTTP: JSON body, or empty (202/405).

@@ -6,9 +6,11 @@
 //!    malformed envelope), id `null` when it could not be read.
 //! 4. The dialect ([`crate::mcp::dialect`]) → else 400 / -32022.
 //! 5. Notifications → 202 with no body (`notifications/cancelled` also asks
-//!    the caller to cancel). The ladder is not applied to notifications: the
-//!    2026-07-28 revision defines no header rules for notification POSTs and
-//!    no client can read an error answer to one.
+//!    the caller to cancel), except `notifications/initialized` in the modern
+//!    dialect: it belongs to the handshake, so it is refused there like the
+//!    other handshake-only methods (404 / -32601). The ladder is not applied
+//!    to notifications: the 2026-07-28 revision defines no header rules for
+//!    notification POSTs.
 //! 6. Modern: the validation ladder ([`crate::mcp::ladder`]). Handshake: the
 //!    method table below, -32601 for anything else.
 //! 7. The method: answered here, or a [`ToolCall`] for the governed pipeline.
@@ -24,7 +26,8 @@
 //! | `ping` | 404 / -32601 | yes |
 //! | `tools/list` | yes | yes |
 //! | `tools/call` | yes | yes |
-//! | `notifications/initialized`, `notifications/cancelled` | 202 | 202 |
+//! | `notifications/initialized` | 404 / -32601 | 202 |
+//! | `notifications/cancelled` | 202 | 202 |
 //! | anything else | 404 / -32601 | 200 / -32601 |
 
 use serde_json::Value;
@@ -107,7 +110,7 @@ pub fn dispatch(inbound: &Inbound<'_>, catalogue: &Catalogue, server: &ServerInf
         Err(error) => return Dispatch::Reply(error.reply(&id, None)),
     };
     if message.is_notification() {
-        return notification(&message);
+        return notification(&message, dialect);
     }
     let method = match dialect {
         Dialect::Modern => ladder::climb(&headers, &message),
@@ -122,7 +125,15 @@ pub fn dispatch(inbound: &Inbound<'_>, catalogue: &Catalogue, server: &ServerInf
 
 /// 202 for every notification; `notifications/cancelled` with a usable
 /// `requestId` also asks the caller to cancel that request.
-fn notification(message: &Message) -> Dispatch {
+/// The one notification that is part of the handshake only.
+const INITIALIZED: &str = "notifications/initialized";
+
+fn notification(message: &Message, dialect: Dialect) -> Dispatch {
+    if dialect == Dialect::Modern && message.method == INITIALIZED {
+        return Dispatch::Reply(
+            RpcError::method_not_found(&message.method).reply(&Value::Null, Some(dialect)),
+        );
+    }
     if message.method == "notifications/cancelled" {
         if let Some(request_id) = message
             .params

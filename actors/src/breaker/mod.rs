@@ -106,10 +106,20 @@ impl BreakerHandle {
             CallOutcome::NotAttempted if permit.0 == Admission::Probe => None,
             CallOutcome::NotAttempted => return,
         };
+        let answered_while_closed = failure.is_none() && permit.0 == Admission::Allowed;
         let msg = actor::Record {
             admission: permit.0,
             failure,
         };
+        // A success while closed changes nothing a caller waits for: it is posted without
+        // waiting for the actor (no cross-thread round trip on the hot path). Failures and
+        // probe outcomes are awaited, so the next call already sees the circuit they move.
+        if answered_while_closed {
+            if let Err(e) = self.addr.try_send(msg) {
+                tracing::warn!(error = %e, "circuit breaker did not take an outcome");
+            }
+            return;
+        }
         if let Err(e) = self.send(msg).await {
             tracing::warn!(error = %e, "circuit breaker did not take an outcome");
         }

@@ -1,13 +1,13 @@
-//! The actor holding every bucket.
+//! The buckets, checked on the caller's thread, and the actor that evicts idle ones.
 
-use std::collections::HashMap;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::{Actor, AsyncContext, Context, Handler, Message};
+use actix::{Actor, AsyncContext, Context};
+use dashmap::DashMap;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota as GQuota, RateLimiter};
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::{Quota, RateLimited, RateRequest};
@@ -29,35 +29,15 @@ struct Bucket {
     last_used: Instant,
 }
 
-#[derive(Default)]
-pub struct RateLimitActor {
-    buckets: HashMap<Key, Bucket>,
-}
+/// Every bucket, shared: the handle checks calls against it on the caller's thread (GCRA
+/// cells are atomic), the actor evicts idle buckets.
+#[derive(Clone, Default)]
+pub(super) struct Buckets(Arc<DashMap<Key, Bucket>>);
 
-impl Actor for RateLimitActor {
-    type Context = Context<Self>;
-
-    fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(Duration::from_secs(60), |act, _| {
-            let now = Instant::now();
-            act.buckets
-                .retain(|_, b| now.duration_since(b.last_used) < IDLE_EVICTION);
-        });
-    }
-}
-
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Check {
-    pub request: RateRequest,
-    pub reply: oneshot::Sender<Result<(), RateLimited>>,
-}
-
-impl Handler<Check> for RateLimitActor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Check, _: &mut Context<Self>) {
-        let r = msg.request;
+impl Buckets {
+    /// Takes one cell from each budget of `r`, in order (identity, identity and source,
+    /// writes); the first that is empty refuses, with its wait.
+    pub(super) fn check(&self, r: &RateRequest) -> Result<(), RateLimited> {
         let mut keys = vec![(Key::Identity(r.identity), r.quota, "identity")];
         if let Some(source) = &r.source {
             keys.push((
@@ -73,23 +53,19 @@ impl Handler<Check> for RateLimitActor {
                 ));
             }
         }
-        let mut verdict = Ok(());
         for (key, quota, scope) in keys {
             if let Err(retry_after) = self.take(key, quota) {
                 metrics::counter!("interlock_rate_limit_rejections_total", "scope" => scope)
                     .increment(1);
-                verdict = Err(RateLimited { scope, retry_after });
-                break;
+                return Err(RateLimited { scope, retry_after });
             }
         }
-        let _ = msg.reply.send(verdict);
+        Ok(())
     }
-}
 
-impl RateLimitActor {
-    fn take(&mut self, key: Key, quota: Quota) -> Result<(), Duration> {
+    fn take(&self, key: Key, quota: Quota) -> Result<(), Duration> {
         let now = Instant::now();
-        let bucket = self.buckets.entry(key).or_insert_with(|| Bucket {
+        let mut bucket = self.0.entry(key).or_insert_with(|| Bucket {
             limiter: limiter(quota),
             quota,
             last_used: now,
@@ -103,6 +79,31 @@ impl RateLimitActor {
             .limiter
             .check()
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+
+    fn evict_idle(&self) {
+        let now = Instant::now();
+        self.0
+            .retain(|_, b| now.duration_since(b.last_used) < IDLE_EVICTION);
+    }
+}
+
+/// Keeps the shared buckets small: drops those idle for [`IDLE_EVICTION`].
+pub struct RateLimitActor {
+    buckets: Buckets,
+}
+
+impl RateLimitActor {
+    pub(super) fn new(buckets: Buckets) -> Self {
+        Self { buckets }
+    }
+}
+
+impl Actor for RateLimitActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(Duration::from_secs(60), |act, _| act.buckets.evict_idle());
     }
 }
 

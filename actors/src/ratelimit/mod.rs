@@ -1,16 +1,15 @@
 //! Rate limiting: GCRA buckets (governor) per identity, per identity and source, and a
-//! separate write budget per identity and source, owned by one actor behind
-//! [`RateLimitHandle`].
+//! separate write budget per identity and source, behind [`RateLimitHandle`].
 //!
-//! The handle enqueues with `try_send`, so when the actor's mailbox is full the call fails
-//! fast (the gateway answers 503) instead of queueing unboundedly.
+//! The buckets live in a shared map and are checked on the caller's thread (governor's
+//! cells are atomic), so a check costs no actor round trip and no cross-thread wake-up;
+//! one actor per gateway evicts idle buckets.
 
 mod actor;
 
 use std::time::Duration;
 
 use actix::Addr;
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 pub use actor::RateLimitActor;
@@ -44,30 +43,24 @@ pub struct RateLimited {
 #[derive(Clone)]
 pub struct RateLimitHandle {
     addr: Addr<RateLimitActor>,
+    buckets: actor::Buckets,
 }
 
-const REPLY_TIMEOUT: Duration = Duration::from_secs(2);
-
 impl RateLimitHandle {
-    pub fn start(arbiter: &actix::ArbiterHandle, mailbox: usize) -> Self {
-        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
-            ctx.set_mailbox_capacity(mailbox);
-            RateLimitActor::default()
-        });
-        Self { addr }
+    /// Starts the eviction actor on `arbiter`. (`_mailbox` is kept for the configuration
+    /// it comes from: checks no longer queue in a mailbox.)
+    pub fn start(arbiter: &actix::ArbiterHandle, _mailbox: usize) -> Self {
+        let buckets = actor::Buckets::default();
+        let shared = buckets.clone();
+        let addr = actix::Actor::start_in_arbiter(arbiter, move |_| RateLimitActor::new(shared));
+        Self { addr, buckets }
     }
 
-    /// `Ok(Ok(()))` allowed; `Ok(Err(limited))` refused with the wait; `Err` the limiter is
-    /// overloaded or gone.
+    /// `Ok(Ok(()))` allowed; `Ok(Err(limited))` refused with the wait. Answered on the
+    /// caller's thread, without a round trip through the actor. (`Err` is kept for
+    /// limiters that can fail to answer, such as a shared one.)
     pub async fn check(&self, request: RateRequest) -> Result<Result<(), RateLimited>, ActorError> {
-        let (tx, rx) = oneshot::channel();
-        self.addr
-            .try_send(actor::Check { request, reply: tx })
-            .map_err(|e| ActorError::Mailbox(format!("rate limiter: {e}")))?;
-        tokio::time::timeout(REPLY_TIMEOUT, rx)
-            .await
-            .map_err(|_| ActorError::Mailbox("rate limiter did not answer in time".into()))?
-            .map_err(|_| ActorError::Mailbox("rate limiter stopped".into()))
+        Ok(self.buckets.check(&request))
     }
 
     pub fn is_alive(&self) -> bool {
