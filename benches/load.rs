@@ -222,7 +222,7 @@ fn breakdown(
     before: &BTreeMap<String, (f64, f64)>,
     after: &BTreeMap<String, (f64, f64)>,
 ) -> String {
-    interlock::stages::Stage::ALL
+    interlock::stages::CallStage::ALL
         .iter()
         .filter_map(|s| {
             let (s1, c1) = after.get(s.name()).copied().unwrap_or_default();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// One timed stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub enum CallStage {
     /// HTTP body to a dispatched JSON-RPC message (headers, JSON parse, method ladder).
     Decode,
     /// The tool's arguments against its JSON Schema.
@@ -38,43 +38,43 @@ pub enum Stage {
     Audit,
 }
 
-impl Stage {
+impl CallStage {
     /// Every stage, in the order a governed read passes them.
-    pub const ALL: [Stage; 12] = [
-        Stage::Decode,
-        Stage::Arguments,
-        Stage::Identity,
-        Stage::Source,
-        Stage::Decision,
-        Stage::RateLimit,
-        Stage::Cache,
-        Stage::Breaker,
-        Stage::Execution,
-        Stage::Masking,
-        Stage::Render,
-        Stage::Audit,
+    pub const ALL: [CallStage; 12] = [
+        CallStage::Decode,
+        CallStage::Arguments,
+        CallStage::Identity,
+        CallStage::Source,
+        CallStage::Decision,
+        CallStage::RateLimit,
+        CallStage::Cache,
+        CallStage::Breaker,
+        CallStage::Execution,
+        CallStage::Masking,
+        CallStage::Render,
+        CallStage::Audit,
     ];
 
     /// The `stage` label.
     pub fn name(self) -> &'static str {
         match self {
-            Stage::Decode => "decode",
-            Stage::Arguments => "arguments",
-            Stage::Identity => "identity",
-            Stage::Source => "source",
-            Stage::Decision => "decision",
-            Stage::RateLimit => "rate_limit",
-            Stage::Cache => "cache",
-            Stage::Breaker => "breaker",
-            Stage::Execution => "execution",
-            Stage::Masking => "masking",
-            Stage::Render => "render",
-            Stage::Audit => "audit",
+            CallStage::Decode => "decode",
+            CallStage::Arguments => "arguments",
+            CallStage::Identity => "identity",
+            CallStage::Source => "source",
+            CallStage::Decision => "decision",
+            CallStage::RateLimit => "rate_limit",
+            CallStage::Cache => "cache",
+            CallStage::Breaker => "breaker",
+            CallStage::Execution => "execution",
+            CallStage::Masking => "masking",
+            CallStage::Render => "render",
+            CallStage::Audit => "audit",
         }
     }
 
     fn index(self) -> usize {
-        Stage::ALL.iter().position(|s| *s == self).unwrap_or(0)
+        CallStage::ALL.iter().position(|s| *s == self).unwrap_or(0)
     }
 
     /// Records `elapsed` for this stage.
@@ -111,7 +111,7 @@ impl Stage {
 fn handles() -> &'static [metrics::Histogram] {
     static HANDLES: OnceLock<Vec<metrics::Histogram>> = OnceLock::new();
     HANDLES.get_or_init(|| {
-        Stage::ALL
+        CallStage::ALL
             .iter()
             .map(|s| metrics::histogram!("interlock_stage_seconds", "stage" => s.name()))
             .collect()
@@ -120,16 +120,16 @@ fn handles() -> &'static [metrics::Histogram] {
 
 #[cfg(test)]
 mod tests {
-    use super::Stage;
+    use super::CallStage;
 
     #[test]
     fn every_stage_has_a_distinct_label_and_its_own_index() {
-        let mut names: Vec<&str> = Stage::ALL.iter().map(|s| s.name()).collect();
-        for (i, s) in Stage::ALL.iter().enumerate() {
+        let mut names: Vec<&str> = CallStage::ALL.iter().map(|s| s.name()).collect();
+        for (i, s) in CallStage::ALL.iter().enumerate() {
             assert_eq!(s.index(), i);
         }
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), Stage::ALL.len());
+        assert_eq!(names.len(), CallStage::ALL.len());
     }
 }

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::sse::{event, SseBody};
 use crate::mcp::{self, Dispatch, Inbound, Reply, ToolCall};
 use crate::pipeline::{self, identity::bearer, CallContext};
-use crate::stages::Stage;
+use crate::stages::CallStage;
 use crate::AppState;
 
 /// Seconds between SSE keep-alive comments (also how fast a vanished client is noticed).
@@ -47,7 +47,7 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
         .and_then(|v| v.to_str().ok());
     let bearer_key = bearer(auth).map(str::to_string);
     let dispatched = mcp::dispatch(&inbound, &state.catalogue, &state.server_info);
-    Stage::Decode.since(started);
+    CallStage::Decode.since(started);
     match dispatched {
         Dispatch::Reply(reply) => {
             audit_protocol_refusal(&req, &state, &body, auth, &reply).await;
@@ -121,7 +121,7 @@ pub async fn tool_call(
     let prepared = match pipeline::prepare(&state, &ctx, call.tool.kind, &call.arguments).await {
         Ok(p) => p,
         Err(outcome) => {
-            return Stage::Render.time(|| to_http(outcome.render(&call, &state.server_info)));
+            return CallStage::Render.time(|| to_http(outcome.render(&call, &state.server_info)));
         }
     };
     let (mut body, tx) = SseBody::new(token.clone(), KEEPALIVE);
@@ -138,7 +138,7 @@ pub async fn tool_call(
         let started = std::time::Instant::now();
         let reply = outcome.render(&call, &st.server_info);
         let sent = reply.body.as_ref().map(event);
-        Stage::Render.since(started);
+        CallStage::Render.since(started);
         if let Some(sent) = sent {
             let _ = tx.send(sent).await;
         }

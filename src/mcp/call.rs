@@ -56,7 +56,7 @@ pub fn prepare(
         .resolve(name)
         .ok_or_else(|| RpcError::unknown_tool(name))?;
     if let Err(invalid) =
-        crate::stages::Stage::Arguments.time(|| arguments::check(tool, name, &arguments))
+        crate::stages::CallStage::Arguments.time(|| arguments::check(tool, name, &arguments))
     {
         return Ok(Prepared::Invalid(invalid));
     }

@@ -141,7 +141,7 @@ pub async fn append(
 /// Appends the record and waits until it is durable. If the audit path cannot take it, the
 /// caller gets `unavailable: audit unavailable` instead of the outcome.
 pub async fn finish(state: &AppState, draft: AuditDraft, outcome: Outcome) -> Outcome {
-    let appended = crate::stages::Stage::Audit
+    let appended = crate::stages::CallStage::Audit
         .time_async(append(&state.audit, draft, &outcome))
         .await;
     match appended {

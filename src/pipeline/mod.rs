@@ -33,7 +33,7 @@ pub use outcome::Outcome;
 
 use crate::control::identities::Identity;
 use crate::mcp::ToolKind;
-use crate::stages::Stage;
+use crate::stages::CallStage;
 use crate::AppState;
 
 /// Who is calling, through what, and how to cancel it.
@@ -117,7 +117,7 @@ pub async fn prepare(
         ctx.dialect.clone(),
         tool.name(),
     );
-    let identity = match Stage::Identity
+    let identity = match CallStage::Identity
         .time_async(resolve_identity(state, ctx, tool, &mut draft))
         .await
     {

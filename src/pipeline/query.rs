@@ -19,7 +19,7 @@ use crate::control::sources::SourceKind;
 use crate::governance::{decide, Allowed, AllowedClass};
 use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
-use crate::stages::Stage;
+use crate::stages::CallStage;
 use crate::AppState;
 
 pub struct ReadPlan {
@@ -169,7 +169,7 @@ pub async fn prepare(
         .cloned()
         .unwrap_or_default();
     draft.statement(sql);
-    let (rt, profile) = Stage::Source
+    let (rt, profile) = CallStage::Source
         .time_async(source_and_profile(state, draft, identity, source_id))
         .await?;
     if rt.source.kind != SourceKind::Postgres {
@@ -205,7 +205,7 @@ pub async fn prepare(
         &profile.profile,
         &limits,
     );
-    Stage::Decision.since(decided);
+    CallStage::Decision.since(decided);
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
             let step = serde_json::to_value(r.step).ok();
@@ -226,7 +226,7 @@ pub async fn prepare(
         if write { "write" } else { "read" },
         &allowed.deciding_rules,
     );
-    Stage::RateLimit
+    CallStage::RateLimit
         .time_async(rate_limit(state, draft, identity, Some(source_id), write))
         .await?;
     if write {
@@ -236,7 +236,7 @@ pub async fn prepare(
             requester: identity.id,
         })));
     }
-    if Stage::Breaker.time(|| rt.breaker.rejects_now()) {
+    if CallStage::Breaker.time(|| rt.breaker.rejects_now()) {
         draft.refused(
             "execution",
             "circuit_open",
@@ -333,7 +333,7 @@ pub async fn run_read(
         max_rows: plan.max_rows,
     });
     if cacheable {
-        let hit = Stage::Cache.time_async(state.cache.get(&key)).await;
+        let hit = CallStage::Cache.time_async(state.cache.get(&key)).await;
         rt.stats.cache(hit.is_some());
         if let Some(hit) = hit {
             draft.cache_hit = true;
@@ -354,7 +354,7 @@ pub async fn run_read(
             reason: reason.into(),
         };
     };
-    let permit = match Stage::Breaker.time_async(rt.breaker.admit()).await {
+    let permit = match CallStage::Breaker.time_async(rt.breaker.admit()).await {
         Ok(p) => p,
         Err(_) => {
             return Outcome::Unavailable {
@@ -372,7 +372,7 @@ pub async fn run_read(
     let mode = Mode::read(a.explain.is_some());
     let result = execute::run(pools, mode, &a.statement, &params, limits, cancel).await;
     let elapsed = started.elapsed();
-    Stage::Execution.record(elapsed);
+    CallStage::Execution.record(elapsed);
     rt.stats.record(elapsed);
     let breaker_outcome = match &result {
         Ok(_) => CallOutcome::Answered,
@@ -380,7 +380,7 @@ pub async fn run_read(
         Err(ExecError::Cancelled) => CallOutcome::NotAttempted,
         Err(_) => CallOutcome::Answered,
     };
-    Stage::Breaker
+    CallStage::Breaker
         .time_async(rt.breaker.record(permit, breaker_outcome))
         .await;
     let mut rows = match result {
@@ -397,7 +397,7 @@ pub async fn run_read(
         return Outcome::Failed;
     }
     let objects = Arc::new(rows.into_objects());
-    Stage::Masking.since(masking);
+    CallStage::Masking.since(masking);
     draft.row_count = i64::try_from(objects.len()).ok();
     if cacheable {
         let value = CachedResult {
@@ -408,7 +408,7 @@ pub async fn run_read(
             row_count: objects.len() as u64,
             ttl,
         };
-        Stage::Cache
+        CallStage::Cache
             .time_async(state.cache.insert(key, value, &seen))
             .await;
     }
