@@ -136,6 +136,9 @@ pub struct RateLimitSettings {
     pub default_burst: u32,
     pub write_per_second: f64,
     pub write_burst: u32,
+    /// Ignored: accepted so configuration files written for earlier versions still load
+    /// (rate checks no longer queue in a mailbox).
+    #[serde(default)]
     pub mailbox: usize,
 }
 
@@ -381,9 +384,6 @@ impl Settings {
                 "rate_limit.default_burst",
                 "bursts must be at least 1",
             ));
-        }
-        if r.mailbox < 16 {
-            return Err(invalid("rate_limit.mailbox", "must be at least 16"));
         }
         if let Err(problem) = self.breaker.config().validate() {
             let key = if problem.starts_with("window") {

@@ -133,7 +133,7 @@ impl AppState {
             refusals,
             identities: IdentityResolver::new(control.clone(), ttl),
             profiles: ProfileCache::new(control.clone(), ttl),
-            rate: RateLimitHandle::start(&handle, settings.rate_limit.mailbox),
+            rate: RateLimitHandle::start(&handle),
             cache,
             audit,
             approvals,

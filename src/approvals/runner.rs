@@ -141,12 +141,13 @@ impl GatewayRunner {
         };
         match execute::run(pools, Mode::Write, &allowed.statement, &[], limits, &never).await {
             Ok(mut rows) => {
+                let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
                 let returning = if rows.columns.is_empty() {
                     None
                 } else if mask::apply_masks(&mut rows, &allowed.output_columns, &rt.source.mask_key)
                     .is_ok()
                 {
-                    Some(Value::Array(rows.objects()))
+                    Some(Value::Array(rows.into_objects()))
                 } else {
                     Some(json!({"withheld": "RETURNING rows could not be masked safely"}))
                 };
@@ -158,7 +159,6 @@ impl GatewayRunner {
                 if let Err(e) = self.cache.invalidate(&c.source_id, tables).await {
                     tracing::error!(error = %e, "cache invalidation after an approved write failed");
                 }
-                let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
                 ("executed".into(), affected, returning, None)
             }
             Err(e) => failed(e.to_string()),

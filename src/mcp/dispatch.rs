@@ -56,6 +56,15 @@ pub struct Inbound<'a> {
     pub body: &'a [u8],
 }
 
+/// Methods of the handshake lifecycle only: the 2026-07-28 dialect refuses them (404 /
+/// -32601), requests and notifications alike.
+const HANDSHAKE_ONLY: &[&str] = &["initialize", "ping", "notifications/initialized"];
+
+/// Whether `method` is refused in `dialect` because it belongs to the handshake only.
+fn handshake_only_in(method: &str, dialect: Dialect) -> bool {
+    dialect == Dialect::Modern && HANDSHAKE_ONLY.contains(&method)
+}
+
 /// A request method InterLock serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -82,11 +91,10 @@ impl Method {
             "tools/call" => Method::ToolsCall,
             _ => return None,
         };
-        match (dialect, method) {
-            (Dialect::Handshake(_), _) => Some(method),
-            (Dialect::Modern, Method::Initialize | Method::Ping) => None,
-            (Dialect::Modern, _) => Some(method),
-            (Dialect::Legacy, _) => None,
+        match dialect {
+            Dialect::Legacy => None,
+            _ if handshake_only_in(name, dialect) => None,
+            _ => Some(method),
         }
     }
 }
@@ -125,11 +133,8 @@ pub fn dispatch(inbound: &Inbound<'_>, catalogue: &Catalogue, server: &ServerInf
 
 /// 202 for every notification; `notifications/cancelled` with a usable
 /// `requestId` also asks the caller to cancel that request.
-/// The one notification that is part of the handshake only.
-const INITIALIZED: &str = "notifications/initialized";
-
 fn notification(message: &Message, dialect: Dialect) -> Dispatch {
-    if dialect == Dialect::Modern && message.method == INITIALIZED {
+    if handshake_only_in(&message.method, dialect) {
         return Dispatch::Reply(
             RpcError::method_not_found(&message.method).reply(&Value::Null, Some(dialect)),
         );

@@ -37,7 +37,7 @@ pub async fn approval_status(
     identity: &Identity,
     args: &Map<String, Value>,
 ) -> Result<Work, Outcome> {
-    rate_limit(state, draft, identity, None, false).await?;
+    rate_limit(state, draft, identity, None, false)?;
     let not_found = || Outcome::NotFound {
         reason: "no approval with that id was requested by you".into(),
     };

@@ -24,7 +24,7 @@ pub async fn describe_access(
     identity: &Identity,
     args: &Map<String, Value>,
 ) -> Result<Work, Outcome> {
-    rate_limit(state, draft, identity, None, false).await?;
+    rate_limit(state, draft, identity, None, false)?;
     let only = args.get("source_id").and_then(Value::as_str);
     let mut out = Map::new();
     for rt in state.sources.all() {
@@ -136,7 +136,7 @@ pub async fn describe_source(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
-    rate_limit(state, draft, identity, Some(source_id), false).await?;
+    rate_limit(state, draft, identity, Some(source_id), false)?;
     if rt.source.kind != SourceKind::Postgres {
         draft.allowed("describe", &[]);
         return Ok(Work::Done(Outcome::Json(json!({

@@ -64,7 +64,7 @@ pub async fn discover(
     }
     let query = DiscoverQuery::from_arguments(args)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
-    rate_limit(state, draft, identity, Some(source_id), false).await?;
+    rate_limit(state, draft, identity, Some(source_id), false)?;
     let client = state.control.get().await.map_err(|e| {
         draft.error = Some(e.to_string());
         Outcome::control_unavailable()
@@ -87,7 +87,7 @@ pub async fn related(
     let q = RelatedQuery::from_arguments(args)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     draft.action = Some("discover");
-    rate_limit(state, draft, identity, None, false).await?;
+    rate_limit(state, draft, identity, None, false)?;
     let client = state.control.get().await.map_err(|e| {
         draft.error = Some(e.to_string());
         Outcome::control_unavailable()

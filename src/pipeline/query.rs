@@ -94,7 +94,7 @@ pub async fn source_and_profile(
 }
 
 /// Checks the caller's rate budgets.
-pub async fn rate_limit(
+pub fn rate_limit(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
@@ -122,9 +122,9 @@ pub async fn rate_limit(
             burst: s.write_burst,
         },
     };
-    match state.rate.check(request).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(limited)) => {
+    match state.rate.check(&request) {
+        Ok(()) => Ok(()),
+        Err(limited) => {
             let secs = limited.retry_after.as_secs_f64().max(0.001);
             draft.refused(
                 "rate_limit",
@@ -140,13 +140,6 @@ pub async fn rate_limit(
                     limited.scope
                 ),
                 retry_after: Some(Duration::from_secs_f64(secs)),
-            })
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "rate limiter overloaded");
-            draft.error = Some(e.to_string());
-            Err(Outcome::Unavailable {
-                reason: "gateway overloaded".into(),
             })
         }
     }
@@ -226,9 +219,7 @@ pub async fn prepare(
         if write { "write" } else { "read" },
         &allowed.deciding_rules,
     );
-    CallStage::RateLimit
-        .time_async(rate_limit(state, draft, identity, Some(source_id), write))
-        .await?;
+    CallStage::RateLimit.time(|| rate_limit(state, draft, identity, Some(source_id), write))?;
     if write {
         return Ok(Work::Write(Box::new(WritePlan {
             rt,

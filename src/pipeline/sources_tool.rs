@@ -14,7 +14,7 @@ pub async fn list_sources(
     draft: &mut AuditDraft,
     identity: &Identity,
 ) -> Result<Work, Outcome> {
-    rate_limit(state, draft, identity, None, false).await?;
+    rate_limit(state, draft, identity, None, false)?;
     let mut out = Map::new();
     for rt in state.sources.all() {
         if !rt.source.enabled {

@@ -243,28 +243,22 @@ async fn commit_flight(
     head: &Head,
 ) -> Result<(i64, Head), BatchError> {
     let [lock, expect, insert] = statements(client).await?;
-    let chained = chain(records, head);
     let begin = client.batch_execute("BEGIN");
     let locked = client.execute(&lock, &[&CHAIN_LOCK]);
     let expected: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&head.seq, &head.hash];
     let checked = client.execute(&expect, &expected);
-    let inserts = futures_util::future::join_all(
-        records
-            .iter()
-            .zip(&chained)
-            .map(|(r, link)| insert_one(client, &insert, r, link)),
+    let (begin, locked, checked, committed) = tokio::join!(
+        begin,
+        locked,
+        checked,
+        insert_and_commit(client, &insert, records, head)
     );
-    let commit = client.batch_execute("COMMIT");
-    let (begin, locked, checked, inserted, commit) =
-        tokio::join!(begin, locked, checked, inserts, commit);
+    // In the order the server ran them: after a failed check the inserts can only report
+    // the aborted transaction.
     begin?;
     locked?;
     checked?;
-    for result in inserted {
-        result?;
-    }
-    commit?;
-    Ok((head.seq + 1, new_head(&chained, head)))
+    committed
 }
 
 /// Two flights, for when the head is not known: BEGIN with the chain lock and the head
@@ -301,12 +295,24 @@ async fn commit_after_reading_head(
             return Err(BatchError::Failed);
         }
     };
-    let chained = chain(records, &head);
+    insert_and_commit(client, &insert, records, &head).await
+}
+
+/// The inserts of `records` after `head`, then COMMIT, written back to back (and, when
+/// joined with the statements before them, in the same flight). Returns the first sequence
+/// number and the new head.
+async fn insert_and_commit(
+    client: &deadpool_postgres::Client,
+    insert: &tokio_postgres::Statement,
+    records: &[AuditRecord],
+    head: &Head,
+) -> Result<(i64, Head), BatchError> {
+    let chained = chain(records, head);
     let inserts = futures_util::future::join_all(
         records
             .iter()
             .zip(&chained)
-            .map(|(r, link)| insert_one(client, &insert, r, link)),
+            .map(|(r, link)| insert_one(client, insert, r, link)),
     );
     let commit = client.batch_execute("COMMIT");
     let (inserted, commit) = tokio::join!(inserts, commit);
@@ -314,7 +320,7 @@ async fn commit_after_reading_head(
         result?;
     }
     commit?;
-    Ok((head.seq + 1, new_head(&chained, &head)))
+    Ok((head.seq + 1, new_head(&chained, head)))
 }
 
 /// One record's place in the chain: sequence number, previous hash, own hash.

@@ -14,8 +14,6 @@ use uuid::Uuid;
 
 pub use actor::RateLimitActor;
 
-use crate::ActorError;
-
 /// A sustained rate and a burst.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Quota {
@@ -47,20 +45,18 @@ pub struct RateLimitHandle {
 }
 
 impl RateLimitHandle {
-    /// Starts the eviction actor on `arbiter`. (`_mailbox` is kept for the configuration
-    /// it comes from: checks no longer queue in a mailbox.)
-    pub fn start(arbiter: &actix::ArbiterHandle, _mailbox: usize) -> Self {
+    /// Starts the eviction actor on `arbiter`.
+    pub fn start(arbiter: &actix::ArbiterHandle) -> Self {
         let buckets = actor::Buckets::default();
         let shared = buckets.clone();
         let addr = actix::Actor::start_in_arbiter(arbiter, move |_| RateLimitActor::new(shared));
         Self { addr, buckets }
     }
 
-    /// `Ok(Ok(()))` allowed; `Ok(Err(limited))` refused with the wait. Answered on the
-    /// caller's thread, without a round trip through the actor. (`Err` is kept for
-    /// limiters that can fail to answer, such as a shared one.)
-    pub async fn check(&self, request: RateRequest) -> Result<Result<(), RateLimited>, ActorError> {
-        Ok(self.buckets.check(&request))
+    /// `Ok` allowed; `Err` refused, with the wait. Answered on the caller's thread,
+    /// without a round trip through the actor.
+    pub fn check(&self, request: &RateRequest) -> Result<(), RateLimited> {
+        self.buckets.check(request)
     }
 
     pub fn is_alive(&self) -> bool {

@@ -96,21 +96,7 @@ pub struct Rows {
 
 impl Rows {
     /// The rows as JSON objects keyed by column name (later duplicate names win, as in
-    /// PostgreSQL's own JSON functions).
-    pub fn objects(&self) -> Vec<Value> {
-        self.rows
-            .iter()
-            .map(|r| {
-                let mut m = Map::with_capacity(self.columns.len());
-                for (c, v) in self.columns.iter().zip(r) {
-                    m.insert(c.clone(), v.clone());
-                }
-                Value::Object(m)
-            })
-            .collect()
-    }
-
-    /// [`Rows::objects`], moving the values instead of copying them.
+    /// PostgreSQL's own JSON functions), the values moved, not copied.
     pub fn into_objects(self) -> Vec<Value> {
         let columns = self.columns;
         self.rows

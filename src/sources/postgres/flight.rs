@@ -42,8 +42,37 @@ pub(super) async fn query(
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
-    let capped = capped(statement, limits.max_rows);
-    let rows = match client.query_typed_raw(&capped, typed(params)).await {
+    unnamed(
+        client,
+        &capped(statement, limits.max_rows),
+        statement,
+        params,
+        limits,
+    )
+    .await
+}
+
+/// An `EXPLAIN`: one unnamed statement in its own implicit (read-only) transaction.
+pub(super) async fn plan(
+    client: &tokio_postgres::Client,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    unnamed(client, statement, statement, params, limits).await
+}
+
+/// Sends `sent` as one unnamed statement (Parse, Bind, Describe, Execute, Sync in one
+/// flight) and collects its rows. A refusal of a value is put to the parameter it names,
+/// described from the caller's own `statement`.
+async fn unnamed(
+    client: &tokio_postgres::Client,
+    sent: &str,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    let rows = match client.query_typed_raw(sent, typed(params)).await {
         Ok(rows) => rows,
         Err(e) => {
             let e = db_error(e);
@@ -68,26 +97,6 @@ fn capped(statement: &str, max_rows: u64) -> String {
         "SELECT * FROM ({statement}) AS interlock_capped LIMIT {}",
         max_rows.saturating_add(1).min(i64::MAX as u64)
     )
-}
-
-/// An `EXPLAIN`: one unnamed statement in its own implicit (read-only) transaction.
-pub(super) async fn plan(
-    client: &tokio_postgres::Client,
-    statement: &str,
-    params: &[TextParam],
-    limits: Limits,
-) -> Result<Rows, ExecError> {
-    let rows = match client.query_typed_raw(statement, typed(params)).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            let e = db_error(e);
-            if is_input_refusal(&e, params) {
-                return Err(name_the_parameter(client, statement, params, e).await);
-            }
-            return Err(e);
-        }
-    };
-    collect(rows, limits, false).await
 }
 
 /// An approved write: checked against the types PostgreSQL inferred, run, committed.
