@@ -14,7 +14,8 @@
 //! - **memory**: gateway and source-backend private memory after the first 20 s and at the
 //!   end of 60 s of agent-style load at 32 connections.
 //!
-//! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60`).
+//! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60 --workers 0`;
+//! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`).
 //! See BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -196,6 +197,26 @@ async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> 
         .expect("metrics body");
     let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for line in text.lines() {
+        // The audit writer's own commit time and batch size, beside the stages: the commit
+        // against the audit wait tells the flight from the path to and from the writer.
+        for (series, name) in [
+            ("interlock_audit_commit_seconds", "audit commit"),
+            ("interlock_audit_batch_size", "audit batch"),
+        ] {
+            for (suffix, sum) in [("_sum ", true), ("_count ", false)] {
+                if let Some(v) = line
+                    .strip_prefix(&format!("{series}{suffix}"))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                {
+                    let entry = out.entry(name.to_string()).or_default();
+                    if sum {
+                        entry.0 = v;
+                    } else {
+                        entry.1 = v;
+                    }
+                }
+            }
+        }
         for (suffix, sum) in [("_sum{", true), ("_count{", false)] {
             let Some(rest) = line.strip_prefix(&format!("interlock_stage_seconds{suffix}")) else {
                 continue;
@@ -222,14 +243,17 @@ fn breakdown(
     before: &BTreeMap<String, (f64, f64)>,
     after: &BTreeMap<String, (f64, f64)>,
 ) -> String {
+    let mean = |name: &str, scale: f64| {
+        let (s1, c1) = after.get(name).copied().unwrap_or_default();
+        let (s0, c0) = before.get(name).copied().unwrap_or_default();
+        let n = c1 - c0;
+        (n > 0.0).then(|| format!("{name} {:.0}", (s1 - s0) / n * scale))
+    };
     interlock::stages::CallStage::ALL
         .iter()
-        .filter_map(|s| {
-            let (s1, c1) = after.get(s.name()).copied().unwrap_or_default();
-            let (s0, c0) = before.get(s.name()).copied().unwrap_or_default();
-            let n = c1 - c0;
-            (n > 0.0).then(|| format!("{} {:.0}", s.name(), (s1 - s0) / n * 1e6))
-        })
+        .filter_map(|s| mean(s.name(), 1e6))
+        .chain(mean("audit commit", 1e6))
+        .chain(mean("audit batch", 1.0))
         .collect::<Vec<_>>()
         .join(" · ")
 }
@@ -306,6 +330,8 @@ fn arg(name: &str, default: u64) -> u64 {
 fn main() {
     let secs = arg("--seconds", 5);
     let memory_secs = arg("--memory-seconds", 60);
+    let workers = arg("--workers", 0); // HTTP workers; 0: one per core, as in production
+    let profile_secs = arg("--profile-seconds", 0); // > 0: only the profiling window
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -330,6 +356,7 @@ fn main() {
             let mut settings = Settings::load_with_env(None, Vec::<(String, String)>::new()).expect("settings");
             interlock::demo::control_settings(&mut settings, &cl);
             settings.server.listen = "127.0.0.1:0".into();
+            settings.server.workers = usize::try_from(workers).expect("workers");
             settings.log.level = "warn".into();
             settings.sources.refresh_interval_ms = 500;
             let gateway = interlock::Gateway::start(settings).await.expect("gateway");
@@ -344,6 +371,16 @@ fn main() {
             // Warm up: catalog scan, pools, identity cache.
             governed(&base, &key, Governed::Param(1000), 4, 1).await;
 
+            if profile_secs > 0 {
+                // Only governed agent load at 32 connections, for a profiler attached from
+                // outside (`perf record -a` while this runs).
+                interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");
+                tokio::time::sleep(Duration::from_millis(1200)).await;
+                println!("profile window: {profile_secs} s of governed agent load at 32 connections");
+                let g = governed(&base, &key, Governed::Agent, 32, profile_secs).await;
+                println!("{:.0} req/s", g.rps);
+                return;
+            }
             println!("InterLock load benchmark: {secs} s per cell; demo public.customers (1,000 rows); durable audit on");
             println!("{:<6} {:>22} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}", "conns", "cell", "req/s", "ratio", "p50 ms", "p99 ms", "+p50 ms", "errors");
             interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");

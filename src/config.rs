@@ -74,6 +74,17 @@ pub struct ServerSettings {
     pub shutdown_timeout_secs: u64,
 }
 
+impl ServerSettings {
+    /// HTTP worker threads: `workers`, or one per CPU core when it is 0.
+    pub fn worker_count(&self) -> usize {
+        if self.workers == 0 {
+            std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get)
+        } else {
+            self.workers
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlSettings {

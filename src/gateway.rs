@@ -86,6 +86,7 @@ impl AppState {
             settings.breaker.config(),
             handle.clone(),
             settings.catalog.max_relations,
+            settings.server.worker_count(),
         ));
         if settings.control.migrate_on_start {
             sources.reload().await.map_err(StartError::Sources)?;
@@ -99,7 +100,7 @@ impl AppState {
             catalog_every,
         );
         let audit = AuditHandle::start(
-            control.clone(),
+            control::pool::audit_pool(&settings.control)?,
             AuditConfig {
                 max_batch: settings.audit.max_batch,
                 commit_timeout: Duration::from_millis(settings.audit.commit_timeout_ms),

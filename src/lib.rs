@@ -23,6 +23,7 @@ pub mod stages;
 pub mod stdio;
 pub mod telemetry;
 
+mod allocator;
 mod gateway;
 
 pub use config::Settings;

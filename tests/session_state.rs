@@ -253,7 +253,7 @@ async fn read(pools: &pool::SourcePools, sql: &str, params: &[&str]) -> Result<u
 #[tokio::test]
 async fn reads_of_every_kind_leave_the_pooled_session_as_a_fresh_one() {
     let f = fixture().await;
-    let pools = pool::build(&f.source).expect("pools");
+    let pools = pool::build(&f.source, 1).expect("pools");
     let fresh = fingerprint(&pools).await;
     let cases: &[(&str, &[&str], &str)] = &[
         (
@@ -298,7 +298,7 @@ async fn reads_of_every_kind_leave_the_pooled_session_as_a_fresh_one() {
 #[tokio::test]
 async fn ten_thousand_distinct_texts_leave_no_prepared_statement_on_the_backend() {
     let f = fixture().await;
-    let pools = pool::build(&f.source).expect("pools");
+    let pools = pool::build(&f.source, 1).expect("pools");
     let memory = "SELECT count(*)::int8, coalesce(sum(total_bytes), 0)::int8
                     FROM pg_backend_memory_contexts WHERE name = 'CachedPlanSource'";
     let before: (i64, i64) = {

@@ -145,7 +145,7 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
         .await
         .expect("profile")
         .expect("granted");
-    let pools = pool::build(&source).expect("pools");
+    let pools = pool::build(&source, 1).expect("pools");
     let limits = SqlLimits::default();
 
     let cases = load_cases();

@@ -19,12 +19,28 @@ pub enum PoolSetupError {
 
 /// Builds the pool. No connection is made until the first checkout.
 pub fn connect_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
+    build(settings, settings.pool_size, "interlock-control")
+}
+
+/// Connections of the audit writer alone (one commits, one probes while the control
+/// database is unreachable). Only the writer's thread checks them out, so each one's
+/// connection task runs on that thread and a commit is one flight without a cross-thread
+/// wake-up on either side (see `sources::postgres::affinity` for what one costs).
+pub fn audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
+    build(settings, 2, "interlock-audit")
+}
+
+fn build(
+    settings: &ControlSettings,
+    size: usize,
+    application_name: &str,
+) -> Result<ControlPool, PoolSetupError> {
     let mut pg = tokio_postgres::Config::new();
     pg.host(&settings.host)
         .port(settings.port)
         .dbname(&settings.dbname)
         .user(&settings.user)
-        .application_name("interlock-control")
+        .application_name(application_name)
         .connect_timeout(Duration::from_secs(settings.connect_timeout_secs));
     let password =
         SecretRef::from_parts(&settings.password_env, &settings.password_file).resolve()?;
@@ -40,7 +56,7 @@ pub fn connect_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetup
     );
     let timeout = Some(Duration::from_secs(settings.connect_timeout_secs));
     Pool::builder(manager)
-        .max_size(settings.pool_size)
+        .max_size(size)
         .runtime(Runtime::Tokio1)
         .wait_timeout(timeout)
         .create_timeout(timeout)

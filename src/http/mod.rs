@@ -37,11 +37,7 @@ fn json_error(message: String) -> actix_web::Error {
 /// Builds the HTTP server on an already bound listener (so tests can bind port 0).
 pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Server> {
     let settings = state.settings.server.clone();
-    let workers = if settings.workers == 0 {
-        std::thread::available_parallelism().map_or(2, |n| n.get())
-    } else {
-        settings.workers
-    };
+    let workers = settings.worker_count();
     let bind = listener.local_addr()?.ip();
     let policy = guard::EdgePolicy::new(
         bind,
@@ -58,6 +54,8 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
     let data = web::Data::from(state);
     let sessions = web::Data::new(legacy::LegacySessions::default());
     let server = HttpServer::new(move || {
+        // Runs once on each worker thread as it starts: its share of the source pools.
+        crate::sources::postgres::affinity::pin_current_thread();
         App::new()
             .app_data(data.clone())
             .app_data(sessions.clone())

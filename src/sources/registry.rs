@@ -63,6 +63,8 @@ pub struct SourceRegistry {
     breaker: BreakerConfig,
     arbiter: actix::ArbiterHandle,
     max_relations: usize,
+    /// HTTP worker threads: the read pools' share count.
+    threads: usize,
 }
 
 impl SourceRegistry {
@@ -72,6 +74,7 @@ impl SourceRegistry {
         breaker: BreakerConfig,
         arbiter: actix::ArbiterHandle,
         max_relations: usize,
+        threads: usize,
     ) -> Self {
         Self {
             sources: RwLock::new(HashMap::new()),
@@ -80,6 +83,7 @@ impl SourceRegistry {
             breaker,
             arbiter,
             max_relations,
+            threads,
         }
     }
 
@@ -132,7 +136,7 @@ impl SourceRegistry {
                 .map_err(|e| crate::control::ControlError::Invalid(e.to_string()))?,
         };
         let (pools, pool_error) = match source.kind {
-            SourceKind::Postgres => match pool::build(&source) {
+            SourceKind::Postgres => match pool::build(&source, self.threads) {
                 Ok(p) => (Some(p), None),
                 Err(e) => {
                     tracing::warn!(source = %source.id, error = %e, "source pools could not be built");

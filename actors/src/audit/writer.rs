@@ -216,7 +216,9 @@ async fn write_batch(
     commit_after_reading_head(&client, records).await
 }
 
-/// Prepared once per pooled connection (the texts are fixed).
+/// Prepared once per pooled connection (the texts are fixed). The inserts of a batch are
+/// one statement whatever its size: one array per column, unnested into rows, so the
+/// server binds and executes once per batch instead of once per record.
 async fn statements(
     client: &deadpool_postgres::Client,
 ) -> Result<[tokio_postgres::Statement; 3], tokio_postgres::Error> {
@@ -227,7 +229,10 @@ async fn statements(
             "INSERT INTO audit_records (seq, at, request_id, identity_id, identity, adapter, dialect, tool,
                 source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us,
                 cache_hit, approval_id, prev_hash, hash, statement_sha256)
-             VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21)",
+             SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::uuid[], $5::text[],
+                $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                $13::jsonb[], $14::text[], $15::bigint[], $16::bigint[], $17::boolean[], $18::uuid[],
+                $19::bytea[], $20::bytea[], $21::text[])",
         ),
     )
     .await?;
@@ -308,17 +313,11 @@ async fn insert_and_commit(
     head: &Head,
 ) -> Result<(i64, Head), BatchError> {
     let chained = chain(records, head);
-    let inserts = futures_util::future::join_all(
-        records
-            .iter()
-            .zip(&chained)
-            .map(|(r, link)| insert_one(client, insert, r, link)),
-    );
+    let columns = Columns::of(records, &chained);
+    let inserted = columns.insert(client, insert);
     let commit = client.batch_execute("COMMIT");
-    let (inserted, commit) = tokio::join!(inserts, commit);
-    for result in inserted {
-        result?;
-    }
+    let (inserted, commit) = tokio::join!(inserted, commit);
+    inserted?;
     commit?;
     Ok((head.seq + 1, new_head(&chained, head)))
 }
@@ -356,39 +355,93 @@ fn new_head(chained: &[Link], head: &Head) -> Head {
     )
 }
 
-async fn insert_one(
-    client: &deadpool_postgres::Client,
-    insert: &tokio_postgres::Statement,
-    r: &AuditRecord,
-    link: &Link,
-) -> Result<u64, tokio_postgres::Error> {
-    let outcome = r.outcome.as_str();
-    client
-        .execute(
-            insert,
-            &[
-                &link.seq,
-                &r.at,
-                &r.request_id,
-                &r.identity_id,
-                &r.identity,
-                &r.adapter,
-                &r.dialect,
-                &r.tool,
-                &r.source_id,
-                &r.action,
-                &r.statement,
-                &r.fingerprint,
-                &r.decision,
-                &outcome,
-                &r.row_count,
-                &r.duration_us,
-                &r.cache_hit,
-                &r.approval_id,
-                &link.prev,
-                &link.hash,
-                &r.statement_sha256,
-            ],
-        )
-        .await
+/// A batch as one array per column of `audit_records`, in the insert's column order.
+struct Columns<'a> {
+    seq: Vec<i64>,
+    at: Vec<chrono::DateTime<chrono::Utc>>,
+    request_id: Vec<&'a str>,
+    identity_id: Vec<Option<uuid::Uuid>>,
+    identity: Vec<Option<&'a str>>,
+    adapter: Vec<&'a str>,
+    dialect: Vec<Option<&'a str>>,
+    tool: Vec<&'a str>,
+    source_id: Vec<Option<&'a str>>,
+    action: Vec<Option<&'a str>>,
+    statement: Vec<Option<&'a str>>,
+    fingerprint: Vec<Option<&'a str>>,
+    decision: Vec<&'a serde_json::Value>,
+    outcome: Vec<&'static str>,
+    row_count: Vec<Option<i64>>,
+    duration_us: Vec<i64>,
+    cache_hit: Vec<bool>,
+    approval_id: Vec<Option<uuid::Uuid>>,
+    prev_hash: Vec<&'a [u8]>,
+    hash: Vec<&'a [u8]>,
+    statement_sha256: Vec<Option<&'a str>>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(records: &'a [AuditRecord], chained: &'a [Link]) -> Self {
+        Columns {
+            seq: chained.iter().map(|l| l.seq).collect(),
+            at: records.iter().map(|r| r.at).collect(),
+            request_id: records.iter().map(|r| r.request_id.as_str()).collect(),
+            identity_id: records.iter().map(|r| r.identity_id).collect(),
+            identity: records.iter().map(|r| r.identity.as_deref()).collect(),
+            adapter: records.iter().map(|r| r.adapter.as_str()).collect(),
+            dialect: records.iter().map(|r| r.dialect.as_deref()).collect(),
+            tool: records.iter().map(|r| r.tool.as_str()).collect(),
+            source_id: records.iter().map(|r| r.source_id.as_deref()).collect(),
+            action: records.iter().map(|r| r.action.as_deref()).collect(),
+            statement: records.iter().map(|r| r.statement.as_deref()).collect(),
+            fingerprint: records.iter().map(|r| r.fingerprint.as_deref()).collect(),
+            decision: records.iter().map(|r| &r.decision).collect(),
+            outcome: records.iter().map(|r| r.outcome.as_str()).collect(),
+            row_count: records.iter().map(|r| r.row_count).collect(),
+            duration_us: records.iter().map(|r| r.duration_us).collect(),
+            cache_hit: records.iter().map(|r| r.cache_hit).collect(),
+            approval_id: records.iter().map(|r| r.approval_id).collect(),
+            prev_hash: chained.iter().map(|l| l.prev.as_slice()).collect(),
+            hash: chained.iter().map(|l| l.hash.as_slice()).collect(),
+            statement_sha256: records
+                .iter()
+                .map(|r| r.statement_sha256.as_deref())
+                .collect(),
+        }
+    }
+
+    async fn insert(
+        &self,
+        client: &deadpool_postgres::Client,
+        insert: &tokio_postgres::Statement,
+    ) -> Result<u64, tokio_postgres::Error> {
+        client
+            .execute(
+                insert,
+                &[
+                    &self.seq,
+                    &self.at,
+                    &self.request_id,
+                    &self.identity_id,
+                    &self.identity,
+                    &self.adapter,
+                    &self.dialect,
+                    &self.tool,
+                    &self.source_id,
+                    &self.action,
+                    &self.statement,
+                    &self.fingerprint,
+                    &self.decision,
+                    &self.outcome,
+                    &self.row_count,
+                    &self.duration_us,
+                    &self.cache_hit,
+                    &self.approval_id,
+                    &self.prev_hash,
+                    &self.hash,
+                    &self.statement_sha256,
+                ],
+            )
+            .await
+    }
 }

@@ -165,10 +165,6 @@ pub async fn run(
     cancel: &CancellationToken,
 ) -> Result<Rows, ExecError> {
     let purpose = mode.purpose();
-    let pool = match purpose {
-        Purpose::Read => &pools.read,
-        Purpose::Write => &pools.write,
-    };
     // Result memory in flight is bounded for the whole process (released on return).
     let reserve = limits
         .max_bytes
@@ -178,7 +174,7 @@ pub async fn run(
         _ = cancel.cancelled() => return Err(ExecError::Cancelled),
     };
     let mut conn = tokio::select! {
-        c = pool.get() => c.map_err(pool_error)?,
+        c = checkout(pools, purpose) => c.map_err(pool_error)?,
         _ = cancel.cancelled() => return Err(ExecError::Cancelled),
     };
     let cancel_token = conn.cancel_token();
@@ -230,6 +226,17 @@ pub async fn run(
             Err(e)
         }
         None => Err(ExecError::Cancelled),
+    }
+}
+
+/// A connection of the pool `purpose` names (for reads, the current thread's share).
+async fn checkout(
+    pools: &SourcePools,
+    purpose: Purpose,
+) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+    match purpose {
+        Purpose::Read => pools.read.get().await,
+        Purpose::Write => pools.write.get().await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! PostgreSQL sources: connection settings, TLS, and (in later modules) pools, execution
 //! and catalog scans.
 
+pub mod affinity;
 pub mod budget;
 pub mod catalog_scan;
 pub mod cause;

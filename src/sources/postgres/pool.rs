@@ -22,7 +22,7 @@ pub enum SourceTls {
 
 /// The pools of one source.
 pub struct SourcePools {
-    pub read: Pool,
+    pub read: ReadPool,
     pub write: Pool,
     pub tls: SourceTls,
     /// Where cancel requests go (they carry the session's key, not a login).
@@ -37,8 +37,45 @@ pub enum Purpose {
     Write,
 }
 
-/// Builds the pools (connections are opened lazily, on first checkout).
-pub fn build(source: &Source) -> Result<SourcePools, ConnectError> {
+/// The read pool, in one share per HTTP worker thread ([`super::affinity`]): a thread
+/// checks out only connections of its own share, whose connection tasks run on the
+/// thread that opened them. The shares together hold at most the source's pool size
+/// (rounded up to a multiple of the share count).
+pub struct ReadPool {
+    shares: Vec<Pool>,
+}
+
+impl ReadPool {
+    /// A connection of the current thread's share.
+    pub async fn get(&self) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+        let share = super::affinity::share(self.shares.len());
+        match self.shares.get(share).or(self.shares.first()) {
+            Some(pool) => pool.get().await,
+            None => Err(deadpool_postgres::PoolError::Closed),
+        }
+    }
+
+    /// The shares' status, summed.
+    pub fn status(&self) -> deadpool_postgres::Status {
+        let mut total = deadpool_postgres::Status {
+            max_size: 0,
+            size: 0,
+            available: 0,
+            waiting: 0,
+        };
+        for s in self.shares.iter().map(Pool::status) {
+            total.max_size += s.max_size;
+            total.size += s.size;
+            total.available += s.available;
+            total.waiting += s.waiting;
+        }
+        total
+    }
+}
+
+/// Builds the pools (connections are opened lazily, on first checkout); the read pool in
+/// `threads` shares (the number of HTTP workers; never more shares than connections).
+pub fn build(source: &Source, threads: usize) -> Result<SourcePools, ConnectError> {
     let tls = match client_config(source.tls_mode, source.tls_ca_file.as_deref())? {
         None => SourceTls::None,
         Some(cfg) => SourceTls::Rustls(MakeRustlsConnect::new(cfg)),
@@ -49,8 +86,15 @@ pub fn build(source: &Source) -> Result<SourcePools, ConnectError> {
         .ok_or_else(|| ConnectError::NoLogin(source.id.clone()))?;
     let write_login = source.write_login.as_ref().unwrap_or(read_login);
     let size = usize::try_from(source.pool_size).unwrap_or(8).max(1);
+    let shares = threads.clamp(1, size);
+    let per_share = size.div_ceil(shares);
+    let read = ReadPool {
+        shares: (0..shares)
+            .map(|_| pool(source, read_login, Purpose::Read, &tls, per_share))
+            .collect::<Result<_, _>>()?,
+    };
     Ok(SourcePools {
-        read: pool(source, read_login, Purpose::Read, &tls, size)?,
+        read,
         write: pool(source, write_login, Purpose::Write, &tls, size.clamp(1, 4))?,
         tls,
         cancel_config: pg_config(source, read_login)?,
