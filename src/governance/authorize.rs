@@ -8,8 +8,8 @@
 use crate::governance::access::{
     evaluate, AccessDecision, AccessProfile, AccessRequest, Action, Effect, RuleOrigin,
 };
-use crate::governance::decision::{OutputColumn, Refusal, Step};
 use crate::governance::redaction::{rule_for, strictest};
+use crate::governance::verdict::{OutputColumn, Refusal, Step};
 use crate::sql::lineage::{Analysis, ColumnRef, RelationRef, UseKind};
 
 /// The allow statements used by a decision, deduplicated in first-use order.

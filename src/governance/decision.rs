@@ -15,10 +15,10 @@ use serde::Serialize;
 
 use crate::governance::access::{AccessProfile, PolicyRule};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
-use crate::governance::redaction::RedactionRule;
+pub use crate::governance::verdict::{Allowed, AllowedClass, OutputColumn, Refusal, Step, Verdict};
 use crate::sql::catalog::Catalog;
-use crate::sql::classify::{classify, ExplainMode, StatementClass};
-use crate::sql::error::{SqlError, SqlStage};
+use crate::sql::classify::{classify, StatementClass};
+use crate::sql::error::SqlError;
 use crate::sql::input::DEFAULT_MAX_SQL_BYTES;
 use crate::sql::lineage::{ColumnRef, RelationRef};
 use crate::sql::{parse, resolve};
@@ -60,86 +60,6 @@ const DECISION_STACK_BYTES: usize = 256 * 1024 * 1024;
 /// (`tests/sql_depth.rs` runs at and around this depth on a 2 MiB thread).
 const DIRECT_DEPTH: usize = 64;
 
-/// The governance step that refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Step {
-    Input,
-    Parse,
-    Classify,
-    Resolve,
-    Authorize,
-    Policy,
-    Redaction,
-}
-
-/// Why a statement was refused. `reason` is one actionable sentence; it never
-/// contains database values or the SQL text.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Refusal {
-    pub step: Step,
-    /// HTTP status: 400 for malformed input, 403 for governance, 500 when the
-    /// decision itself failed.
-    pub status: u16,
-    /// Stable snake_case machine key (`access_denied`, `sql_unknown_column`, ...).
-    pub code: &'static str,
-    /// Which rule refused, e.g. `role analyst: no allow for read app.v`.
-    pub rule: String,
-    pub reason: String,
-}
-
-/// How an allowed statement runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AllowedClass {
-    /// Runs on the read path, in a read-only transaction.
-    Read,
-    /// Queued for human approval; never runs on the read path.
-    Write,
-}
-
-/// One result column and how the executor must mask it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OutputColumn {
-    pub name: String,
-    /// The catalog columns the value derives from.
-    pub sources: Vec<ColumnRef>,
-    /// Set when a source is masked; the executor masks every value of the column.
-    pub mask: Option<RedactionRule>,
-}
-
-/// An allowed statement and everything the executor, cache and approver need.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Allowed {
-    pub class: AllowedClass,
-    /// The re-serialized statement: the only text to execute.
-    pub statement: String,
-    /// Set for EXPLAIN: the result is a plan (one `QUERY PLAN` column).
-    pub explain: Option<ExplainMode>,
-    pub tables_read: Vec<RelationRef>,
-    pub tables_written: Vec<RelationRef>,
-    pub columns_written: Vec<ColumnRef>,
-    /// Result columns in order. The executor masks column i with
-    /// `output_columns[i].mask` and refuses a result of a different width.
-    pub output_columns: Vec<OutputColumn>,
-    /// True when the result depends on the clock or plan: do not serve it from cache.
-    pub non_deterministic: bool,
-    /// The lowest `MaxRows` of any policy.
-    pub row_cap: Option<u64>,
-    /// Approvals a write needs (max of matching rules, default 1); 0 for reads.
-    pub approvals_required: u32,
-    /// The allow statements that granted access, e.g. `role analyst: allow read app.t1`.
-    pub deciding_rules: Vec<String>,
-}
-
-/// Allowed or refused.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "verdict")]
-pub enum Verdict {
-    Allowed(Box<Allowed>),
-    Refused(Refusal),
-}
-
 /// The outcome of [`decide`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
@@ -164,24 +84,6 @@ impl Decision {
     fn refused(refusal: Refusal) -> Self {
         Decision {
             verdict: Verdict::Refused(refusal),
-        }
-    }
-}
-
-impl From<SqlError> for Refusal {
-    fn from(error: SqlError) -> Self {
-        let step = match error.stage() {
-            SqlStage::Input => Step::Input,
-            SqlStage::Parse => Step::Parse,
-            SqlStage::Classify => Step::Classify,
-            SqlStage::Resolve => Step::Resolve,
-        };
-        Refusal {
-            step,
-            status: error.status(),
-            code: error.code(),
-            rule: error.rule().to_string(),
-            reason: error.to_string(),
         }
     }
 }

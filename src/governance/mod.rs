@@ -7,6 +7,7 @@ pub mod decision;
 pub mod describe;
 pub mod pattern;
 pub mod redaction;
+pub mod verdict;
 
 pub use access::{
     evaluate, is_allowed, AccessDecision, AccessProfile, AccessRequest, AccessStatement, Action,

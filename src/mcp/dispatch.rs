@@ -40,6 +40,7 @@ use crate::mcp::error::RpcError;
 use crate::mcp::headers::{accepts_json_and_sse, content_type_is_json, Headers};
 use crate::mcp::jsonrpc::{self, Message};
 use crate::mcp::ladder;
+use crate::mcp::method::{handshake_only_in, Method};
 use crate::mcp::methods;
 use crate::mcp::outcome::invalid_arguments_reply;
 use crate::mcp::reply::{Dispatch, Reply};
@@ -54,49 +55,6 @@ pub struct Inbound<'a> {
     pub headers: &'a [(String, String)],
     /// The request body.
     pub body: &'a [u8],
-}
-
-/// Methods of the handshake lifecycle only: the 2026-07-28 dialect refuses them (404 /
-/// -32601), requests and notifications alike.
-const HANDSHAKE_ONLY: &[&str] = &["initialize", "ping", "notifications/initialized"];
-
-/// Whether `method` is refused in `dialect` because it belongs to the handshake only.
-fn handshake_only_in(method: &str, dialect: Dialect) -> bool {
-    dialect == Dialect::Modern && HANDSHAKE_ONLY.contains(&method)
-}
-
-/// A request method InterLock serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// `server/discover`
-    Discover,
-    /// `initialize` (handshake only)
-    Initialize,
-    /// `ping` (handshake only)
-    Ping,
-    /// `tools/list`
-    ToolsList,
-    /// `tools/call`
-    ToolsCall,
-}
-
-impl Method {
-    /// The method `name` names in `dialect`, if it is served there.
-    pub fn resolve(name: &str, dialect: Dialect) -> Option<Method> {
-        let method = match name {
-            "server/discover" => Method::Discover,
-            "initialize" => Method::Initialize,
-            "ping" => Method::Ping,
-            "tools/list" => Method::ToolsList,
-            "tools/call" => Method::ToolsCall,
-            _ => return None,
-        };
-        match dialect {
-            Dialect::Legacy => None,
-            _ if handshake_only_in(name, dialect) => None,
-            _ => Some(method),
-        }
-    }
 }
 
 /// Decide what to do with one `POST /mcp`.

@@ -19,11 +19,11 @@
 
 use serde_json::Value;
 
-use crate::mcp::dispatch::Method;
 use crate::mcp::envelope::{CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY};
 use crate::mcp::error::RpcError;
 use crate::mcp::headers::{self, decode_mirrored, Header, Headers};
 use crate::mcp::jsonrpc::Message;
+use crate::mcp::method::Method;
 use crate::mcp::version::{Dialect, MODERN};
 
 /// Run all four rungs; on success return the method to serve.

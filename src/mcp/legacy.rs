@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use crate::mcp::arguments::{self, InvalidArguments};
 use crate::mcp::catalogue::Catalogue;
-use crate::mcp::outcome::{ToolOutcome, FAILED_TEXT};
 use crate::mcp::reply::{Reply, ToolCall};
+use crate::mcp::tool_outcome::{ToolOutcome, FAILED_TEXT};
 use crate::mcp::version::Dialect;
 
 /// The earliest release that removes the legacy routes and tool aliases.

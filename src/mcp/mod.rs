@@ -35,10 +35,12 @@ mod headers;
 mod jsonrpc;
 mod ladder;
 mod legacy;
+mod method;
 mod methods;
 mod outcome;
 mod pagination;
 mod reply;
+mod tool_outcome;
 mod version;
 
 #[cfg(test)]
@@ -48,15 +50,17 @@ pub use arguments::{check as check_arguments, ArgumentError, InvalidArguments};
 pub use catalogue::{
     Catalogue, CatalogueError, ToolDef, ToolKind, DEFAULT_TTL_MS, DEPRECATED_META_KEY,
 };
-pub use dispatch::{dispatch, Inbound, Method};
+pub use dispatch::{dispatch, Inbound};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
 pub use legacy::{
     deprecated, legacy_parse_call, legacy_render, legacy_tools_list, DEPRECATION_HEADERS,
     REMOVAL_VERSION, SUNSET,
 };
-pub use outcome::{render_outcome, ToolOutcome, FAILED_TEXT};
+pub use method::Method;
+pub use outcome::render_outcome;
 pub use reply::{Dispatch, Reply, ToolCall};
+pub use tool_outcome::{ToolOutcome, FAILED_TEXT};
 pub use version::{
     Dialect, ASSUMED_WITHOUT_HEADER, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN,
     SUPPORTED_VERSIONS,

@@ -45,15 +45,53 @@ fn chown_recursive(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The user `name` from the passwd database, through the reentrant `getpwnam_r` (tests
+/// start clusters from several threads at once; `getpwnam` returns shared static storage).
 fn lookup(name: &str) -> Option<RunAs> {
     let cname = CString::new(name).ok()?;
-    // SAFETY: getpwnam reads the passwd database and returns a pointer to static storage or
-    // null; we copy the two integers out before any other call can overwrite it.
-    let pw = unsafe { libc::getpwnam(cname.as_ptr()) };
-    if pw.is_null() {
-        return None;
+    let mut buf = vec![0 as libc::c_char; 1024];
+    loop {
+        // SAFETY: an all-zero passwd is a valid value of this plain C struct (null pointers,
+        // zero ids); getpwnam_r fills it in.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call: the name is NUL-terminated, `pw` and
+        // `found` are live locals, and `buf` is writable for `buf.len()` bytes. The strings
+        // `pw` points to live in `buf`; only the two integers are read, before `buf` changes.
+        let rc = unsafe {
+            libc::getpwnam_r(
+                cname.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 2, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() {
+            return None;
+        }
+        return (pw.pw_uid != 0).then_some(RunAs {
+            uid: pw.pw_uid,
+            gid: pw.pw_gid,
+        });
     }
-    // SAFETY: pw is non-null and points to a valid passwd record (see above).
-    let (uid, gid) = unsafe { ((*pw).pw_uid, (*pw).pw_gid) };
-    (uid != 0).then_some(RunAs { uid, gid })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lookup;
+
+    #[test]
+    fn users_are_looked_up_by_name_and_root_is_never_chosen() {
+        assert!(lookup("root").is_none(), "root is never the server's user");
+        assert!(lookup("no-such-user-interlock").is_none());
+        assert!(lookup("bad\0name").is_none());
+        if let Some(nobody) = lookup("nobody") {
+            assert_ne!(nobody.uid, 0);
+        }
+    }
 }
