@@ -23,6 +23,21 @@ pub enum Step {
     Redaction,
 }
 
+impl Step {
+    /// The step's name in audit records (its serialized form).
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::Input => "input",
+            Step::Parse => "parse",
+            Step::Classify => "classify",
+            Step::Resolve => "resolve",
+            Step::Authorize => "authorize",
+            Step::Policy => "policy",
+            Step::Redaction => "redaction",
+        }
+    }
+}
+
 /// Why a statement was refused. `reason` is one actionable sentence; it never
 /// contains database values or the SQL text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -104,6 +119,26 @@ impl From<SqlError> for Refusal {
             code: error.code(),
             rule: error.rule().to_string(),
             reason: error.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Step;
+
+    #[test]
+    fn a_step_is_named_as_it_is_serialized() {
+        for step in [
+            Step::Input,
+            Step::Parse,
+            Step::Classify,
+            Step::Resolve,
+            Step::Authorize,
+            Step::Policy,
+            Step::Redaction,
+        ] {
+            assert_eq!(serde_json::to_value(step).unwrap(), step.name());
         }
     }
 }

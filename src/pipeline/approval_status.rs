@@ -6,6 +6,8 @@ use serde_json::{json, Map, Value};
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
 use super::query::rate_limit;
+use super::refusal::Refusal;
+use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::approvals;
 use crate::control::identities::Identity;
@@ -38,15 +40,23 @@ pub async fn approval_status(
     args: &Map<String, Value>,
 ) -> Result<Work, Outcome> {
     rate_limit(state, draft, identity, None, false)?;
-    let not_found = || Outcome::NotFound {
-        reason: "no approval with that id was requested by you".into(),
+    draft.enter(GovernanceStep::Execution);
+    // A malformed id and someone else's approval are refused alike: not found.
+    let not_found = || {
+        Refusal::not_found(
+            "approval",
+            "not_found",
+            "own approvals only",
+            "not found",
+            "no approval with that id was requested by you",
+        )
     };
     let Some(id) = args
         .get("approval_id")
         .and_then(Value::as_str)
         .and_then(|s| uuid::Uuid::parse_str(s).ok())
     else {
-        return Err(not_found());
+        return Err(not_found().apply(draft));
     };
     draft.approval_id = Some(id);
     match approvals::get(&state.control, id, Some(identity.id)).await {
@@ -55,10 +65,7 @@ pub async fn approval_status(
             draft.allowed("status", &[]);
             Ok(Work::Done(Outcome::Json(status_json(&a))))
         }
-        Ok(None) => {
-            draft.refused("approval", "not_found", "own approvals only", "not found");
-            Err(not_found())
-        }
+        Ok(None) => Err(not_found().apply(draft)),
         Err(e) => {
             draft.error = Some(e.to_string());
             Err(Outcome::control_unavailable())

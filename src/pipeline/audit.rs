@@ -35,6 +35,8 @@ pub struct AuditDraft {
     pub approval_id: Option<Uuid>,
     /// Detail of a failure, for the record only (never sent to the caller).
     pub error: Option<String>,
+    /// The governance steps the call has entered ([`super::steps`]).
+    pub trail: super::steps::Trail,
 }
 
 impl AuditDraft {
@@ -61,7 +63,14 @@ impl AuditDraft {
             cache_hit: false,
             approval_id: None,
             error: None,
+            trail: super::steps::Trail::default(),
         }
+    }
+
+    /// Records that the call entered governance step `step` (checked against its tool's
+    /// declared order in debug builds).
+    pub fn enter(&mut self, step: super::steps::GovernanceStep) {
+        self.trail.enter(step);
     }
 
     /// Records the statement (capped) and its fingerprint.
@@ -78,8 +87,9 @@ impl AuditDraft {
         self.statement = Some(s);
     }
 
-    /// Records a refusal by a named step and rule.
-    pub fn refused(&mut self, step: &str, code: &str, rule: &str, reason: &str) {
+    /// Records a refusal by a named step and rule (only through [`super::refusal::Refusal::apply`],
+    /// so the record and the answer come from one value).
+    pub(super) fn refused(&mut self, step: &str, code: &str, rule: &str, reason: &str) {
         self.decision = json!({"verdict": "refuse", "step": step, "code": code, "rule": rule, "reason": reason});
     }
 
@@ -140,7 +150,8 @@ pub async fn append(
 
 /// Appends the record and waits until it is durable. If the audit path cannot take it, the
 /// caller gets `unavailable: audit unavailable` instead of the outcome.
-pub async fn finish(state: &AppState, draft: AuditDraft, outcome: Outcome) -> Outcome {
+pub async fn finish(state: &AppState, mut draft: AuditDraft, outcome: Outcome) -> Outcome {
+    draft.enter(super::steps::GovernanceStep::Audit);
     let appended = crate::stages::CallStage::Audit
         .time_async(append(&state.audit, draft, &outcome))
         .await;

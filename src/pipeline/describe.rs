@@ -6,6 +6,8 @@ use serde_json::{json, Map, Value};
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
 use super::query::{rate_limit, source_and_profile};
+use super::refusal::Refusal;
+use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
@@ -25,6 +27,7 @@ pub async fn describe_access(
     args: &Map<String, Value>,
 ) -> Result<Work, Outcome> {
     rate_limit(state, draft, identity, None, false)?;
+    draft.enter(GovernanceStep::Execution);
     let only = args.get("source_id").and_then(Value::as_str);
     let mut out = Map::new();
     for rt in state.sources.all() {
@@ -136,8 +139,9 @@ pub async fn describe_source(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
-    rate_limit(state, draft, identity, Some(source_id), false)?;
     if rt.source.kind != SourceKind::Postgres {
+        rate_limit(state, draft, identity, Some(source_id), false)?;
+        draft.enter(GovernanceStep::Execution);
         draft.allowed("describe", &[]);
         return Ok(Work::Done(Outcome::Json(json!({
             "source_id": source_id,
@@ -145,6 +149,8 @@ pub async fn describe_source(
             "introspection": "document collection: search it with interlock_discover",
         }))));
     }
+    // The describe grant is this tool's policy: only describable tables are listed.
+    draft.enter(GovernanceStep::Policy);
     let catalog = state.sources.catalog(&rt).await.map_err(|e| {
         draft.error = Some(format!("catalog: {e}"));
         Outcome::Unavailable {
@@ -172,18 +178,18 @@ pub async fn describe_source(
         }
     }
     if rows.is_empty() {
-        draft.refused(
+        return Err(Refusal::denied(
             "authorize",
+            403,
             "access_denied",
             "no describe grant",
             "nothing describable",
-        );
-        return Err(Outcome::refused(
-            403,
-            "access_denied",
             format!("Your roles allow describing no table of source {source_id:?}; ask an operator for a describe grant."),
-        ));
+        )
+        .apply(draft));
     }
+    rate_limit(state, draft, identity, Some(source_id), false)?;
+    draft.enter(GovernanceStep::Execution);
     draft.allowed("describe", &[]);
     draft.row_count = i64::try_from(rows.len()).ok();
     Ok(Work::Done(Outcome::Json(Value::Array(rows))))

@@ -6,45 +6,52 @@ use serde_json::{Map, Value};
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
 use super::query::{rate_limit, source_and_profile};
+use super::refusal::Refusal;
+use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::identities::Identity;
 use crate::discovery::{self, DiscoverQuery, DiscoveryError, RelatedQuery};
 use crate::AppState;
 
 fn discovery_failure(draft: &mut AuditDraft, e: DiscoveryError) -> Outcome {
-    match e {
-        DiscoveryError::Invalid(m) => {
-            draft.refused("arguments", "invalid_arguments", "discovery arguments", &m);
-            Outcome::refused(400, "invalid_arguments", m)
-        }
-        DiscoveryError::Forbidden => {
-            draft.refused(
-                "source_role",
-                "access_denied",
-                "no discover grant",
-                "no discover grant",
-            );
-            Outcome::refused(
-                403,
-                "access_denied",
-                "Your roles do not allow discovery on this source.",
-            )
-        }
-        DiscoveryError::SourceNotFound | DiscoveryError::AssetNotFound => {
-            draft.refused("source", "not_found", "discovery index", "not found");
-            Outcome::NotFound {
-                reason: "no asset with that id is visible to you".into(),
-            }
-        }
-        DiscoveryError::Ambiguous => {
-            draft.refused("source", "ambiguous_asset", "discovery index", "ambiguous");
-            Outcome::refused(400, "ambiguous_asset", "That asset id exists in several of your sources; discover it within one source with interlock_discover.")
-        }
+    let refusal = match e {
+        DiscoveryError::Invalid(m) => Refusal::denied(
+            "arguments",
+            400,
+            "invalid_arguments",
+            "discovery arguments",
+            m.clone(),
+            m,
+        ),
+        DiscoveryError::Forbidden => Refusal::denied(
+            "source_role",
+            403,
+            "access_denied",
+            "no discover grant",
+            "no discover grant",
+            "Your roles do not allow discovery on this source.",
+        ),
+        DiscoveryError::SourceNotFound | DiscoveryError::AssetNotFound => Refusal::not_found(
+            "source",
+            "not_found",
+            "discovery index",
+            "not found",
+            "no asset with that id is visible to you",
+        ),
+        DiscoveryError::Ambiguous => Refusal::denied(
+            "source",
+            400,
+            "ambiguous_asset",
+            "discovery index",
+            "ambiguous",
+            "That asset id exists in several of your sources; discover it within one source with interlock_discover.",
+        ),
         DiscoveryError::Database(e) => {
             draft.error = Some(format!("discovery: {e}"));
-            Outcome::control_unavailable()
+            return Outcome::control_unavailable();
         }
-    }
+    };
+    refusal.apply(draft)
 }
 
 pub async fn discover(
@@ -57,14 +64,16 @@ pub async fn discover(
         .get("source_id")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let (_rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
     draft.action = Some("discover");
+    draft.enter(GovernanceStep::Arguments);
+    let query = DiscoverQuery::from_arguments(args)
+        .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
+    let (_rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
     if !discovery::may_discover(&profile.profile) {
         return Err(discovery_failure(draft, DiscoveryError::Forbidden));
     }
-    let query = DiscoverQuery::from_arguments(args)
-        .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     rate_limit(state, draft, identity, Some(source_id), false)?;
+    draft.enter(GovernanceStep::Execution);
     let client = state.control.get().await.map_err(|e| {
         draft.error = Some(e.to_string());
         Outcome::control_unavailable()
@@ -84,10 +93,12 @@ pub async fn related(
     identity: &Identity,
     args: &Map<String, Value>,
 ) -> Result<Work, Outcome> {
+    draft.enter(GovernanceStep::Arguments);
     let q = RelatedQuery::from_arguments(args)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     draft.action = Some("discover");
     rate_limit(state, draft, identity, None, false)?;
+    draft.enter(GovernanceStep::Execution);
     let client = state.control.get().await.map_err(|e| {
         draft.error = Some(e.to_string());
         Outcome::control_unavailable()

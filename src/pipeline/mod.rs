@@ -1,9 +1,15 @@
 //! The governed call: the one place where the order of governance steps lives, plus the
 //! runtime pieces it needs (identity resolution, access profiles, catalogs, masking).
 //!
-//! Order (contract, "Governance And Errors"): identity resolution → source resolution →
-//! source-role authorization → policy (inside the SQL decision) → rate limit → write safety
-//! (writes are queued, never run) → execution → redaction → canonical audit.
+//! Order (contract, "Governance And Errors", with the gateway's own steps placed; declared
+//! in [`steps`], where each tool lists the steps it runs, and checked on every call in
+//! debug builds):
+//!
+//! identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit
+//!
+//! Policy is inside the SQL decision for `interlock_query`; writes are queued at
+//! write safety and never run on the agent's request. Refusals are typed
+//! ([`refusal::Refusal`]): the audit record and the caller's answer come from one value.
 //!
 //! A call is split in two so adapters can answer refusals before committing to a response
 //! form: [`prepare`] runs every step up to execution and returns either a [`Prepared`] call
@@ -19,8 +25,10 @@ pub mod mask;
 pub mod outcome;
 pub mod profiles;
 mod query;
+pub mod refusal;
 pub mod refusal_audit;
 mod sources_tool;
+pub mod steps;
 
 use std::sync::Arc;
 
@@ -30,11 +38,13 @@ use tokio_util::sync::CancellationToken;
 pub use approval_status::status_json;
 pub use audit::AuditDraft;
 pub use outcome::Outcome;
+pub use refusal::Refusal;
 
 use crate::control::identities::Identity;
 use crate::mcp::ToolKind;
 use crate::stages::CallStage;
 use crate::AppState;
+use steps::GovernanceStep;
 
 /// Who is calling, through what, and how to cancel it.
 #[derive(Debug, Clone)]
@@ -117,6 +127,8 @@ pub async fn prepare(
         ctx.dialect.clone(),
         tool.name(),
     );
+    draft.trail = steps::Trail::of(tool);
+    draft.enter(GovernanceStep::Identity);
     let identity = match CallStage::Identity
         .time_async(resolve_identity(state, ctx, tool, &mut draft))
         .await
@@ -125,16 +137,16 @@ pub async fn prepare(
         Err(o) => return Err(audit::finish(state, draft, o).await),
     };
     draft.identity = Some((identity.id, identity.name.clone()));
+    draft.enter(GovernanceStep::AuditGate);
     if !state.audit.is_healthy() {
-        draft.refused(
+        let o = Refusal::unavailable(
             "audit",
             "audit_unavailable",
             "audit writer",
             "audit unavailable",
-        );
-        let o = Outcome::Unavailable {
-            reason: "audit unavailable".into(),
-        };
+            "audit unavailable",
+        )
+        .apply(&mut draft);
         return Err(audit::finish(state, draft, o).await);
     }
     let work = match tool {
@@ -174,33 +186,27 @@ async fn resolve_identity(
         401
     };
     let Some(key) = ctx.bearer.as_deref() else {
-        draft.refused(
+        return Err(Refusal::denied(
             "identity",
+            status,
             "unauthenticated",
             "bearer key required",
             "no API key",
-        );
-        return Err(Outcome::refused(
-            status,
-            "unauthenticated",
             "This tool needs an API key: send Authorization: Bearer <agent-api-key>.",
-        ));
+        )
+        .apply(draft));
     };
     match state.identities.resolve(key).await {
         Ok(Some(identity)) => Ok(identity),
-        Ok(None) => {
-            draft.refused(
-                "identity",
-                "unauthenticated",
-                "unknown or revoked key",
-                "key not recognised",
-            );
-            Err(Outcome::refused(
-                status,
-                "unauthenticated",
-                "The API key is not recognised or was revoked; ask an operator for a valid key.",
-            ))
-        }
+        Ok(None) => Err(Refusal::denied(
+            "identity",
+            status,
+            "unauthenticated",
+            "unknown or revoked key",
+            "key not recognised",
+            "The API key is not recognised or was revoked; ask an operator for a valid key.",
+        )
+        .apply(draft)),
         Err(e) => {
             tracing::error!(error = %e, "identity lookup failed");
             draft.error = Some("identity lookup failed: control database unavailable".into());

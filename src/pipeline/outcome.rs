@@ -44,15 +44,6 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    pub fn refused(status: u16, code: &str, message: impl Into<String>) -> Self {
-        Outcome::Refused {
-            status,
-            code: code.to_string(),
-            message: message.into(),
-            retry_after: None,
-        }
-    }
-
     /// The control database could not answer (identity, grants, approvals, discovery index).
     pub fn control_unavailable() -> Self {
         Outcome::Unavailable {

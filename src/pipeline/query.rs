@@ -1,5 +1,6 @@
-//! `interlock_query`: source → role → SQL decision (policy inside) → rate limit → write
-//! safety → cache → breaker → execution → redaction.
+//! `interlock_query`: every step of [`super::steps`] in its order: source → source role →
+//! SQL decision (policy inside) → rate limit → write safety (writes are queued) → breaker
+//! → cache → execution → redaction.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,6 +13,8 @@ use serde_json::{json, Map, Value};
 use super::audit::{fingerprint, AuditDraft};
 use super::outcome::Outcome;
 use super::profiles::LoadedProfile;
+use super::refusal::Refusal;
+use super::steps::GovernanceStep;
 use super::{mask, Work};
 use crate::control::approvals::{enqueue, NewApproval};
 use crate::control::identities::Identity;
@@ -36,60 +39,77 @@ pub struct WritePlan {
     requester: uuid::Uuid,
 }
 
-/// Looks up the source and the caller's profile on it: the first three governance steps
-/// shared by every source-scoped tool.
+/// Source resolution: the source must be registered and enabled.
+pub fn source(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    source_id: &str,
+) -> Result<Arc<SourceRuntime>, Outcome> {
+    draft.enter(GovernanceStep::Source);
+    draft.source = Some(source_id.to_string());
+    let Some(rt) = state.sources.get(source_id) else {
+        return Err(Refusal::not_found(
+            "source",
+            "unknown_source",
+            "source registry",
+            "no such source",
+            format!(
+                "no source with id {source_id:?} is registered; interlock_list_sources lists yours"
+            ),
+        )
+        .apply(draft));
+    };
+    if !rt.source.enabled {
+        return Err(Refusal::unavailable(
+            "source",
+            "source_disabled",
+            "source disabled by an operator",
+            "disabled",
+            "source disabled",
+        )
+        .apply(draft));
+    }
+    Ok(rt)
+}
+
+/// Source-role authorization: the caller's access profile on the source (their roles,
+/// the policies and redactions that apply).
+pub async fn profile(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    identity: &Identity,
+    source_id: &str,
+) -> Result<Arc<LoadedProfile>, Outcome> {
+    draft.enter(GovernanceStep::SourceRole);
+    match state.profiles.get(identity.id, source_id).await {
+        Ok(Some(p)) => Ok(p),
+        Ok(None) => Err(Refusal::denied(
+            "source_role",
+            403,
+            "no_grant",
+            "no role granted",
+            "no grant on source",
+            format!("You hold no role on source {source_id:?}; ask an operator to grant one."),
+        )
+        .apply(draft)),
+        Err(e) => {
+            tracing::error!(error = %e, "loading the access profile failed");
+            draft.error = Some("profile lookup failed".into());
+            Err(Outcome::control_unavailable())
+        }
+    }
+}
+
+/// Source resolution, then source-role authorization: the steps every source-scoped tool
+/// shares.
 pub async fn source_and_profile(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
     source_id: &str,
 ) -> Result<(Arc<SourceRuntime>, Arc<LoadedProfile>), Outcome> {
-    draft.source = Some(source_id.to_string());
-    let Some(rt) = state.sources.get(source_id) else {
-        draft.refused(
-            "source",
-            "unknown_source",
-            "source registry",
-            "no such source",
-        );
-        return Err(Outcome::NotFound {
-            reason: format!(
-                "no source with id {source_id:?} is registered; interlock_list_sources lists yours"
-            ),
-        });
-    };
-    let profile = match state.profiles.get(identity.id, source_id).await {
-        Ok(Some(p)) => p,
-        Ok(None) => {
-            draft.refused(
-                "source_role",
-                "no_grant",
-                "no role granted",
-                "no grant on source",
-            );
-            return Err(Outcome::refused(
-                403,
-                "no_grant",
-                format!("You hold no role on source {source_id:?}; ask an operator to grant one."),
-            ));
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "loading the access profile failed");
-            draft.error = Some("profile lookup failed".into());
-            return Err(Outcome::control_unavailable());
-        }
-    };
-    if !rt.source.enabled {
-        draft.refused(
-            "source",
-            "source_disabled",
-            "source disabled by an operator",
-            "disabled",
-        );
-        return Err(Outcome::Unavailable {
-            reason: "source disabled".into(),
-        });
-    }
+    let rt = source(state, draft, source_id)?;
+    let profile = profile(state, draft, identity, source_id).await?;
     Ok((rt, profile))
 }
 
@@ -101,6 +121,7 @@ pub fn rate_limit(
     source: Option<&str>,
     write: bool,
 ) -> Result<(), Outcome> {
+    draft.enter(GovernanceStep::RateLimit);
     let s = &state.settings.rate_limit;
     let quota = identity.rate.map_or(
         Quota {
@@ -126,21 +147,19 @@ pub fn rate_limit(
         Ok(()) => Ok(()),
         Err(limited) => {
             let secs = limited.retry_after.as_secs_f64().max(0.001);
-            draft.refused(
+            Err(Refusal::denied(
                 "rate_limit",
+                429,
                 "rate_limited",
                 limited.scope,
                 "rate limit reached",
-            );
-            Err(Outcome::Refused {
-                status: 429,
-                code: "rate_limited".into(),
-                message: format!(
+                format!(
                     "Rate limit of your {} budget reached; retry after {secs:.3} s.",
                     limited.scope
                 ),
-                retry_after: Some(Duration::from_secs_f64(secs)),
-            })
+            )
+            .retry_after(Duration::from_secs_f64(secs))
+            .apply(draft))
         }
     }
 }
@@ -162,24 +181,24 @@ pub async fn prepare(
         .cloned()
         .unwrap_or_default();
     draft.statement(sql);
-    let (rt, profile) = CallStage::Source
-        .time_async(source_and_profile(state, draft, identity, source_id))
-        .await?;
+    let started = std::time::Instant::now();
+    let rt = source(state, draft, source_id)?;
     if rt.source.kind != SourceKind::Postgres {
-        draft.refused(
+        return Err(Refusal::denied(
             "source",
+            403,
             "not_a_sql_source",
             "source kind",
             "document source",
-        );
-        return Err(Outcome::refused(
-            403,
-            "not_a_sql_source",
             format!(
                 "Source {source_id:?} is a document collection; search it with interlock_discover."
             ),
-        ));
+        )
+        .apply(draft));
     }
+    let profile = profile(state, draft, identity, source_id).await?;
+    CallStage::Source.since(started);
+    draft.enter(GovernanceStep::Policy);
     let decided = std::time::Instant::now();
     let catalog = match state.sources.catalog(&rt).await {
         Ok(c) => c,
@@ -201,13 +220,18 @@ pub async fn prepare(
     CallStage::Decision.since(decided);
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
-            let step = serde_json::to_value(r.step).ok();
-            let step = step.as_ref().and_then(Value::as_str).unwrap_or("sql");
-            draft.refused(step, r.code, &r.rule, &r.reason);
-            if r.status >= 500 {
-                return Err(Outcome::Failed);
-            }
-            return Err(Outcome::refused(r.status, r.code, r.reason));
+            let failed = r.status >= 500;
+            let refusal = Refusal::denied(
+                r.step.name(),
+                r.status,
+                r.code,
+                r.rule,
+                r.reason.clone(),
+                r.reason,
+            );
+            let answer = refusal.apply(draft);
+            // The decision itself failed: the caller gets the opaque failure.
+            return Err(if failed { Outcome::Failed } else { answer });
         }
         crate::governance::Verdict::Allowed(a) => a,
     };
@@ -220,6 +244,7 @@ pub async fn prepare(
         &allowed.deciding_rules,
     );
     CallStage::RateLimit.time(|| rate_limit(state, draft, identity, Some(source_id), write))?;
+    draft.enter(GovernanceStep::WriteSafety);
     if write {
         return Ok(Work::Write(Box::new(WritePlan {
             rt,
@@ -227,16 +252,16 @@ pub async fn prepare(
             requester: identity.id,
         })));
     }
+    draft.enter(GovernanceStep::Breaker);
     if CallStage::Breaker.time(|| rt.breaker.rejects_now()) {
-        draft.refused(
+        return Err(Refusal::unavailable(
             "execution",
             "circuit_open",
             "circuit breaker",
             "circuit open",
-        );
-        return Err(Outcome::Unavailable {
-            reason: "circuit open".into(),
-        });
+            "circuit open",
+        )
+        .apply(draft));
     }
     let requested = args
         .get("max_rows")
@@ -256,6 +281,8 @@ pub async fn prepare(
 }
 
 pub async fn run_write(state: &AppState, draft: &mut AuditDraft, plan: WritePlan) -> Outcome {
+    // Executing a write on the agent's request means queueing it for approval.
+    draft.enter(GovernanceStep::Execution);
     let a = &plan.allowed;
     let touches = json!({
         "action": "write",
@@ -324,6 +351,7 @@ pub async fn run_read(
         max_rows: plan.max_rows,
     });
     if cacheable {
+        draft.enter(GovernanceStep::Cache);
         let hit = CallStage::Cache.time_async(state.cache.get(&key)).await;
         rt.stats.cache(hit.is_some());
         if let Some(hit) = hit {
@@ -335,6 +363,7 @@ pub async fn run_read(
             };
         }
     }
+    draft.enter(GovernanceStep::Execution);
     let Some(pools) = rt.pools.as_ref() else {
         draft.error = rt.pool_error.clone();
         let reason = match &rt.pool_error {
@@ -378,6 +407,7 @@ pub async fn run_read(
         Ok(rows) => rows,
         Err(e) => return exec_failure(draft, e),
     };
+    draft.enter(GovernanceStep::Redaction);
     let masking = std::time::Instant::now();
     let rows_truncated = rows.truncated;
     if let Err(e) = mask::apply_masks(&mut rows, &a.output_columns, &rt.source.mask_key) {
@@ -419,15 +449,15 @@ fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
         ExecError::MemoryBudget => Outcome::Unavailable {
             reason: "result memory budget exhausted".into(),
         },
-        ExecError::Parameter { .. } => {
-            draft.refused(
-                "execution",
-                "invalid_parameter",
-                "parameter types",
-                &e.to_string(),
-            );
-            Outcome::refused(400, "invalid_parameter", e.to_string())
-        }
+        ExecError::Parameter { .. } => Refusal::denied(
+            "execution",
+            400,
+            "invalid_parameter",
+            "parameter types",
+            e.to_string(),
+            e.to_string(),
+        )
+        .apply(draft),
         other => {
             tracing::info!(error = %other, "governed read failed");
             Outcome::Failed

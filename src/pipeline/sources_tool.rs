@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
 use super::query::rate_limit;
+use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::identities::Identity;
 use crate::AppState;
@@ -15,6 +16,7 @@ pub async fn list_sources(
     identity: &Identity,
 ) -> Result<Work, Outcome> {
     rate_limit(state, draft, identity, None, false)?;
+    draft.enter(GovernanceStep::Execution);
     let mut out = Map::new();
     for rt in state.sources.all() {
         if !rt.source.enabled {

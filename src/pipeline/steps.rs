@@ -1,0 +1,235 @@
+//! The governance steps of a governed call, in the one order every tool follows, and the
+//! steps each tool runs.
+//!
+//! The order is the contract's ("Governance And Errors": identity resolution, source
+//! resolution, source-role authorization, policy, rate limit, write safety, execution,
+//! redaction, canonical audit), with the gateway's own steps placed explicitly:
+//!
+//! - `audit_gate` right after identity: a call is refused (503) while the audit writer
+//!   cannot commit, before anything else runs (fail closed);
+//! - `arguments`: a tool's own checks of its arguments beyond the JSON Schema (which the
+//!   protocol layer checks before the pipeline);
+//! - `breaker` before `cache`: an open circuit refuses a read before the cache is asked;
+//! - `cache` just before `execution`: a hit answers instead of the source.
+//!
+//! Every call records each step it enters in its audit draft; a step entered out of this
+//! order, or one its tool does not declare, is a bug caught by a debug assertion, so every
+//! integration test checks the order of every call it makes. [`ORDER_DOC`] is the line
+//! `pipeline`'s module documentation carries (a unit test keeps the two equal).
+
+use crate::mcp::ToolKind;
+
+/// One governance step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GovernanceStep {
+    Identity,
+    AuditGate,
+    Arguments,
+    Source,
+    SourceRole,
+    Policy,
+    RateLimit,
+    WriteSafety,
+    Breaker,
+    Cache,
+    Execution,
+    Redaction,
+    Audit,
+}
+
+use GovernanceStep as S;
+
+/// Every step, in order (the declaration order; a unit test keeps them equal).
+pub const ORDER: [GovernanceStep; 13] = [
+    S::Identity,
+    S::AuditGate,
+    S::Arguments,
+    S::Source,
+    S::SourceRole,
+    S::Policy,
+    S::RateLimit,
+    S::WriteSafety,
+    S::Breaker,
+    S::Cache,
+    S::Execution,
+    S::Redaction,
+    S::Audit,
+];
+
+/// The order as the module documentation of `pipeline` states it.
+pub const ORDER_DOC: &str = "identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit";
+
+impl GovernanceStep {
+    pub fn name(self) -> &'static str {
+        match self {
+            S::Identity => "identity",
+            S::AuditGate => "audit_gate",
+            S::Arguments => "arguments",
+            S::Source => "source",
+            S::SourceRole => "source_role",
+            S::Policy => "policy",
+            S::RateLimit => "rate_limit",
+            S::WriteSafety => "write_safety",
+            S::Breaker => "breaker",
+            S::Cache => "cache",
+            S::Execution => "execution",
+            S::Redaction => "redaction",
+            S::Audit => "audit",
+        }
+    }
+}
+
+/// The steps `tool` runs, in order.
+pub fn declared(tool: ToolKind) -> &'static [GovernanceStep] {
+    match tool {
+        ToolKind::Query => &[
+            S::Identity,
+            S::AuditGate,
+            S::Source,
+            S::SourceRole,
+            S::Policy,
+            S::RateLimit,
+            S::WriteSafety,
+            S::Breaker,
+            S::Cache,
+            S::Execution,
+            S::Redaction,
+            S::Audit,
+        ],
+        // Describes what the caller's roles and policies allow, source by source.
+        ToolKind::ListSources | ToolKind::DescribeAccess | ToolKind::ApprovalStatus => &[
+            S::Identity,
+            S::AuditGate,
+            S::RateLimit,
+            S::Execution,
+            S::Audit,
+        ],
+        // The describe grant is its policy: only describable tables are listed.
+        ToolKind::DescribeSource => &[
+            S::Identity,
+            S::AuditGate,
+            S::Source,
+            S::SourceRole,
+            S::Policy,
+            S::RateLimit,
+            S::Execution,
+            S::Audit,
+        ],
+        ToolKind::Discover => &[
+            S::Identity,
+            S::AuditGate,
+            S::Arguments,
+            S::Source,
+            S::SourceRole,
+            S::RateLimit,
+            S::Execution,
+            S::Audit,
+        ],
+        // The asset's source is found among the sources the caller holds a role on, as
+        // part of the search itself.
+        ToolKind::RelatedDocuments => &[
+            S::Identity,
+            S::AuditGate,
+            S::Arguments,
+            S::RateLimit,
+            S::Execution,
+            S::Audit,
+        ],
+    }
+}
+
+/// Where a call is in its tool's steps.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Trail {
+    declared: Option<&'static [GovernanceStep]>,
+    last: Option<GovernanceStep>,
+}
+
+impl Trail {
+    pub fn of(tool: ToolKind) -> Self {
+        Trail {
+            declared: Some(declared(tool)),
+            last: None,
+        }
+    }
+
+    /// Records that the call entered `step`. In debug builds, a step out of order or not
+    /// declared for the tool fails the call loudly (a bug, never an input).
+    pub fn enter(&mut self, step: GovernanceStep) {
+        if let Some(declared) = self.declared {
+            debug_assert!(
+                declared.contains(&step),
+                "step {} is not declared for this tool",
+                step.name()
+            );
+            debug_assert!(
+                self.last.is_none_or(|last| last <= step),
+                "step {} entered after {}",
+                step.name(),
+                self.last.map_or("", GovernanceStep::name)
+            );
+        }
+        self.last = Some(step);
+    }
+
+    /// The last step entered.
+    pub fn last(&self) -> Option<GovernanceStep> {
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{declared, GovernanceStep, Trail, ORDER, ORDER_DOC};
+    use crate::mcp::ToolKind;
+
+    #[test]
+    fn the_order_is_the_declaration_order_and_the_documented_one() {
+        for pair in ORDER.windows(2) {
+            assert!(pair[0] < pair[1]);
+        }
+        let names: Vec<&str> = ORDER.iter().map(|s| s.name()).collect();
+        assert_eq!(names.join(" → "), ORDER_DOC);
+        let module_doc = include_str!("mod.rs");
+        assert!(
+            module_doc.contains(ORDER_DOC),
+            "pipeline/mod.rs must state the order: {ORDER_DOC}"
+        );
+    }
+
+    #[test]
+    fn every_tool_declares_its_steps_in_order_from_identity_to_audit() {
+        for tool in ToolKind::ALL {
+            let steps = declared(tool);
+            assert_eq!(steps.first(), Some(&GovernanceStep::Identity), "{tool:?}");
+            assert_eq!(steps.last(), Some(&GovernanceStep::Audit), "{tool:?}");
+            assert!(steps.contains(&GovernanceStep::AuditGate), "{tool:?}");
+            assert!(steps.contains(&GovernanceStep::RateLimit), "{tool:?}");
+            for pair in steps.windows(2) {
+                assert!(pair[0] < pair[1], "{tool:?}: {pair:?}");
+            }
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    fn a_step_out_of_order_is_caught() {
+        let caught = std::panic::catch_unwind(|| {
+            let mut trail = Trail::of(ToolKind::Query);
+            trail.enter(GovernanceStep::Identity);
+            trail.enter(GovernanceStep::RateLimit);
+            trail.enter(GovernanceStep::Policy);
+        });
+        assert!(caught.is_err());
+        let undeclared = std::panic::catch_unwind(|| {
+            Trail::of(ToolKind::ListSources).enter(GovernanceStep::Cache);
+        });
+        assert!(undeclared.is_err());
+        let mut fine = Trail::of(ToolKind::Query);
+        for step in declared(ToolKind::Query) {
+            fine.enter(*step);
+            fine.enter(*step);
+        }
+        assert_eq!(fine.last(), Some(GovernanceStep::Audit));
+    }
+}
