@@ -1,10 +1,9 @@
 //! The stages of a governed call, as timed in `/metrics` (`interlock_stage_seconds`, one
 //! series per stage) and printed by the load benchmark's per-stage breakdown.
 //!
-//! The governance order itself is the contract's (identity → source → role → policy → rate
-//! limit → write safety → execution → redaction → audit); these stages are how long each
-//! part of the gateway's work takes, including the parts around governance (decoding the
-//! request, rendering the answer).
+//! The governance order itself is declared in [`crate::pipeline::steps`]; these stages are
+//! how long each part of the gateway's work takes, including the parts around governance
+//! (decoding the request, rendering the answer).
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
