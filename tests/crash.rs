@@ -203,12 +203,46 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
         assert!(Instant::now() < deadline, "not recovered: {state}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let status: String = common::admin(&env.shop_db)
-        .await
+    // The killed gateway's UPDATE may still be waiting in its backend until the backend
+    // notices the closed socket and aborts it. Wait for that session to end: from then on
+    // nothing can be running the statement, and it must not have run anywhere.
+    let shop = common::admin(&env.shop_db).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let sessions: i64 = shop
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE pid <> pg_backend_pid() AND query LIKE '%status = ''lost''%'",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .get(0);
+        if sessions == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the killed gateway's session never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let status: String = shop
         .query_one("SELECT status FROM public.orders WHERE id = 21", &[])
         .await
         .expect("row")
         .get(0);
     assert_ne!(status, "lost", "the interrupted write was not run again");
+    let state: String = control
+        .query_one(
+            "SELECT state FROM approvals WHERE id = $1::text::uuid",
+            &[&id],
+        )
+        .await
+        .expect("state")
+        .get(0);
+    assert_eq!(
+        state, "outcome_unknown",
+        "the approval stays out of the queue"
+    );
 }
