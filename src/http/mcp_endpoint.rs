@@ -118,7 +118,7 @@ pub async fn tool_call(
         .inflight
         .register(bearer_key.as_deref(), &call.id, token.clone());
     let ctx = CallContext::for_tool_call(&call, adapter, request_id, bearer_key, token.clone());
-    let prepared = match pipeline::prepare(&state, &ctx, call.tool.kind, &call.arguments).await {
+    let prepared = match pipeline::prepare(&state, &ctx, &call.args).await {
         Ok(p) => p,
         Err(outcome) => {
             return CallStage::Render.time(|| to_http(outcome.render(&call, &state.server_info)));

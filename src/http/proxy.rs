@@ -7,10 +7,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::mcp::ToolKind;
+use crate::mcp::{ApprovalStatusArgs, ToolArgs, ToolKind};
 use crate::pipeline::{self, identity::bearer, CallContext, Outcome};
 use crate::AppState;
 
@@ -33,7 +33,7 @@ pub async fn list_sources(req: HttpRequest, state: web::Data<AppState>) -> HttpR
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    match pipeline::call(&state, &ctx, ToolKind::ListSources, &Map::new()).await {
+    match pipeline::call(&state, &ctx, &ToolArgs::ListSources).await {
         Outcome::Json(sources) => HttpResponse::Ok().json(json!({"sources": sources})),
         other => render(other),
     }
@@ -56,20 +56,30 @@ pub async fn query(
         }
     };
     args.insert("source_id".into(), Value::String(path.into_inner()));
-    if let Some(tool) = state.catalogue.resolve("interlock_query") {
-        if let Err(invalid) = crate::mcp::check_arguments(tool, "interlock_query", &args) {
+    // The same schema and typed arguments as every MCP adapter.
+    let Some(tool) = state.catalogue.resolve(ToolKind::Query.name()) else {
+        tracing::error!("the tool catalogue has no interlock_query");
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "failed",
+            crate::mcp::FAILED_TEXT,
+        );
+    };
+    let args = match crate::mcp::parse_arguments(tool, tool.name.as_str(), args) {
+        Ok(args) => args,
+        Err(invalid) => {
             return HttpResponse::BadRequest().json(json!({
                 "error": invalid.summary(),
                 "code": "invalid_arguments",
                 "errors": invalid.errors_json(),
-            }));
+            }))
         }
-    }
+    };
     // Dropping this handler's future (client gone) cancels the work.
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    render(pipeline::call(&state, &ctx, ToolKind::Query, &args).await)
+    render(pipeline::call(&state, &ctx, &args).await)
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> HttpResponse {
@@ -133,7 +143,8 @@ pub async fn approval(
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    let mut args = Map::new();
-    args.insert("approval_id".into(), Value::String(path.into_inner()));
-    render(pipeline::call(&state, &ctx, ToolKind::ApprovalStatus, &args).await)
+    let args = ToolArgs::ApprovalStatus(ApprovalStatusArgs {
+        approval_id: path.into_inner(),
+    });
+    render(pipeline::call(&state, &ctx, &args).await)
 }

@@ -89,6 +89,24 @@ pub fn check(
     }
 }
 
+/// Checks `arguments` against `tool`'s input schema, then parses them into the tool's
+/// typed arguments (once, for every adapter). A value the schema accepts but the typed
+/// struct cannot hold (a schema and struct that disagree) is refused the same way.
+pub fn parse(
+    tool: &ToolDef,
+    called_as: &str,
+    arguments: Map<String, Value>,
+) -> Result<crate::mcp::ToolArgs, InvalidArguments> {
+    check(tool, called_as, &arguments)?;
+    crate::mcp::ToolArgs::parse(tool.kind, arguments).map_err(|e| InvalidArguments {
+        tool: called_as.to_owned(),
+        errors: vec![ArgumentError {
+            path: String::new(),
+            message: e.to_string(),
+        }],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,11 +55,12 @@ pub fn prepare(
     let tool = catalogue
         .resolve(name)
         .ok_or_else(|| RpcError::unknown_tool(name))?;
-    if let Err(invalid) =
-        crate::stages::CallStage::Arguments.time(|| arguments::check(tool, name, &arguments))
+    let args = match crate::stages::CallStage::Arguments
+        .time(|| arguments::parse(tool, name, arguments))
     {
-        return Ok(Prepared::Invalid(invalid));
-    }
+        Ok(args) => args,
+        Err(invalid) => return Ok(Prepared::Invalid(invalid)),
+    };
     let progress_token = message
         .meta()
         .and_then(|meta| meta.get(PROGRESS_TOKEN_META_KEY))
@@ -70,7 +71,7 @@ pub fn prepare(
         dialect,
         tool: Arc::clone(tool),
         called_as: name.to_owned(),
-        arguments,
+        args,
         progress_token,
     }))
 }

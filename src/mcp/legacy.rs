@@ -96,13 +96,14 @@ pub fn legacy_parse_call(body: &[u8], catalogue: &Catalogue) -> Result<ToolCall,
             &format!("unknown tool: {name}"),
         ));
     };
-    arguments::check(tool, &name, &arguments).map_err(|invalid| invalid_arguments(&invalid))?;
+    let args =
+        arguments::parse(tool, &name, arguments).map_err(|invalid| invalid_arguments(&invalid))?;
     Ok(ToolCall {
         id: Value::Null,
         dialect: Dialect::Legacy,
         tool: Arc::clone(tool),
         called_as: name,
-        arguments,
+        args,
         progress_token: None,
     })
 }

@@ -40,13 +40,16 @@ mod methods;
 mod outcome;
 mod pagination;
 mod reply;
+mod tool_args;
 mod tool_outcome;
 mod version;
 
 #[cfg(test)]
 mod tests;
 
-pub use arguments::{check as check_arguments, ArgumentError, InvalidArguments};
+pub use arguments::{
+    check as check_arguments, parse as parse_arguments, ArgumentError, InvalidArguments,
+};
 pub use catalogue::{
     Catalogue, CatalogueError, ToolDef, ToolKind, DEFAULT_TTL_MS, DEPRECATED_META_KEY,
 };
@@ -60,6 +63,10 @@ pub use legacy::{
 pub use method::Method;
 pub use outcome::render_outcome;
 pub use reply::{Dispatch, Reply, ToolCall};
+pub use tool_args::{
+    ApprovalStatusArgs, DescribeAccessArgs, DescribeSourceArgs, DiscoverArgs, QueryArgs,
+    RelatedArgs, ToolArgs,
+};
 pub use tool_outcome::{ToolOutcome, FAILED_TEXT};
 pub use version::{
     Dialect, ASSUMED_WITHOUT_HEADER, HANDSHAKE_VERSIONS, LATEST_HANDSHAKE, MODERN,

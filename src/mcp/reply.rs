@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::mcp::catalogue::ToolDef;
 use crate::mcp::version::Dialect;
@@ -131,8 +131,8 @@ pub struct ToolCall {
     /// The name the client used — a deprecated `agentgate_*` alias is recorded
     /// as such so audit and metrics can track its use until removal.
     pub called_as: String,
-    /// Arguments, already valid against the tool's input schema.
-    pub arguments: Map<String, Value>,
+    /// Arguments, valid against the tool's input schema, typed.
+    pub args: crate::mcp::ToolArgs,
     /// `params._meta.progressToken`, when the client asked for progress.
     pub progress_token: Option<Value>,
 }

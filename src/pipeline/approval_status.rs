@@ -1,7 +1,7 @@
 //! `interlock_approval_status`: the caller's own approvals only; anyone else's is
 //! indistinguishable from one that does not exist.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
@@ -11,6 +11,7 @@ use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::approvals;
 use crate::control::identities::Identity;
+use crate::mcp::ApprovalStatusArgs;
 use crate::AppState;
 
 /// The requester's view of an approval (the statement is theirs; decisions name approvers).
@@ -37,7 +38,7 @@ pub async fn approval_status(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
-    args: &Map<String, Value>,
+    args: &ApprovalStatusArgs,
 ) -> Result<Work, Outcome> {
     rate_limit(state, draft, identity, None, false)?;
     draft.enter(GovernanceStep::Execution);
@@ -51,11 +52,7 @@ pub async fn approval_status(
             "no approval with that id was requested by you",
         )
     };
-    let Some(id) = args
-        .get("approval_id")
-        .and_then(Value::as_str)
-        .and_then(|s| uuid::Uuid::parse_str(s).ok())
-    else {
+    let Ok(id) = uuid::Uuid::parse_str(&args.approval_id) else {
         return Err(not_found().apply(draft));
     };
     draft.approval_id = Some(id);

@@ -15,6 +15,7 @@ use crate::governance::{
     evaluate, is_allowed, readable_columns, AccessProfile, AccessRequest, Action, Effect,
     RuleOrigin,
 };
+use crate::mcp::{DescribeAccessArgs, DescribeSourceArgs};
 use crate::AppState;
 
 /// Most tables listed per source.
@@ -24,11 +25,11 @@ pub async fn describe_access(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
-    args: &Map<String, Value>,
+    args: &DescribeAccessArgs,
 ) -> Result<Work, Outcome> {
     rate_limit(state, draft, identity, None, false)?;
     draft.enter(GovernanceStep::Execution);
-    let only = args.get("source_id").and_then(Value::as_str);
+    let only = args.source_id.as_deref();
     let mut out = Map::new();
     for rt in state.sources.all() {
         if only.is_some_and(|o| o != rt.source.id) {
@@ -132,12 +133,9 @@ pub async fn describe_source(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
-    args: &Map<String, Value>,
+    args: &DescribeSourceArgs,
 ) -> Result<Work, Outcome> {
-    let source_id = args
-        .get("source_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let source_id = args.source_id.as_str();
     let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
     if rt.source.kind != SourceKind::Postgres {
         rate_limit(state, draft, identity, Some(source_id), false)?;

@@ -1,7 +1,7 @@
 //! `interlock_discover` and `interlock_related_documents`, under the same governance as
 //! queries: identity, source, role (`discover`), rate limit, audit.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
@@ -11,6 +11,7 @@ use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::identities::Identity;
 use crate::discovery::{self, DiscoverQuery, DiscoveryError, RelatedQuery};
+use crate::mcp::{DiscoverArgs, RelatedArgs};
 use crate::AppState;
 
 fn discovery_failure(draft: &mut AuditDraft, e: DiscoveryError) -> Outcome {
@@ -58,15 +59,12 @@ pub async fn discover(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
-    args: &Map<String, Value>,
+    args: &DiscoverArgs,
 ) -> Result<Work, Outcome> {
-    let source_id = args
-        .get("source_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let source_id = args.source_id.as_str();
     draft.action = Some("discover");
     draft.enter(GovernanceStep::Arguments);
-    let query = DiscoverQuery::from_arguments(args)
+    let query = DiscoverQuery::from_arguments(&args.filters)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     let (_rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
     if !discovery::may_discover(&profile.profile) {
@@ -91,10 +89,10 @@ pub async fn related(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
-    args: &Map<String, Value>,
+    args: &RelatedArgs,
 ) -> Result<Work, Outcome> {
     draft.enter(GovernanceStep::Arguments);
-    let q = RelatedQuery::from_arguments(args)
+    let q = RelatedQuery::from_arguments(&args.fields)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     draft.action = Some("discover");
     rate_limit(state, draft, identity, None, false)?;

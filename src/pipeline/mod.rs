@@ -32,7 +32,6 @@ pub mod steps;
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 pub use approval_status::status_json;
@@ -41,7 +40,7 @@ pub use outcome::Outcome;
 pub use refusal::Refusal;
 
 use crate::control::identities::Identity;
-use crate::mcp::ToolKind;
+use crate::mcp::{ToolArgs, ToolKind};
 use crate::stages::CallStage;
 use crate::AppState;
 use steps::GovernanceStep;
@@ -102,13 +101,8 @@ impl Prepared {
 }
 
 /// Runs a whole call: prepare, then run.
-pub async fn call(
-    state: &AppState,
-    ctx: &CallContext,
-    tool: ToolKind,
-    args: &Map<String, Value>,
-) -> Outcome {
-    match prepare(state, ctx, tool, args).await {
+pub async fn call(state: &AppState, ctx: &CallContext, args: &ToolArgs) -> Outcome {
+    match prepare(state, ctx, args).await {
         Ok(p) => p.run(state, &ctx.cancel).await,
         Err(o) => o,
     }
@@ -118,9 +112,9 @@ pub async fn call(
 pub async fn prepare(
     state: &AppState,
     ctx: &CallContext,
-    tool: ToolKind,
-    args: &Map<String, Value>,
+    args: &ToolArgs,
 ) -> Result<Prepared, Outcome> {
+    let tool = args.kind();
     let mut draft = AuditDraft::new(
         &ctx.request_id,
         ctx.adapter,
@@ -149,21 +143,21 @@ pub async fn prepare(
         .apply(&mut draft);
         return Err(audit::finish(state, draft, o).await);
     }
-    let work = match tool {
-        ToolKind::Query => query::prepare(state, &mut draft, &identity, args).await,
-        ToolKind::ListSources => sources_tool::list_sources(state, &mut draft, &identity).await,
-        ToolKind::DescribeAccess => {
-            describe::describe_access(state, &mut draft, &identity, args).await
+    let work = match args {
+        ToolArgs::Query(a) => query::prepare(state, &mut draft, &identity, a).await,
+        ToolArgs::ListSources => sources_tool::list_sources(state, &mut draft, &identity).await,
+        ToolArgs::DescribeAccess(a) => {
+            describe::describe_access(state, &mut draft, &identity, a).await
         }
-        ToolKind::DescribeSource => {
-            describe::describe_source(state, &mut draft, &identity, args).await
+        ToolArgs::DescribeSource(a) => {
+            describe::describe_source(state, &mut draft, &identity, a).await
         }
-        ToolKind::Discover => discover_tool::discover(state, &mut draft, &identity, args).await,
-        ToolKind::RelatedDocuments => {
-            discover_tool::related(state, &mut draft, &identity, args).await
+        ToolArgs::Discover(a) => discover_tool::discover(state, &mut draft, &identity, a).await,
+        ToolArgs::RelatedDocuments(a) => {
+            discover_tool::related(state, &mut draft, &identity, a).await
         }
-        ToolKind::ApprovalStatus => {
-            approval_status::approval_status(state, &mut draft, &identity, args).await
+        ToolArgs::ApprovalStatus(a) => {
+            approval_status::approval_status(state, &mut draft, &identity, a).await
         }
     };
     match work {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use interlock_actors::breaker::CallOutcome;
 use interlock_actors::cache::{cache_key, CacheKeyParts, CachedResult};
 use interlock_actors::ratelimit::{Quota, RateRequest};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::audit::{fingerprint, AuditDraft};
 use super::outcome::Outcome;
@@ -20,6 +20,7 @@ use crate::control::approvals::{enqueue, NewApproval};
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
 use crate::governance::{decide, Allowed, AllowedClass};
+use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
 use crate::stages::CallStage;
@@ -168,18 +169,11 @@ pub async fn prepare(
     state: &AppState,
     draft: &mut AuditDraft,
     identity: &Identity,
-    args: &Map<String, Value>,
+    args: &QueryArgs,
 ) -> Result<Work, Outcome> {
-    let source_id = args
-        .get("source_id")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let sql = args.get("sql").and_then(Value::as_str).unwrap_or_default();
-    let params: Vec<Value> = args
-        .get("params")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let source_id = args.source_id.as_str();
+    let sql = args.sql.as_str();
+    let params = args.params.clone();
     draft.statement(sql);
     let started = std::time::Instant::now();
     let rt = source(state, draft, source_id)?;
@@ -263,10 +257,7 @@ pub async fn prepare(
         )
         .apply(draft));
     }
-    let requested = args
-        .get("max_rows")
-        .and_then(Value::as_u64)
-        .unwrap_or(u64::MAX);
+    let requested = args.max_rows.unwrap_or(u64::MAX);
     let max_rows = u64::from(rt.source.max_rows)
         .min(allowed.row_cap.unwrap_or(u64::MAX))
         .min(requested)

@@ -1,11 +1,11 @@
 //! `tools/call` before the pipeline: what a ready call carries, and how an
 //! unknown tool or invalid arguments are answered in each dialect.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::support::{assert_error, error_key, expect_call, handshake, modern, server_meta};
 use crate::mcp::error_code as code;
-use crate::mcp::{Dialect, ToolKind};
+use crate::mcp::{Dialect, QueryArgs, ToolArgs, ToolKind};
 
 #[test]
 fn ready_calls_carry_id_dialect_tool_arguments_and_progress_token() {
@@ -18,7 +18,15 @@ fn ready_calls_carry_id_dialect_tool_arguments_and_progress_token() {
     assert_eq!(call.dialect, Dialect::Handshake("2025-06-18"));
     assert_eq!(call.tool.kind, ToolKind::Query);
     assert!(call.tool.governed);
-    assert_eq!(Value::Object(call.arguments), arguments);
+    assert_eq!(
+        call.args,
+        ToolArgs::Query(QueryArgs {
+            source_id: "pg".into(),
+            sql: "select $1".into(),
+            params: vec![json!(1)],
+            max_rows: None,
+        })
+    );
     assert_eq!(call.progress_token, Some(json!(77)));
 
     let modern_call = expect_call(
@@ -46,7 +54,7 @@ fn missing_arguments_read_as_an_empty_object() {
         )
         .dispatch(),
     );
-    assert!(call.arguments.is_empty());
+    assert_eq!(call.args, ToolArgs::ListSources);
 }
 
 #[test]
