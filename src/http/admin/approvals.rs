@@ -1,20 +1,17 @@
 //! Approvals for approvers: list, show, approve, reject.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use interlock_actors::approval::Verdict;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::auth::{admin, error, AdminCaller};
+use super::auth::{error, Admin, AdminCaller, Approvers, Staff};
 use crate::approvals::{decide, escape_for_display, DecideError};
 use crate::control::approvals::{self as repo, Approval};
-use crate::control::identities::IdentityKind;
 use crate::AppState;
-
-const READERS: &[IdentityKind] = &[IdentityKind::Approver, IdentityKind::Operator];
 
 /// An approval as approvers see it.
 pub fn approval_json(a: &Approval) -> Value {
@@ -51,14 +48,10 @@ pub struct ListQuery {
 }
 
 pub async fn list(
-    req: HttpRequest,
+    caller: Admin<Staff>,
     q: web::Query<ListQuery>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, READERS).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let limit = q.limit.unwrap_or(50).clamp(1, 200);
     let scopes: Option<Vec<String>> = (!caller.is_operator()).then(|| caller.scopes.clone());
     match repo::list(
@@ -125,14 +118,10 @@ async fn visible(
 }
 
 pub async fn show(
-    req: HttpRequest,
+    caller: Admin<Staff>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, READERS).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let id = match parse_id(&path) {
         Ok(id) => id,
         Err(res) => return res,
@@ -151,34 +140,30 @@ pub struct DecisionBody {
 }
 
 pub async fn approve(
-    req: HttpRequest,
+    caller: Admin<Approvers>,
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    decision(req, path, body, state, Verdict::Approve).await
+    decision(caller, path, body, state, Verdict::Approve).await
 }
 
 pub async fn reject(
-    req: HttpRequest,
+    caller: Admin<Approvers>,
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    decision(req, path, body, state, Verdict::Reject).await
+    decision(caller, path, body, state, Verdict::Reject).await
 }
 
 async fn decision(
-    req: HttpRequest,
+    caller: Admin<Approvers>,
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
     verdict: Verdict,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, &[IdentityKind::Approver]).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let id = match parse_id(&path) {
         Ok(id) => id,
         Err(res) => return res,

@@ -1,14 +1,13 @@
 //! The audit log for operators: filtered listing (newest first, paged) and chain check.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::auth::{admin, error};
+use super::auth::{error, Admin, Operators};
 use crate::control::audit::{self as repo, AuditFilter};
-use crate::control::identities::IdentityKind;
 use crate::AppState;
 
 #[derive(Debug, Deserialize)]
@@ -24,13 +23,10 @@ pub struct AuditQuery {
 }
 
 pub async fn list(
-    req: HttpRequest,
+    _caller: Admin<Operators>,
     q: web::Query<AuditQuery>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    if let Err(res) = admin(&req, &state, &[IdentityKind::Operator]).await {
-        return res;
-    }
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     let filter = AuditFilter {
         identity: q.identity.clone(),
@@ -67,10 +63,7 @@ pub async fn list(
     }
 }
 
-pub async fn verify(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    if let Err(res) = admin(&req, &state, &[IdentityKind::Operator]).await {
-        return res;
-    }
+pub async fn verify(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
     match repo::verify(&state.control).await {
         Ok(report) => HttpResponse::Ok().json(report),
         Err(e) => {

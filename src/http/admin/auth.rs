@@ -28,6 +28,71 @@ impl AdminCaller {
     }
 }
 
+/// Which identity kinds an admin endpoint admits.
+pub trait Admits {
+    const KINDS: &'static [IdentityKind];
+}
+
+/// Operator keys only.
+pub struct Operators;
+impl Admits for Operators {
+    const KINDS: &'static [IdentityKind] = &[IdentityKind::Operator];
+}
+
+/// Approver keys only (deciding on approvals).
+pub struct Approvers;
+impl Admits for Approvers {
+    const KINDS: &'static [IdentityKind] = &[IdentityKind::Approver];
+}
+
+/// Approver or operator keys (reading approvals, events, whoami).
+pub struct Staff;
+impl Admits for Staff {
+    const KINDS: &'static [IdentityKind] = &[IdentityKind::Approver, IdentityKind::Operator];
+}
+
+/// The admin caller as a handler argument: extracting it authenticates the request (or
+/// reuses the `/admin` gate's resolution) and checks that its kind is one `K` admits,
+/// answering 401/403/503 itself otherwise. Handlers never repeat that preamble.
+pub struct Admin<K: Admits> {
+    pub caller: AdminCaller,
+    kinds: std::marker::PhantomData<K>,
+}
+
+impl<K: Admits> std::ops::Deref for Admin<K> {
+    type Target = AdminCaller;
+
+    fn deref(&self) -> &AdminCaller {
+        &self.caller
+    }
+}
+
+impl<K: Admits + 'static> actix_web::FromRequest for Admin<K> {
+    type Error = actix_web::Error;
+    type Future = futures_util::future::LocalBoxFuture<'static, Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let refused = |res: HttpResponse| {
+                actix_web::error::InternalError::from_response("admin caller refused", res).into()
+            };
+            let Some(state) = req.app_data::<actix_web::web::Data<AppState>>().cloned() else {
+                return Err(refused(error(
+                    actix_web::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "failed",
+                    "the gateway state is missing",
+                )));
+            };
+            let caller = admin(&req, &state, K::KINDS).await.map_err(refused)?;
+            Ok(Admin {
+                caller,
+                kinds: std::marker::PhantomData,
+            })
+        })
+    }
+}
+
 pub fn error(status: actix_web::http::StatusCode, code: &str, message: &str) -> HttpResponse {
     let mut res = HttpResponse::build(status);
     if status == actix_web::http::StatusCode::UNAUTHORIZED {
@@ -138,21 +203,12 @@ async fn approver_scopes(
 }
 
 /// `GET /admin/whoami`: who the key belongs to, so consoles can offer the right pages.
-pub async fn whoami(req: HttpRequest, state: actix_web::web::Data<AppState>) -> HttpResponse {
-    match admin(
-        &req,
-        &state,
-        &[IdentityKind::Approver, IdentityKind::Operator],
-    )
-    .await
-    {
-        Ok(c) => HttpResponse::Ok().json(json!({
-            "name": c.identity.name,
-            "kind": c.identity.kind,
-            "scopes": c.scopes,
-        })),
-        Err(res) => res,
-    }
+pub async fn whoami(caller: Admin<Staff>) -> HttpResponse {
+    HttpResponse::Ok().json(json!({
+        "name": caller.identity.name,
+        "kind": caller.identity.kind,
+        "scopes": caller.scopes,
+    }))
 }
 
 /// How a refused control-database operation answers on the admin API.

@@ -3,26 +3,15 @@
 
 use std::time::Duration;
 
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::admin;
-use crate::control::identities::IdentityKind;
+use super::auth::{Admin, Staff};
 use crate::http::sse::SseBody;
 use crate::AppState;
 
-pub async fn stream(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    let caller = match admin(
-        &req,
-        &state,
-        &[IdentityKind::Approver, IdentityKind::Operator],
-    )
-    .await
-    {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
+pub async fn stream(caller: Admin<Staff>, state: web::Data<AppState>) -> HttpResponse {
     let mut rx = state.events.subscribe();
     let token = CancellationToken::new();
     let (body, tx) = SseBody::new(token.clone(), Duration::from_secs(15));

@@ -1,22 +1,17 @@
 //! Identities, keys and grants for operators: the same repository functions as the CLI.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::audit_log;
-use super::auth::{admin, control_error, error};
+use super::auth::{control_error, error, Admin, Operators};
 use crate::control::identities::{ensure_identity, list_identities, IdentityKind, RateLimit};
 use crate::control::{keys, roles, ControlError};
 use crate::AppState;
 
-const OPERATOR: &[IdentityKind] = &[IdentityKind::Operator];
-
-pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    if let Err(res) = admin(&req, &state, OPERATOR).await {
-        return res;
-    }
+pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
     let result = async {
         let identities = list_identities(&state.control).await?;
         let all_keys = keys::list_keys(&state.control, None).await?;
@@ -64,14 +59,10 @@ pub struct NewIdentity {
 }
 
 pub async fn create(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     body: web::Json<NewIdentity>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let rate = match body
         .rate
         .as_deref()
@@ -110,15 +101,11 @@ pub struct NewKey {
 }
 
 pub async fn create_key(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     body: Option<web::Json<NewKey>>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let label = body.map(|b| b.into_inner().label).unwrap_or_default();
     match keys::create_key(&state.control, &path, &label).await {
         Ok(k) => {
@@ -140,14 +127,10 @@ pub async fn create_key(
 }
 
 pub async fn revoke_key(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     match keys::revoke_key(&state.control, &path).await {
         Ok(k) => {
             audit_log::record(
@@ -172,15 +155,11 @@ pub struct Grant {
 }
 
 pub async fn grant(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     body: web::Json<Grant>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let result = async {
         let client = state.control.get().await?;
         roles::grant_role(&client, &path, &body.source, &body.role).await
@@ -204,14 +183,10 @@ pub async fn grant(
 }
 
 pub async fn revoke_grant(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<(String, String, String)>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let (identity, source, role) = path.into_inner();
     let result = async {
         let client = state.control.get().await?;

@@ -22,8 +22,8 @@ mod sources;
 
 use actix_web::web;
 
-/// The admin routes (the caller wraps them in the edge guard).
-/// Refuses (401/403) every caller but an operator; for routes outside `/admin`.
+/// Refuses (401/403) every caller but an operator; for routes outside `/admin` (whose
+/// handlers take the [`auth::Admin`] extractor instead).
 pub async fn require_operator(
     req: &actix_web::HttpRequest,
     state: &crate::AppState,
@@ -34,6 +34,7 @@ pub async fn require_operator(
         .map(|_| ())
 }
 
+/// The admin routes (the caller wraps them in the edge guard).
 pub fn routes() -> actix_web::Scope<
     impl actix_web::dev::ServiceFactory<
         actix_web::dev::ServiceRequest,

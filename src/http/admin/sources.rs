@@ -1,19 +1,16 @@
 //! Sources and circuits for operators.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpResponse};
 use interlock_actors::breaker::ForceAction;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::audit_log;
-use super::auth::{admin, control_error, error};
-use crate::control::identities::IdentityKind;
+use super::auth::{control_error, error, Admin, Operators};
 use crate::control::sources;
 use crate::sources::registry::SourceRuntime;
 use crate::AppState;
-
-const OPERATOR: &[IdentityKind] = &[IdentityKind::Operator];
 
 /// Everything an operator sees about one source.
 fn source_json(rt: &SourceRuntime, cache_entries: u64) -> Value {
@@ -43,10 +40,7 @@ fn source_json(rt: &SourceRuntime, cache_entries: u64) -> Value {
     })
 }
 
-pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    if let Err(res) = admin(&req, &state, OPERATOR).await {
-        return res;
-    }
+pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
     let entries = state.cache.entry_count();
     let all: Vec<Value> = state
         .sources
@@ -58,13 +52,10 @@ pub async fn list(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse 
 }
 
 pub async fn show(
-    req: HttpRequest,
+    _caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    if let Err(res) = admin(&req, &state, OPERATOR).await {
-        return res;
-    }
     match state.sources.get(&path) {
         Some(rt) => HttpResponse::Ok().json(source_json(&rt, state.cache.entry_count())),
         None => error(StatusCode::NOT_FOUND, "not_found", "no source with that id"),
@@ -83,14 +74,10 @@ async fn reload(state: &AppState, id: &str) -> HttpResponse {
 }
 
 pub async fn create(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     body: web::Json<sources::NewSource>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     match sources::add_source(&state.control, &body).await {
         Ok(s) => {
             audit_log::record(
@@ -116,15 +103,11 @@ pub async fn create(
 }
 
 pub async fn update(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     body: web::Json<sources::SourceChanges>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     match sources::update_source(&state.control, &path, &body).await {
         Ok(s) => {
             audit_log::record(
@@ -142,31 +125,27 @@ pub async fn update(
 }
 
 pub async fn enable(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    set_enabled(req, path, state, true).await
+    set_enabled(caller, path, state, true).await
 }
 
 pub async fn disable(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    set_enabled(req, path, state, false).await
+    set_enabled(caller, path, state, false).await
 }
 
 async fn set_enabled(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
     on: bool,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     match sources::set_enabled(&state.control, &path, on).await {
         Ok(s) => {
             let tool = if on {
@@ -182,13 +161,10 @@ async fn set_enabled(
 }
 
 pub async fn test(
-    req: HttpRequest,
+    _caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    if let Err(res) = admin(&req, &state, OPERATOR).await {
-        return res;
-    }
     match sources::get_source(&state.control, &path).await {
         Ok(s) => HttpResponse::Ok().json(crate::sources::postgres::probe(&s).await),
         Err(e) => control_error(e),
@@ -204,15 +180,11 @@ pub struct CircuitBody {
 }
 
 pub async fn circuit(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     body: web::Json<CircuitBody>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let Some(rt) = state.sources.get(&path) else {
         return error(StatusCode::NOT_FOUND, "not_found", "no source with that id");
     };
@@ -246,14 +218,10 @@ pub async fn circuit(
 }
 
 pub async fn refresh_catalog(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     match state.sources.refresh_catalog(&path).await {
         Ok(at) => {
             audit_log::record(
@@ -276,15 +244,11 @@ pub async fn refresh_catalog(
 
 /// `POST /admin/sources/{id}/documents`: JSON lines of documents into a document source.
 pub async fn documents(
-    req: HttpRequest,
+    caller: Admin<Operators>,
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let caller = match admin(&req, &state, OPERATOR).await {
-        Ok(c) => c,
-        Err(res) => return res,
-    };
     let Some(rt) = state.sources.get(&path) else {
         return error(StatusCode::NOT_FOUND, "not_found", "no source with that id");
     };
