@@ -61,7 +61,7 @@ pub async fn tools_call(
         token,
     );
     let outcome = pipeline::call(&state, &ctx, &call.args).await;
-    to_http(outcome.render_legacy())
+    to_http(crate::mcp::render_governed_legacy(&outcome))
 }
 
 /// `GET /mcp/sse`: opens the stream and announces where to POST messages.
@@ -151,7 +151,7 @@ pub async fn sse_message(
                     .register(key.as_deref(), &call.id, token.clone());
                 let ctx = CallContext::for_tool_call(&call, "mcp-legacy", rid, key, token);
                 let outcome = pipeline::call(&state, &ctx, &call.args).await;
-                let reply = outcome.render(&call, &state.server_info);
+                let reply = crate::mcp::render_governed(&outcome, &call, &state.server_info);
                 if let Some(b) = reply.body {
                     let _ = tx.send(event(&b)).await;
                 }

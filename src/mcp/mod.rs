@@ -31,6 +31,7 @@ mod dialect;
 mod dispatch;
 mod envelope;
 mod error;
+mod governed;
 mod headers;
 mod jsonrpc;
 mod ladder;
@@ -56,6 +57,7 @@ pub use catalogue::{
 pub use dispatch::{dispatch, Inbound};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
+pub use governed::{render_governed, render_governed_legacy};
 pub use legacy::{
     deprecated, legacy_parse_call, legacy_render, legacy_tools_list, DEPRECATION_HEADERS,
     REMOVAL_VERSION, SUNSET,

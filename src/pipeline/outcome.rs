@@ -1,4 +1,5 @@
-//! The typed outcome of a governed call, before any adapter renders it.
+//! The typed outcome of a governed call, before any adapter renders it (MCP:
+//! [`crate::mcp::render_governed`]; the proxy API: `http::proxy::render`).
 
 use std::time::Duration;
 
@@ -6,7 +7,6 @@ use interlock_actors::audit::Outcome as AuditOutcome;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::mcp::ToolOutcome;
 use crate::sources::postgres::execute::Truncation;
 
 #[derive(Debug, Clone)]
@@ -86,87 +86,6 @@ impl Outcome {
                 }
             )),
             _ => None,
-        }
-    }
-
-    /// The MCP answer to `call`: the dialect's rendering, plus a second text item (and
-    /// `_meta["interlock/truncated"]`) when the rows were truncated. The first text item
-    /// stays the plain JSON array of rows.
-    pub fn render(
-        &self,
-        call: &crate::mcp::ToolCall,
-        server: &crate::mcp::ServerInfo,
-    ) -> crate::mcp::Reply {
-        let mut reply = crate::mcp::render_outcome(call, &self.to_tool_outcome(), server);
-        if let (Some(note), Some(body)) = (self.truncation_note(), reply.body.as_mut()) {
-            add_note(
-                body.get_mut("result").unwrap_or(&mut Value::Null),
-                &note,
-                self,
-            );
-        }
-        reply
-    }
-
-    /// The legacy `/mcp/tools/call` answer, with the same truncation note.
-    pub fn render_legacy(&self) -> crate::mcp::Reply {
-        let mut reply = crate::mcp::legacy_render(&self.to_tool_outcome());
-        if let (Some(note), Some(body)) = (self.truncation_note(), reply.body.as_mut()) {
-            add_note(body, &note, self);
-        }
-        reply
-    }
-
-    /// The MCP rendering input.
-    pub fn to_tool_outcome(&self) -> ToolOutcome {
-        match self {
-            Outcome::Rows { rows, .. } => ToolOutcome::Success {
-                text: serde_json::to_string(rows.as_slice()).unwrap_or_else(|_| "[]".into()),
-            },
-            Outcome::Json(v) => ToolOutcome::Success {
-                text: v.to_string(),
-            },
-            Outcome::Queued { approval_id, state } => ToolOutcome::Queued {
-                approval_id: approval_id.to_string(),
-                approval_state: state.clone(),
-                message: Self::queued_message(approval_id),
-            },
-            Outcome::Refused {
-                status,
-                code,
-                message,
-                retry_after,
-            } => ToolOutcome::Refused {
-                status: *status,
-                code: code.clone(),
-                message: message.clone(),
-                retry_after_secs: retry_after.map(|d| d.as_secs_f64().ceil() as u64),
-            },
-            Outcome::NotFound { reason } => ToolOutcome::NotFound {
-                reason: reason.clone(),
-            },
-            Outcome::Unavailable { reason } => ToolOutcome::Unavailable {
-                reason: reason.clone(),
-            },
-            Outcome::Failed | Outcome::Cancelled => ToolOutcome::Failed,
-        }
-    }
-}
-
-fn add_note(result: &mut Value, note: &str, outcome: &Outcome) {
-    let Some(obj) = result.as_object_mut() else {
-        return;
-    };
-    if let Some(Value::Array(content)) = obj.get_mut("content") {
-        content.push(serde_json::json!({"type": "text", "text": note}));
-    }
-    if let Outcome::Rows {
-        truncated: Some(t), ..
-    } = outcome
-    {
-        let meta = obj.entry("_meta").or_insert_with(|| serde_json::json!({}));
-        if let Some(m) = meta.as_object_mut() {
-            m.insert("interlock/truncated".into(), serde_json::json!(t));
         }
     }
 }
