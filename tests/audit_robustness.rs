@@ -8,7 +8,7 @@ mod common;
 
 use chrono::Utc;
 use interlock_actors::audit::storable::unescape;
-use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, Outcome};
+use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
 use sha2::{Digest, Sha256};
 
 fn record(request_id: &str, statement: &str) -> AuditRecord {
@@ -25,7 +25,7 @@ fn record(request_id: &str, statement: &str) -> AuditRecord {
         statement: Some(statement.to_string()),
         fingerprint: None,
         decision: serde_json::json!({"verdict": "refused", "reason": format!("quoted: {statement}")}),
-        outcome: Outcome::Refused,
+        outcome: RecordOutcome::Refused,
         row_count: None,
         duration_us: 1,
         cache_hit: false,

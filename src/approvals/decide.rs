@@ -2,7 +2,9 @@
 //! locked, so concurrent decisions are serialized and each sees the other's result.
 
 use chrono::Utc;
-use interlock_actors::approval::{self, ApprovalState, DecisionInput, DecisionRefused, Verdict};
+use interlock_actors::approval::{
+    self, ApprovalState, ApproverChoice, DecisionInput, DecisionRefused,
+};
 use interlock_actors::events::Event;
 use serde_json::json;
 use uuid::Uuid;
@@ -38,7 +40,7 @@ pub async fn decide(
     state: &AppState,
     approver: &Identity,
     id: Uuid,
-    verdict: Verdict,
+    verdict: ApproverChoice,
     reason: &str,
 ) -> Result<Approval, DecideError> {
     if approver.kind != IdentityKind::Approver {
@@ -103,8 +105,8 @@ pub async fn decide(
         }
     };
     let decision = match verdict {
-        Verdict::Approve => "approve",
-        Verdict::Reject => "reject",
+        ApproverChoice::Approve => "approve",
+        ApproverChoice::Reject => "reject",
     };
     tx.execute(
         "INSERT INTO approval_decisions (approval_id, approver_id, decision, reason) VALUES ($1, $2, $3, $4)",

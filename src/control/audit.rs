@@ -1,7 +1,9 @@
 //! Reading the audit chain: verification and filtered listing.
 
 use futures_util::TryStreamExt;
-use interlock_actors::audit::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, Outcome};
+use interlock_actors::audit::{
+    AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, RecordOutcome,
+};
 use serde::Serialize;
 
 use super::{ControlError, ControlPool};
@@ -34,7 +36,7 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
             statement: r.get("statement"),
             fingerprint: r.get("fingerprint"),
             decision: r.get("decision"),
-            outcome: Outcome::parse(&outcome).ok_or_else(|| {
+            outcome: RecordOutcome::parse(&outcome).ok_or_else(|| {
                 ControlError::Invalid(format!("unknown audit outcome {outcome:?}"))
             })?,
             row_count: r.get("row_count"),

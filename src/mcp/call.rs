@@ -27,7 +27,7 @@ use crate::mcp::version::Dialect;
 
 /// A `tools/call` that named a known tool.
 #[derive(Debug)]
-pub enum Prepared {
+pub enum CallCheck {
     /// Arguments are valid: run it.
     Ready(ToolCall),
     /// Arguments fail the input schema: answer without running anything.
@@ -39,7 +39,7 @@ pub fn prepare(
     message: &Message,
     dialect: Dialect,
     catalogue: &Catalogue,
-) -> Result<Prepared, RpcError> {
+) -> Result<CallCheck, RpcError> {
     let Some(name) = message.params.get("name").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params("params.name must be a string"));
     };
@@ -59,14 +59,14 @@ pub fn prepare(
         .time(|| arguments::parse(tool, name, arguments))
     {
         Ok(args) => args,
-        Err(invalid) => return Ok(Prepared::Invalid(invalid)),
+        Err(invalid) => return Ok(CallCheck::Invalid(invalid)),
     };
     let progress_token = message
         .meta()
         .and_then(|meta| meta.get(PROGRESS_TOKEN_META_KEY))
         .filter(|token| token.is_string() || token.is_number())
         .cloned();
-    Ok(Prepared::Ready(ToolCall {
+    Ok(CallCheck::Ready(ToolCall {
         id: message.reply_id(),
         dialect,
         tool: Arc::clone(tool),
@@ -103,7 +103,7 @@ mod tests {
             Dialect::Handshake("2025-06-18"),
             &catalogue,
         );
-        let Ok(Prepared::Ready(call)) = prepared else {
+        let Ok(CallCheck::Ready(call)) = prepared else {
             panic!("expected a ready call, got {prepared:?}")
         };
         assert_eq!(call.tool.kind, ToolKind::Query);

@@ -32,7 +32,7 @@
 
 use serde_json::Value;
 
-use crate::mcp::call::{self, Prepared};
+use crate::mcp::call::{self, CallCheck};
 use crate::mcp::catalogue::Catalogue;
 use crate::mcp::dialect;
 use crate::mcp::envelope::{self, ServerInfo};
@@ -135,8 +135,8 @@ fn serve(
             methods::tools_list(message, dialect, catalogue, server)?,
         ),
         Method::ToolsCall => match call::prepare(message, dialect, catalogue)? {
-            Prepared::Ready(call) => Dispatch::CallTool(call),
-            Prepared::Invalid(invalid) => {
+            CallCheck::Ready(call) => Dispatch::CallTool(call),
+            CallCheck::Invalid(invalid) => {
                 let id = message.reply_id();
                 Dispatch::Reply(invalid_arguments_reply(&id, dialect, &invalid, server))
             }

@@ -12,8 +12,8 @@
 //! ([`refusal::Refusal`]): the audit record and the caller's answer come from one value.
 //!
 //! A call is split in two so adapters can answer refusals before committing to a response
-//! form: [`prepare`] runs every step up to execution and returns either a [`Prepared`] call
-//! or an already audited refusal; [`Prepared::run`] executes and audits.
+//! form: [`prepare`] runs every step up to execution and returns either a [`PreparedCall`] call
+//! or an already audited refusal; [`PreparedCall::run`] executes and audits.
 
 mod approval_status;
 pub mod audit;
@@ -76,7 +76,7 @@ impl CallContext {
 }
 
 /// A call that passed every step before execution.
-pub struct Prepared {
+pub struct PreparedCall {
     draft: AuditDraft,
     work: Work,
 }
@@ -87,7 +87,7 @@ enum Work {
     Write(Box<query::WritePlan>),
 }
 
-impl Prepared {
+impl PreparedCall {
     /// Executes (reads), queues (writes) or returns the prepared answer; then audits.
     pub async fn run(self, state: &AppState, cancel: &CancellationToken) -> Outcome {
         let mut draft = self.draft;
@@ -113,7 +113,7 @@ pub async fn prepare(
     state: &AppState,
     ctx: &CallContext,
     args: &ToolArgs,
-) -> Result<Prepared, Outcome> {
+) -> Result<PreparedCall, Outcome> {
     let tool = args.kind();
     let mut draft = AuditDraft::new(
         &ctx.request_id,
@@ -161,7 +161,7 @@ pub async fn prepare(
         }
     };
     match work {
-        Ok(work) => Ok(Prepared { draft, work }),
+        Ok(work) => Ok(PreparedCall { draft, work }),
         Err(o) => Err(audit::finish(state, draft, o).await),
     }
 }

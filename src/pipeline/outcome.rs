@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use interlock_actors::audit::Outcome as AuditOutcome;
+use interlock_actors::audit::RecordOutcome;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -51,13 +51,13 @@ impl Outcome {
         }
     }
 
-    pub fn audit_outcome(&self) -> AuditOutcome {
+    pub fn audit_outcome(&self) -> RecordOutcome {
         match self {
-            Outcome::Rows { .. } | Outcome::Json(_) => AuditOutcome::Ok,
-            Outcome::Queued { .. } => AuditOutcome::Queued,
-            Outcome::Refused { .. } | Outcome::NotFound { .. } => AuditOutcome::Refused,
-            Outcome::Unavailable { .. } | Outcome::Failed => AuditOutcome::Error,
-            Outcome::Cancelled => AuditOutcome::Cancelled,
+            Outcome::Rows { .. } | Outcome::Json(_) => RecordOutcome::Ok,
+            Outcome::Queued { .. } => RecordOutcome::Queued,
+            Outcome::Refused { .. } | Outcome::NotFound { .. } => RecordOutcome::Refused,
+            Outcome::Unavailable { .. } | Outcome::Failed => RecordOutcome::Error,
+            Outcome::Cancelled => RecordOutcome::Cancelled,
         }
     }
 

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use interlock_actors::breaker::CallOutcome;
+use interlock_actors::breaker::SourceReport;
 use interlock_actors::cache::{cache_key, CacheKeyParts, CachedResult};
 use interlock_actors::ratelimit::{Quota, RateRequest};
 use serde_json::{json, Value};
@@ -386,10 +386,10 @@ pub async fn run_read(
     CallStage::Execution.record(elapsed);
     rt.stats.record(elapsed);
     let breaker_outcome = match &result {
-        Ok(_) => CallOutcome::Answered,
-        Err(e) if e.is_upstream_failure() => CallOutcome::UpstreamFailure(e.to_string()),
-        Err(ExecError::Cancelled) => CallOutcome::NotAttempted,
-        Err(_) => CallOutcome::Answered,
+        Ok(_) => SourceReport::Answered,
+        Err(e) if e.is_upstream_failure() => SourceReport::UpstreamFailure(e.to_string()),
+        Err(ExecError::Cancelled) => SourceReport::NotAttempted,
+        Err(_) => SourceReport::Answered,
     };
     CallStage::Breaker
         .time_async(rt.breaker.record(permit, breaker_outcome))

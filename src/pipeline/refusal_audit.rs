@@ -17,7 +17,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use interlock_actors::audit::{AuditHandle, AuditRecord, Outcome};
+use interlock_actors::audit::{AuditHandle, AuditRecord, RecordOutcome};
 use serde_json::json;
 
 use crate::control::identities::Identity;
@@ -175,7 +175,7 @@ impl RefusalAudit {
                 "count": count,
                 "window_ms": u64::try_from(self.window.as_millis()).unwrap_or(u64::MAX),
             }),
-            outcome: Outcome::Refused,
+            outcome: RecordOutcome::Refused,
             row_count: None,
             duration_us: 0,
             cache_hit: false,

@@ -19,7 +19,7 @@ use actix::Addr;
 use uuid::Uuid;
 
 pub use actor::ApprovalQueue;
-pub use state::{decide, ApprovalState, DecisionInput, DecisionRefused, Verdict};
+pub use state::{decide, ApprovalState, ApproverChoice, DecisionInput, DecisionRefused};
 
 use crate::ActorError;
 

@@ -68,7 +68,7 @@ impl ApprovalState {
 /// An approver's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum ApproverChoice {
     Approve,
     Reject,
 }
@@ -99,7 +99,10 @@ pub struct DecisionInput {
 }
 
 /// The state after a valid decision (or why it is refused).
-pub fn decide(input: DecisionInput, verdict: Verdict) -> Result<ApprovalState, DecisionRefused> {
+pub fn decide(
+    input: DecisionInput,
+    verdict: ApproverChoice,
+) -> Result<ApprovalState, DecisionRefused> {
     if input.state != ApprovalState::Pending {
         return Err(DecisionRefused::NotPending(input.state.as_str()));
     }
@@ -113,11 +116,13 @@ pub fn decide(input: DecisionInput, verdict: Verdict) -> Result<ApprovalState, D
         return Err(DecisionRefused::AlreadyDecided);
     }
     Ok(match verdict {
-        Verdict::Reject => ApprovalState::Rejected,
-        Verdict::Approve if input.approvals_so_far + 1 >= input.approvals_required.max(1) => {
+        ApproverChoice::Reject => ApprovalState::Rejected,
+        ApproverChoice::Approve
+            if input.approvals_so_far + 1 >= input.approvals_required.max(1) =>
+        {
             ApprovalState::Approved
         }
-        Verdict::Approve => ApprovalState::Pending,
+        ApproverChoice::Approve => ApprovalState::Pending,
     })
 }
 
@@ -141,17 +146,17 @@ mod tests {
         use ApprovalState::*;
         let cases: Vec<(
             DecisionInput,
-            Verdict,
+            ApproverChoice,
             Result<ApprovalState, DecisionRefused>,
         )> = vec![
-            (input(), Verdict::Approve, Ok(Approved)),
-            (input(), Verdict::Reject, Ok(Rejected)),
+            (input(), ApproverChoice::Approve, Ok(Approved)),
+            (input(), ApproverChoice::Reject, Ok(Rejected)),
             (
                 DecisionInput {
                     approvals_required: 2,
                     ..input()
                 },
-                Verdict::Approve,
+                ApproverChoice::Approve,
                 Ok(Pending),
             ),
             (
@@ -160,7 +165,7 @@ mod tests {
                     approvals_so_far: 1,
                     ..input()
                 },
-                Verdict::Approve,
+                ApproverChoice::Approve,
                 Ok(Approved),
             ),
             (
@@ -169,7 +174,7 @@ mod tests {
                     approvals_so_far: 1,
                     ..input()
                 },
-                Verdict::Reject,
+                ApproverChoice::Reject,
                 Ok(Rejected),
             ),
             (
@@ -177,7 +182,7 @@ mod tests {
                     state: Approved,
                     ..input()
                 },
-                Verdict::Approve,
+                ApproverChoice::Approve,
                 Err(DecisionRefused::NotPending("approved")),
             ),
             (
@@ -185,7 +190,7 @@ mod tests {
                     state: Executed,
                     ..input()
                 },
-                Verdict::Reject,
+                ApproverChoice::Reject,
                 Err(DecisionRefused::NotPending("executed")),
             ),
             (
@@ -193,7 +198,7 @@ mod tests {
                     expired: true,
                     ..input()
                 },
-                Verdict::Approve,
+                ApproverChoice::Approve,
                 Err(DecisionRefused::Expired),
             ),
             (
@@ -201,7 +206,7 @@ mod tests {
                     by_requester: true,
                     ..input()
                 },
-                Verdict::Approve,
+                ApproverChoice::Approve,
                 Err(DecisionRefused::SelfApproval),
             ),
             (
@@ -210,7 +215,7 @@ mod tests {
                     approvals_required: 2,
                     ..input()
                 },
-                Verdict::Approve,
+                ApproverChoice::Approve,
                 Err(DecisionRefused::AlreadyDecided),
             ),
         ];

@@ -23,7 +23,7 @@ use std::time::Duration;
 use actix::Addr;
 use tokio::sync::oneshot;
 
-pub use record::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, Outcome};
+pub use record::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, RecordOutcome};
 pub use writer::AuditWriter;
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use uuid::Uuid;
 /// How a governed call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Outcome {
+pub enum RecordOutcome {
     Ok,
     Refused,
     Queued,
@@ -22,24 +22,24 @@ pub enum Outcome {
     Cancelled,
 }
 
-impl Outcome {
+impl RecordOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
-            Outcome::Ok => "ok",
-            Outcome::Refused => "refused",
-            Outcome::Queued => "queued",
-            Outcome::Error => "error",
-            Outcome::Cancelled => "cancelled",
+            RecordOutcome::Ok => "ok",
+            RecordOutcome::Refused => "refused",
+            RecordOutcome::Queued => "queued",
+            RecordOutcome::Error => "error",
+            RecordOutcome::Cancelled => "cancelled",
         }
     }
 
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
-            "ok" => Outcome::Ok,
-            "refused" => Outcome::Refused,
-            "queued" => Outcome::Queued,
-            "error" => Outcome::Error,
-            "cancelled" => Outcome::Cancelled,
+            "ok" => RecordOutcome::Ok,
+            "refused" => RecordOutcome::Refused,
+            "queued" => RecordOutcome::Queued,
+            "error" => RecordOutcome::Error,
+            "cancelled" => RecordOutcome::Cancelled,
             _ => return None,
         })
     }
@@ -62,7 +62,7 @@ pub struct AuditRecord {
     pub fingerprint: Option<String>,
     /// The decision: verdict, deciding step and rule, reason.
     pub decision: Value,
-    pub outcome: Outcome,
+    pub outcome: RecordOutcome,
     pub row_count: Option<i64>,
     pub duration_us: i64,
     pub cache_hit: bool,
@@ -198,7 +198,7 @@ mod tests {
             statement: Some("SELECT 1".into()),
             fingerprint: None,
             decision: serde_json::json!({"verdict": "allow", "b": [1, {"z": 1, "a": 2}]}),
-            outcome: Outcome::Ok,
+            outcome: RecordOutcome::Ok,
             row_count: Some(n),
             duration_us: 10,
             cache_hit: false,

@@ -39,7 +39,7 @@ pub struct Permit(Admission);
 
 /// How a call ended, as far as the source's health is concerned.
 #[derive(Debug, Clone)]
-pub enum CallOutcome {
+pub enum SourceReport {
     /// The source answered (including SQL errors and refusals: the source is up).
     Answered,
     /// The source failed: connection refused/reset, timeout, shutdown, TLS.
@@ -99,12 +99,12 @@ impl BreakerHandle {
     }
 
     /// Reports how an admitted call ended.
-    pub async fn record(&self, permit: Permit, outcome: CallOutcome) {
+    pub async fn record(&self, permit: Permit, outcome: SourceReport) {
         let failure = match outcome {
-            CallOutcome::Answered => None,
-            CallOutcome::UpstreamFailure(e) => Some(e),
-            CallOutcome::NotAttempted if permit.0 == Admission::Probe => None,
-            CallOutcome::NotAttempted => return,
+            SourceReport::Answered => None,
+            SourceReport::UpstreamFailure(e) => Some(e),
+            SourceReport::NotAttempted if permit.0 == Admission::Probe => None,
+            SourceReport::NotAttempted => return,
         };
         let answered_while_closed = failure.is_none() && permit.0 == Admission::Allowed;
         let msg = actor::Record {

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
-use interlock_actors::approval::Verdict;
+use interlock_actors::approval::ApproverChoice;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -145,7 +145,7 @@ pub async fn approve(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    decision(caller, path, body, state, Verdict::Approve).await
+    decision(caller, path, body, state, ApproverChoice::Approve).await
 }
 
 pub async fn reject(
@@ -154,7 +154,7 @@ pub async fn reject(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    decision(caller, path, body, state, Verdict::Reject).await
+    decision(caller, path, body, state, ApproverChoice::Reject).await
 }
 
 async fn decision(
@@ -162,7 +162,7 @@ async fn decision(
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
-    verdict: Verdict,
+    verdict: ApproverChoice,
 ) -> HttpResponse {
     let id = match parse_id(&path) {
         Ok(id) => id,
@@ -182,7 +182,7 @@ async fn decision(
             }
         }
     };
-    if verdict == Verdict::Reject && body.reason.trim().is_empty() {
+    if verdict == ApproverChoice::Reject && body.reason.trim().is_empty() {
         return error(
             StatusCode::BAD_REQUEST,
             "reason_required",
