@@ -10,8 +10,6 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::secrets::SecretRef;
-
 /// The defaults, compiled in so the binary never depends on the working directory.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
@@ -444,11 +442,6 @@ impl Settings {
                     self.server.listen
                 ),
             })
-    }
-
-    /// The control database password reference.
-    pub fn control_password(&self) -> SecretRef {
-        SecretRef::from_parts(&self.control.password_env, &self.control.password_file)
     }
 }
 

@@ -54,20 +54,6 @@ impl SecretRef {
                 .map_err(|e| SecretError::UnreadableFile(path.clone(), e.kind().to_string())),
         }
     }
-
-    pub fn env_name(&self) -> Option<&str> {
-        match self {
-            SecretRef::Env(n) => Some(n),
-            _ => None,
-        }
-    }
-
-    pub fn file_path(&self) -> Option<&str> {
-        match self {
-            SecretRef::File(p) => Some(p),
-            _ => None,
-        }
-    }
 }
 
 /// Writes `contents` to `path`, readable and writable by its owner only (mode 0600, also

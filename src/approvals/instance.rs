@@ -41,11 +41,6 @@ impl InstanceLock {
         Self { id, held }
     }
 
-    /// Whether this instance currently holds its lock (and may claim approvals).
-    pub fn is_held(&self) -> bool {
-        self.held.load(Ordering::Acquire)
-    }
-
     /// A shared view of the flag, for the approval runner.
     pub fn flag(&self) -> Arc<AtomicBool> {
         self.held.clone()

@@ -36,11 +36,3 @@ impl From<tokio_postgres::Error> for DiscoveryError {
         DiscoveryError::Database(e)
     }
 }
-
-impl DiscoveryError {
-    /// True for errors caused by the request or the caller's authority (as opposed to the
-    /// database), so the gateway can map them to a client-visible refusal.
-    pub fn is_client_error(&self) -> bool {
-        !matches!(self, DiscoveryError::Database(_))
-    }
-}

@@ -62,10 +62,6 @@ pub struct RedactionRule {
 }
 
 impl RedactionRule {
-    pub fn column_ref(&self) -> ColumnRef {
-        ColumnRef::new(&self.schema, &self.table, &self.column)
-    }
-
     /// Whether this use of the masked column is tolerated.
     pub fn permits(&self, kind: UseKind) -> bool {
         match kind {

@@ -36,13 +36,6 @@ pub struct CatalogRelation {
     pub columns: Vec<CatalogColumn>,
 }
 
-impl CatalogRelation {
-    /// Position of a column by exact name.
-    pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name == name)
-    }
-}
-
 /// The schema the server always searches first for unqualified names.
 pub const PG_CATALOG: &str = "pg_catalog";
 
