@@ -22,7 +22,7 @@ mod common;
 use common::env::demo_env_with;
 use interlock::control::{identities, profiles, sources};
 use interlock::governance::{decide, AllowedClass, SqlLimits};
-use interlock::pipeline::catalog;
+use interlock::sources::catalog;
 use interlock::sources::postgres::execute::{self, ExecError, Limits, Mode, TextParam};
 use interlock::sources::postgres::pool;
 use interlock::sql::functions::ALLOWED_FUNCTIONS;

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 
 use interlock::control::{policy_file, profiles, sources};
 use interlock::governance::{decide, AllowedClass, SqlLimits};
-use interlock::pipeline::{catalog, mask};
+use interlock::pipeline::mask;
+use interlock::sources::catalog;
 use interlock::sources::postgres::execute::{self, Limits, Mode, TextParam};
 use interlock::sources::postgres::pool;
 use serde_json::Value;

@@ -9,6 +9,7 @@ use interlock_actors::events::Event;
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::control::approval_lifecycle as lifecycle;
 use crate::control::approvals::{self as repo, Approval};
 use crate::control::identities::{Identity, IdentityKind};
 use crate::control::ControlError;
@@ -50,45 +51,29 @@ pub async fn decide(
     }
     let mut client = state.control.get().await.map_err(ControlError::from)?;
     let tx = client.transaction().await?;
-    let row = tx
-        .query_opt(
-            "SELECT a.source_id, a.requester_id, a.state, a.approvals_required, a.expires_at <= now(),
-                    EXISTS (SELECT 1 FROM approver_scopes s WHERE s.identity_id = $2 AND s.source_id = a.source_id),
-                    (SELECT count(*) FROM approval_decisions d WHERE d.approval_id = a.id AND d.decision = 'approve'),
-                    EXISTS (SELECT 1 FROM approval_decisions d WHERE d.approval_id = a.id AND d.approver_id = $2)
-               FROM approvals a WHERE a.id = $1 FOR UPDATE",
-            &[&id, &approver.id],
-        )
-        .await?;
-    let Some(row) = row else {
+    let Some(row) = lifecycle::lock_for_decision(&tx, id, approver.id).await? else {
         return Err(DecideError::NotFound);
     };
-    let source: String = row.get(0);
-    if !row.get::<_, bool>(5) {
+    if !row.in_scope {
         // Out of scope is indistinguishable from absent.
         return Err(DecideError::NotFound);
     }
-    let requester: Uuid = row.get(1);
-    let current: String = row.get(2);
+    let source = row.source_id;
+    let current = row.state;
     let current_state = ApprovalState::parse(&current).unwrap_or(ApprovalState::Failed);
-    let expired: bool = row.get(4);
     let input = DecisionInput {
         state: current_state,
-        expired,
-        by_requester: requester == approver.id,
-        already_decided_by_this_approver: row.get(7),
-        approvals_so_far: u32::try_from(row.get::<_, i64>(6)).unwrap_or(0),
-        approvals_required: u32::try_from(row.get::<_, i32>(3)).unwrap_or(1),
+        expired: row.expired,
+        by_requester: row.requester_id == approver.id,
+        already_decided_by_this_approver: row.already_decided_by_approver,
+        approvals_so_far: u32::try_from(row.approvals_so_far).unwrap_or(0),
+        approvals_required: u32::try_from(row.approvals_required).unwrap_or(1),
     };
     let next = match approval::decide(input, verdict) {
         Ok(next) => next,
         Err(refused) => {
             if refused == DecisionRefused::Expired {
-                tx.execute(
-                    "UPDATE approvals SET state = 'expired' WHERE id = $1 AND state = 'pending'",
-                    &[&id],
-                )
-                .await?;
+                lifecycle::expire_pending(&tx, id).await?;
                 tx.commit().await?;
                 return Err(DecideError::Conflict {
                     state: "expired".into(),
@@ -108,17 +93,9 @@ pub async fn decide(
         ApproverChoice::Approve => "approve",
         ApproverChoice::Reject => "reject",
     };
-    tx.execute(
-        "INSERT INTO approval_decisions (approval_id, approver_id, decision, reason) VALUES ($1, $2, $3, $4)",
-        &[&id, &approver.id, &decision, &reason],
-    )
-    .await?;
+    lifecycle::record_decision(&tx, id, approver.id, decision, reason).await?;
     if next != current_state {
-        tx.execute(
-            "UPDATE approvals SET state = $2 WHERE id = $1",
-            &[&id, &next.as_str()],
-        )
-        .await?;
+        lifecycle::set_state(&tx, id, next.as_str()).await?;
     }
     tx.commit().await?;
     drop(client);

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::instance::instance_dead;
+use crate::control::approval_lifecycle as lifecycle;
 use crate::control::{profiles::load_profile, ControlError, ControlPool};
 use crate::governance::{decide, AllowedClass, SqlLimits};
 use crate::pipeline::{audit, mask, AuditDraft, Outcome};
@@ -63,22 +64,13 @@ impl GatewayRunner {
                 return Ok(None);
             }
         }
-        let client = self.control.get().await?;
-        let row = client
-            .query_opt(
-                "UPDATE approvals a SET state = 'executing', executing_by = $2, executing_at = now()
-                  FROM identities i
-                 WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
-                 RETURNING a.source_id, a.requester_id, i.name, a.statement",
-                &[&id, &self.instance],
-            )
-            .await?;
+        let row = lifecycle::claim(&self.control, id, self.instance).await?;
         Ok(row.map(|r| Claimed {
             id,
-            source_id: r.get(0),
-            requester_id: r.get(1),
-            requester: r.get(2),
-            statement: r.get(3),
+            source_id: r.source_id,
+            requester_id: r.requester_id,
+            requester: r.requester,
+            statement: r.statement,
         }))
     }
 
@@ -90,15 +82,7 @@ impl GatewayRunner {
         result: Option<Value>,
         error: Option<String>,
     ) -> Result<(), ControlError> {
-        let client = self.control.get().await?;
-        client
-            .execute(
-                "UPDATE approvals SET state = $2, executed_at = now(), rows_affected = $3, result = $4, error = $5
-                  WHERE id = $1 AND state = 'executing'",
-                &[&c.id, &state, &rows_affected, &result, &error],
-            )
-            .await?;
-        Ok(())
+        lifecycle::finish(&self.control, c.id, state, rows_affected, result, error).await
     }
 
     /// Re-checks grants and policy as they are now, then runs the write.
@@ -234,20 +218,11 @@ impl ApprovalRunner for GatewayRunner {
     fn expire_due(&self) -> BoxFuture<u64> {
         let this = self.clone();
         Box::pin(async move {
-            let rows = match this.control.get().await {
-                Ok(client) => client
-                    .query(
-                        "UPDATE approvals SET state = 'expired'
-                          WHERE state = 'pending' AND expires_at <= now()
-                         RETURNING id, source_id",
-                        &[],
-                    )
-                    .await
-                    .unwrap_or_default(),
-                Err(_) => Vec::new(),
-            };
-            for r in &rows {
-                let (id, source): (Uuid, String) = (r.get(0), r.get(1));
+            let rows = lifecycle::expire_due(&this.control)
+                .await
+                .unwrap_or_default();
+            for (id, source) in &rows {
+                let (id, source) = (*id, source.clone());
                 this.audit_event(
                     id,
                     &source,
@@ -265,20 +240,11 @@ impl ApprovalRunner for GatewayRunner {
             this.recover_dead_executions().await;
             // Approved records whose hand-off to a queue was lost (e.g. a replica died right
             // after the deciding commit) are executed here; the claim keeps it to one run.
-            if let Ok(client) = this.control.get().await {
-                let stale = client
-                    .query(
-                        "SELECT a.id FROM approvals a
-                          WHERE a.state = 'approved'
-                            AND (SELECT max(decided_at) FROM approval_decisions d WHERE d.approval_id = a.id)
-                                < now() - interval '5 seconds'",
-                        &[],
-                    )
-                    .await
-                    .unwrap_or_default();
-                for r in stale {
-                    this.execute(r.get(0)).await;
-                }
+            for id in lifecycle::stale_approved(&this.control)
+                .await
+                .unwrap_or_default()
+            {
+                this.execute(id).await;
             }
             rows.len() as u64
         })
@@ -288,17 +254,7 @@ impl ApprovalRunner for GatewayRunner {
         let this = self.clone();
         Box::pin(async move {
             this.recover_dead_executions().await;
-            match this.control.get().await {
-                Ok(client) => client
-                    .query(
-                        "SELECT id FROM approvals WHERE state = 'approved' ORDER BY created_at",
-                        &[],
-                    )
-                    .await
-                    .map(|rows| rows.iter().map(|r| r.get(0)).collect())
-                    .unwrap_or_default(),
-                Err(_) => Vec::new(),
-            }
+            lifecycle::approved(&this.control).await.unwrap_or_default()
         })
     }
 }
@@ -310,17 +266,10 @@ impl GatewayRunner {
         let Ok(client) = self.control.get().await else {
             return;
         };
-        let Ok(rows) = client
-            .query(
-                "SELECT id, source_id, executing_by FROM approvals WHERE state = 'executing' AND executing_by <> $1",
-                &[&self.instance],
-            )
-            .await
-        else {
+        let Ok(rows) = lifecycle::executing_elsewhere(&client, self.instance).await else {
             return;
         };
-        for r in rows {
-            let (id, source, by): (Uuid, String, Option<i32>) = (r.get(0), r.get(1), r.get(2));
+        for (id, source, by) in rows {
             let dead = match by {
                 Some(by) => instance_dead(&client, by).await.unwrap_or(false),
                 None => true,
@@ -328,16 +277,10 @@ impl GatewayRunner {
             if !dead {
                 continue;
             }
-            let updated = client
-                .execute(
-                    "UPDATE approvals SET state = 'outcome_unknown',
-                            error = 'the gateway stopped while executing this write; verify by hand whether it ran'
-                      WHERE id = $1 AND state = 'executing'",
-                    &[&id],
-                )
+            if lifecycle::mark_outcome_unknown(&client, id)
                 .await
-                .unwrap_or(0);
-            if updated == 1 {
+                .unwrap_or(false)
+            {
                 tracing::warn!(%id, "approval left executing by a dead gateway: outcome unknown");
                 self.audit_event(
                     id,

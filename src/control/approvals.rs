@@ -173,3 +173,12 @@ pub async fn list(
     }
     Ok(out)
 }
+
+/// How many approvals are in each state (for the `interlock_approvals{state}` gauge).
+pub async fn count_by_state(pool: &ControlPool) -> Result<Vec<(String, i64)>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query("SELECT state, count(*) FROM approvals GROUP BY state", &[])
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}

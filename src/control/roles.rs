@@ -192,6 +192,47 @@ pub async fn add_approver_scope(
     Ok(())
 }
 
+/// The sources an approver identity may decide writes on, in order.
+pub async fn approver_scopes(
+    client: &impl GenericClient,
+    identity_id: uuid::Uuid,
+) -> Result<Vec<String>, ControlError> {
+    let rows = client
+        .query(
+            "SELECT source_id FROM approver_scopes WHERE identity_id = $1 ORDER BY source_id",
+            &[&identity_id],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// One role grant, by identity name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GrantRow {
+    pub identity: String,
+    pub source: String,
+    pub role: String,
+}
+
+/// Every role grant, ordered by identity, source and role.
+pub async fn list_grants(client: &impl GenericClient) -> Result<Vec<GrantRow>, ControlError> {
+    let rows = client
+        .query(
+            "SELECT i.name, g.source_id, g.role_name FROM role_grants g JOIN identities i ON i.id = g.identity_id
+              ORDER BY 1, 2, 3",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| GrantRow {
+            identity: r.get(0),
+            source: r.get(1),
+            role: r.get(2),
+        })
+        .collect())
+}
+
 /// One rule of a named policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]

@@ -106,15 +106,9 @@ pub fn spawn_sampler(state: Arc<AppState>) {
                         .set(st.waiting as f64);
                 }
             }
-            if let Ok(client) = state.control.get().await {
-                if let Ok(rows) = client
-                    .query("SELECT state, count(*) FROM approvals GROUP BY state", &[])
-                    .await
-                {
-                    for r in rows {
-                        let (s, n): (String, i64) = (r.get(0), r.get(1));
-                        metrics::gauge!("interlock_approvals", "state" => s).set(n as f64);
-                    }
+            if let Ok(counts) = crate::control::approvals::count_by_state(&state.control).await {
+                for (s, n) in counts {
+                    metrics::gauge!("interlock_approvals", "state" => s).set(n as f64);
                 }
             }
             metrics::gauge!("interlock_cache_entries").set(state.cache.entry_count() as f64);

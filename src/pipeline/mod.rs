@@ -17,7 +17,6 @@
 
 mod approval_status;
 pub mod audit;
-pub mod catalog;
 mod describe;
 mod discover_tool;
 pub mod identity;

@@ -13,11 +13,11 @@ use chrono::{DateTime, Utc};
 use interlock_actors::breaker::{BreakerConfig, BreakerHandle};
 use interlock_actors::events::EventBus;
 
+use super::catalog::{refresh, to_catalog, RefreshError};
 use super::postgres::pool::{self, SourcePools};
 use crate::control::catalog::StoredCatalog;
 use crate::control::sources::{list_sources, Source, SourceKind};
 use crate::control::ControlPool;
-use crate::pipeline::catalog::{refresh, to_catalog, RefreshError};
 use crate::sql::Catalog;
 
 /// A catalog ready for decisions, with the scan it came from.

@@ -74,7 +74,7 @@ pub async fn catalog(client: &Client) -> Catalog {
         truncated: scan.truncated,
         relations: scan.relations,
     };
-    interlock::pipeline::catalog::to_catalog(&stored, &[SEARCH_PATH.to_string()])
+    interlock::sources::catalog::to_catalog(&stored, &[SEARCH_PATH.to_string()])
 }
 
 /// What the resolver made of a statement.

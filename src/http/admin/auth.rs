@@ -174,7 +174,7 @@ pub async fn resolve(req: &HttpRequest, state: &AppState) -> Result<AdminCaller,
         return Err(forbidden(&staff, &identity));
     }
     let scopes = if identity.kind == IdentityKind::Approver {
-        approver_scopes(state, &identity).await.map_err(|e| {
+        scopes_of(state, &identity).await.map_err(|e| {
             tracing::error!(error = %e, "approver scope lookup failed");
             error(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -188,18 +188,12 @@ pub async fn resolve(req: &HttpRequest, state: &AppState) -> Result<AdminCaller,
     Ok(AdminCaller { identity, scopes })
 }
 
-async fn approver_scopes(
+async fn scopes_of(
     state: &AppState,
     identity: &Identity,
 ) -> Result<Vec<String>, crate::control::ControlError> {
     let client = state.control.get().await?;
-    let rows = client
-        .query(
-            "SELECT source_id FROM approver_scopes WHERE identity_id = $1 ORDER BY source_id",
-            &[&identity.id],
-        )
-        .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    crate::control::roles::approver_scopes(&client, identity.id).await
 }
 
 /// `GET /admin/whoami`: who the key belongs to, so consoles can offer the right pages.

@@ -16,13 +16,7 @@ pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> Http
         let identities = list_identities(&state.control).await?;
         let all_keys = keys::list_keys(&state.control, None).await?;
         let client = state.control.get().await?;
-        let grants = client
-            .query(
-                "SELECT i.name, g.source_id, g.role_name FROM role_grants g JOIN identities i ON i.id = g.identity_id
-                  ORDER BY 1, 2, 3",
-                &[],
-            )
-            .await?;
+        let grants = crate::control::roles::list_grants(&client).await?;
         Ok::<_, ControlError>(
             identities
                 .iter()
@@ -34,8 +28,8 @@ pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> Http
                         "created_at": i.created_at,
                         "keys": all_keys.iter().filter(|k| k.identity == i.name).collect::<Vec<_>>(),
                         "grants": grants.iter()
-                            .filter(|g| g.get::<_, String>(0) == i.name)
-                            .map(|g| json!({"source": g.get::<_, String>(1), "role": g.get::<_, String>(2)}))
+                            .filter(|g| g.identity == i.name)
+                            .map(|g| json!({"source": g.source, "role": g.role}))
                             .collect::<Vec<_>>(),
                     })
                 })

@@ -1,0 +1,218 @@
+//! The approvals table as its lifecycle moves it: an approver's decision (inside the
+//! caller's transaction, under the row lock), the claim and end of an execution, expiry,
+//! and the recovery of executions whose gateway died. The rules of each move live in the
+//! approval state machine (`interlock_actors::approval`) and the runner; only the SQL is
+//! here.
+
+use deadpool_postgres::GenericClient;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{ControlError, ControlPool};
+
+/// An approval as a decision sees it, locked for the rest of the transaction.
+#[derive(Debug, Clone)]
+pub struct DecisionRow {
+    pub source_id: String,
+    pub requester_id: Uuid,
+    pub state: String,
+    pub approvals_required: i32,
+    pub expired: bool,
+    /// Whether the approver is scoped to the approval's source.
+    pub in_scope: bool,
+    pub approvals_so_far: i64,
+    pub already_decided_by_approver: bool,
+}
+
+/// Locks approval `id` for a decision by `approver` (`SELECT … FOR UPDATE`).
+pub async fn lock_for_decision(
+    tx: &impl GenericClient,
+    id: Uuid,
+    approver: Uuid,
+) -> Result<Option<DecisionRow>, ControlError> {
+    let row = tx
+        .query_opt(
+            "SELECT a.source_id, a.requester_id, a.state, a.approvals_required, a.expires_at <= now(),
+                    EXISTS (SELECT 1 FROM approver_scopes s WHERE s.identity_id = $2 AND s.source_id = a.source_id),
+                    (SELECT count(*) FROM approval_decisions d WHERE d.approval_id = a.id AND d.decision = 'approve'),
+                    EXISTS (SELECT 1 FROM approval_decisions d WHERE d.approval_id = a.id AND d.approver_id = $2)
+               FROM approvals a WHERE a.id = $1 FOR UPDATE",
+            &[&id, &approver],
+        )
+        .await?;
+    Ok(row.map(|r| DecisionRow {
+        source_id: r.get(0),
+        requester_id: r.get(1),
+        state: r.get(2),
+        approvals_required: r.get(3),
+        expired: r.get(4),
+        in_scope: r.get(5),
+        approvals_so_far: r.get(6),
+        already_decided_by_approver: r.get(7),
+    }))
+}
+
+/// A pending approval whose time ran out becomes `expired`.
+pub async fn expire_pending(tx: &impl GenericClient, id: Uuid) -> Result<(), ControlError> {
+    tx.execute(
+        "UPDATE approvals SET state = 'expired' WHERE id = $1 AND state = 'pending'",
+        &[&id],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Records one approver's decision (`approve` or `reject`) with its reason.
+pub async fn record_decision(
+    tx: &impl GenericClient,
+    id: Uuid,
+    approver: Uuid,
+    decision: &str,
+    reason: &str,
+) -> Result<(), ControlError> {
+    tx.execute(
+        "INSERT INTO approval_decisions (approval_id, approver_id, decision, reason) VALUES ($1, $2, $3, $4)",
+        &[&id, &approver, &decision, &reason],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Moves approval `id` to `state` (the state machine decided the move).
+pub async fn set_state(tx: &impl GenericClient, id: Uuid, state: &str) -> Result<(), ControlError> {
+    tx.execute(
+        "UPDATE approvals SET state = $2 WHERE id = $1",
+        &[&id, &state],
+    )
+    .await?;
+    Ok(())
+}
+
+/// An approved write claimed for execution by one gateway instance.
+#[derive(Debug, Clone)]
+pub struct ClaimedRow {
+    pub source_id: String,
+    pub requester_id: Uuid,
+    pub requester: String,
+    pub statement: String,
+}
+
+/// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
+pub async fn claim(
+    pool: &ControlPool,
+    id: Uuid,
+    instance: i32,
+) -> Result<Option<ClaimedRow>, ControlError> {
+    let client = pool.get().await?;
+    let row = client
+        .query_opt(
+            "UPDATE approvals a SET state = 'executing', executing_by = $2, executing_at = now()
+              FROM identities i
+             WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
+             RETURNING a.source_id, a.requester_id, i.name, a.statement",
+            &[&id, &instance],
+        )
+        .await?;
+    Ok(row.map(|r| ClaimedRow {
+        source_id: r.get(0),
+        requester_id: r.get(1),
+        requester: r.get(2),
+        statement: r.get(3),
+    }))
+}
+
+/// Ends the execution of claimed approval `id` in `state`, with its result.
+pub async fn finish(
+    pool: &ControlPool,
+    id: Uuid,
+    state: &str,
+    rows_affected: Option<i64>,
+    result: Option<Value>,
+    error: Option<String>,
+) -> Result<(), ControlError> {
+    let client = pool.get().await?;
+    client
+        .execute(
+            "UPDATE approvals SET state = $2, executed_at = now(), rows_affected = $3, result = $4, error = $5
+              WHERE id = $1 AND state = 'executing'",
+            &[&id, &state, &rows_affected, &result, &error],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Pending approvals whose time ran out become `expired`; returns their ids and sources.
+pub async fn expire_due(pool: &ControlPool) -> Result<Vec<(Uuid, String)>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "UPDATE approvals SET state = 'expired'
+              WHERE state = 'pending' AND expires_at <= now()
+             RETURNING id, source_id",
+            &[],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// Approved writes whose last decision is older than a few seconds: their hand-off to a
+/// queue may have been lost.
+pub async fn stale_approved(pool: &ControlPool) -> Result<Vec<Uuid>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT a.id FROM approvals a
+              WHERE a.state = 'approved'
+                AND (SELECT max(decided_at) FROM approval_decisions d WHERE d.approval_id = a.id)
+                    < now() - interval '5 seconds'",
+            &[],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Every approved write, oldest first.
+pub async fn approved(pool: &ControlPool) -> Result<Vec<Uuid>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT id FROM approvals WHERE state = 'approved' ORDER BY created_at",
+            &[],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// Executions claimed by another instance than `instance`: id, source, claiming instance.
+pub async fn executing_elsewhere(
+    client: &impl GenericClient,
+    instance: i32,
+) -> Result<Vec<(Uuid, String, Option<i32>)>, ControlError> {
+    let rows = client
+        .query(
+            "SELECT id, source_id, executing_by FROM approvals WHERE state = 'executing' AND executing_by <> $1",
+            &[&instance],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect())
+}
+
+/// An execution whose gateway died becomes `outcome_unknown` (never re-run); true when
+/// this call made that move.
+pub async fn mark_outcome_unknown(
+    client: &impl GenericClient,
+    id: Uuid,
+) -> Result<bool, ControlError> {
+    let updated = client
+        .execute(
+            "UPDATE approvals SET state = 'outcome_unknown',
+                    error = 'the gateway stopped while executing this write; verify by hand whether it ran'
+              WHERE id = $1 AND state = 'executing'",
+            &[&id],
+        )
+        .await?;
+    Ok(updated == 1)
+}
