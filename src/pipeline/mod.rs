@@ -1,5 +1,5 @@
 //! The governed call: the one place where the order of governance steps lives, plus the
-//! runtime pieces it needs (identity resolution, access profiles, catalogs, masking).
+//! runtime pieces it needs (identity resolution, access profiles, masking).
 //!
 //! Order (contract, "Governance And Errors", with the gateway's own steps placed; declared
 //! in [`steps`], where each tool lists the steps it runs, and checked on every call in
@@ -12,7 +12,7 @@
 //! ([`refusal::Refusal`]): the audit record and the caller's answer come from one value.
 //!
 //! A call is split in two so adapters can answer refusals before committing to a response
-//! form: [`prepare`] runs every step up to execution and returns either a [`PreparedCall`] call
+//! form: [`prepare`] runs every step up to execution and returns either a [`PreparedCall`]
 //! or an already audited refusal; [`PreparedCall::run`] executes and audits.
 
 mod approval_status;
