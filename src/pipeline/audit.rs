@@ -102,6 +102,9 @@ impl AuditDraft {
         if let (Some(e), Value::Object(m)) = (&self.error, &mut decision) {
             m.insert("error".into(), Value::String(e.clone()));
         }
+        if let (true, Value::Object(m)) = (self.trail.is_declared(), &mut decision) {
+            m.insert("steps".into(), json!(self.trail.entered()));
+        }
         AuditRecord {
             at: self.at,
             request_id: self.request_id,

@@ -138,11 +138,14 @@ pub fn declared(tool: ToolKind) -> &'static [GovernanceStep] {
     }
 }
 
-/// Where a call is in its tool's steps.
+/// Where a call is in its tool's steps, and every step it entered (the audit record
+/// lists them).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Trail {
     declared: Option<&'static [GovernanceStep]>,
     last: Option<GovernanceStep>,
+    /// Bit `step as usize` for each step entered.
+    entered: u16,
 }
 
 impl Trail {
@@ -150,7 +153,23 @@ impl Trail {
         Trail {
             declared: Some(declared(tool)),
             last: None,
+            entered: 0,
         }
+    }
+
+    /// Whether the call belongs to a declared tool (drafts of other audited events have
+    /// no trail).
+    pub fn is_declared(&self) -> bool {
+        self.declared.is_some()
+    }
+
+    /// The steps entered, in order.
+    pub fn entered(&self) -> Vec<&'static str> {
+        ORDER
+            .iter()
+            .filter(|s| self.entered & (1 << (**s as u16)) != 0)
+            .map(|s| s.name())
+            .collect()
     }
 
     /// Records that the call entered `step`. In debug builds, a step out of order or not
@@ -170,6 +189,7 @@ impl Trail {
             );
         }
         self.last = Some(step);
+        self.entered |= 1 << (step as u16);
     }
 
     /// The last step entered.
@@ -231,5 +251,7 @@ mod tests {
             fine.enter(*step);
         }
         assert_eq!(fine.last(), Some(GovernanceStep::Audit));
+        let names: Vec<&str> = declared(ToolKind::Query).iter().map(|s| s.name()).collect();
+        assert_eq!(fine.entered(), names);
     }
 }
