@@ -173,6 +173,29 @@ async fn a_refusal_names_its_step_and_no_later_step_ran() {
     for case in &cases {
         refused_at(&env, &base, case, &ungranted, &limited).await;
     }
+    // Every tool starts with identity: without a key, nothing after it runs.
+    let tools = [
+        ("interlock_list_sources", json!({})),
+        ("interlock_describe_access", json!({})),
+        ("interlock_describe_source", json!({"source_id": "shop"})),
+        ("interlock_discover", json!({"source_id": "shop"})),
+        ("interlock_related_documents", json!({"asset_id": "a1"})),
+        (
+            "interlock_approval_status",
+            json!({"approval_id": "6f1c2a54-2d7b-4b8e-9a43-0c6a1f3e7b21"}),
+        ),
+    ];
+    for (tool, arguments) in tools {
+        let case = Case {
+            what: "no key",
+            tool,
+            key: Key::None,
+            arguments,
+            code: "unauthenticated",
+            refused_at: "identity",
+        };
+        refused_at(&env, &base, &case, &ungranted, &limited).await;
+    }
 
     // Rate limit: the limited agent's second call inside its minute.
     let limited_case = Case {
