@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{ControlError, ControlPool};
-use crate::sources::postgres::catalog_scan::{ScannedCatalog, ScannedColumn, ScannedRelation};
+use crate::sources::scan::{ScannedCatalog, ScannedColumn, ScannedRelation};
 
 /// A stored catalog with the time of its scan.
 #[derive(Debug, Clone)]

@@ -3,4 +3,5 @@
 pub mod catalog;
 pub mod postgres;
 pub mod registry;
+pub mod scan;
 pub mod stats;

@@ -5,36 +5,10 @@
 //! Comments come from the source and are untrusted text: they are capped in length and only
 //! ever returned as data.
 
-use serde::Serialize;
+pub use crate::sources::scan::{ScannedCatalog, ScannedColumn, ScannedRelation};
 
 /// Longest comment kept, in characters.
 pub const MAX_COMMENT_CHARS: usize = 500;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ScannedColumn {
-    pub name: String,
-    pub data_type: String,
-    pub comment: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ScannedRelation {
-    pub schema: String,
-    pub name: String,
-    /// `table`, `partitioned_table`, `view`, `materialized_view`, `foreign_table`, `sequence`.
-    pub kind: &'static str,
-    pub comment: Option<String>,
-    pub primary_key: Vec<String>,
-    pub columns: Vec<ScannedColumn>,
-}
-
-/// The scan of one source.
-#[derive(Debug, Clone, Serialize)]
-pub struct ScannedCatalog {
-    pub relations: Vec<ScannedRelation>,
-    /// True when the source has more relations than the bound; the rest were not read.
-    pub truncated: bool,
-}
 
 const RELATIONS: &str = "
     SELECT n.nspname::text, c.relname::text, c.relkind::text, c.oid,
