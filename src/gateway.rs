@@ -14,7 +14,7 @@ use interlock_actors::ratelimit::RateLimitHandle;
 use crate::config::Settings;
 use crate::control::{self, ControlPool};
 use crate::http::inflight::InFlight;
-use crate::mcp::{Catalogue, ServerInfo};
+use crate::mcp::{ServerInfo, ToolCatalog};
 use crate::pipeline::identity::IdentityResolver;
 use crate::pipeline::profiles::ProfileCache;
 use crate::sources::registry::SourceRegistry;
@@ -31,7 +31,7 @@ pub struct AppState {
     pub cache: CacheHandle,
     pub audit: AuditHandle,
     pub approvals: ApprovalHandle,
-    pub catalogue: Catalogue,
+    pub tool_catalog: ToolCatalog,
     pub server_info: ServerInfo,
     pub inflight: InFlight,
     /// Audit of refusals decided before the governed pipeline.
@@ -50,8 +50,8 @@ pub enum StartError {
     Migrate(control::ControlError),
     #[error("loading sources failed: {0}")]
     Sources(control::ControlError),
-    #[error("the tool catalogue is invalid: {0}")]
-    Catalogue(String),
+    #[error("the tool catalog is invalid: {0}")]
+    ToolCatalog(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -108,7 +108,8 @@ impl AppState {
             },
             &handle,
         );
-        let catalogue = Catalogue::load().map_err(|e| StartError::Catalogue(e.to_string()))?;
+        let tool_catalog =
+            ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
         let cache = CacheHandle::start(&handle, settings.cache.max_entries);
         let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
         let runner = crate::approvals::runner::GatewayRunner {
@@ -141,7 +142,7 @@ impl AppState {
             instance,
             sources,
             events,
-            catalogue,
+            tool_catalog,
             server_info: ServerInfo {
                 name: "interlock".into(),
                 version: crate::VERSION.into(),

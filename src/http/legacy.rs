@@ -5,7 +5,7 @@
 //!   transport: the GET opens a stream and announces the message endpoint; POSTed JSON-RPC
 //!   messages are answered on that stream. Sessions live in this replica's memory only.
 //!
-//! All of them run the same catalogue, argument validation and governed pipeline as
+//! All of them run the same catalog, argument validation and governed pipeline as
 //! `POST /mcp`.
 
 use std::sync::Arc;
@@ -39,7 +39,7 @@ fn auth(req: &HttpRequest) -> Option<String> {
 }
 
 pub async fn tools_list(state: web::Data<AppState>) -> HttpResponse {
-    to_http(mcp::legacy_tools_list(&state.catalogue))
+    to_http(mcp::legacy_tools_list(&state.tool_catalog))
 }
 
 pub async fn tools_call(
@@ -47,7 +47,7 @@ pub async fn tools_call(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let call = match mcp::legacy_parse_call(&body, &state.catalogue) {
+    let call = match mcp::legacy_parse_call(&body, &state.tool_catalog) {
         Ok(c) => c,
         Err(reply) => return to_http(reply),
     };
@@ -132,7 +132,7 @@ pub async fn sse_message(
         body: &body,
     };
     let key = auth(&req);
-    match mcp::dispatch(&inbound, &state.catalogue, &state.server_info) {
+    match mcp::dispatch(&inbound, &state.tool_catalog, &state.server_info) {
         Dispatch::Reply(reply) => {
             if let Some(b) = reply.body {
                 let _ = tx.send(event(&b)).await;

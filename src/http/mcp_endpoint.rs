@@ -46,7 +46,7 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
         .get("authorization")
         .and_then(|v| v.to_str().ok());
     let bearer_key = bearer(auth).map(str::to_string);
-    let dispatched = mcp::dispatch(&inbound, &state.catalogue, &state.server_info);
+    let dispatched = mcp::dispatch(&inbound, &state.tool_catalog, &state.server_info);
     CallStage::Decode.since(started);
     match dispatched {
         Dispatch::Reply(reply) => {

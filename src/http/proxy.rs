@@ -57,8 +57,8 @@ pub async fn query(
     };
     args.insert("source_id".into(), Value::String(path.into_inner()));
     // The same schema and typed arguments as every MCP adapter.
-    let Some(tool) = state.catalogue.resolve(ToolKind::Query.name()) else {
-        tracing::error!("the tool catalogue has no interlock_query");
+    let Some(tool) = state.tool_catalog.resolve(ToolKind::Query.name()) else {
+        tracing::error!("the tool catalog has no interlock_query");
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "failed",

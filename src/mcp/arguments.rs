@@ -10,7 +10,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::mcp::catalogue::ToolDef;
+use crate::mcp::tool_catalog::ToolDef;
 
 /// At most this many errors are reported for one call.
 const MAX_REPORTED: usize = 10;
@@ -110,11 +110,11 @@ pub fn parse(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::catalogue::Catalogue;
+    use crate::mcp::tool_catalog::ToolCatalog;
 
     fn check_named(name: &str, arguments: Value) -> Result<(), InvalidArguments> {
-        let catalogue = Catalogue::load().expect("catalogue loads");
-        let tool = catalogue.resolve(name).expect("known tool");
+        let tool_catalog = ToolCatalog::load().expect("catalog loads");
+        let tool = tool_catalog.resolve(name).expect("known tool");
         let arguments = arguments
             .as_object()
             .cloned()

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::mcp::arguments::{self, InvalidArguments};
-use crate::mcp::catalogue::Catalogue;
 use crate::mcp::envelope::PROGRESS_TOKEN_META_KEY;
 use crate::mcp::error::RpcError;
 use crate::mcp::jsonrpc::Message;
 use crate::mcp::reply::ToolCall;
+use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::version::Dialect;
 
 /// A `tools/call` that named a known tool.
@@ -38,7 +38,7 @@ pub enum CallCheck {
 pub fn prepare(
     message: &Message,
     dialect: Dialect,
-    catalogue: &Catalogue,
+    tool_catalog: &ToolCatalog,
 ) -> Result<CallCheck, RpcError> {
     let Some(name) = message.params.get("name").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params("params.name must be a string"));
@@ -52,7 +52,7 @@ pub fn prepare(
             ))
         }
     };
-    let tool = catalogue
+    let tool = tool_catalog
         .resolve(name)
         .ok_or_else(|| RpcError::unknown_tool(name))?;
     let args = match crate::stages::CallStage::Arguments
@@ -79,7 +79,7 @@ pub fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mcp::catalogue::ToolKind;
+    use crate::mcp::tool_catalog::ToolKind;
     use serde_json::json;
 
     fn message(params: Value) -> Message {
@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn alias_call_resolves_to_the_canonical_tool_and_keeps_its_name() {
-        let catalogue = Catalogue::load().expect("catalogue loads");
+        let tool_catalog = ToolCatalog::load().expect("catalog loads");
         let params = json!({
             "name": "agentgate_query",
             "arguments": {"source_id": "pg", "sql": "select 1"},
@@ -101,7 +101,7 @@ mod tests {
         let prepared = prepare(
             &message(params),
             Dialect::Handshake("2025-06-18"),
-            &catalogue,
+            &tool_catalog,
         );
         let Ok(CallCheck::Ready(call)) = prepared else {
             panic!("expected a ready call, got {prepared:?}")
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn malformed_params_are_protocol_errors() {
-        let catalogue = Catalogue::load().expect("catalogue loads");
+        let tool_catalog = ToolCatalog::load().expect("catalog loads");
         let cases = [
             (json!({}), "invalid_params"),
             (json!({"name": 3}), "invalid_params"),
@@ -127,8 +127,8 @@ mod tests {
             (json!({"name": "INTERLOCK_QUERY"}), "unknown_tool"),
         ];
         for (params, key) in cases {
-            let error =
-                prepare(&message(params.clone()), Dialect::Modern, &catalogue).expect_err("error");
+            let error = prepare(&message(params.clone()), Dialect::Modern, &tool_catalog)
+                .expect_err("error");
             assert_eq!(
                 error.data.map(|d| d["code"].clone()),
                 Some(json!(key)),

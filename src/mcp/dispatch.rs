@@ -33,7 +33,6 @@
 use serde_json::Value;
 
 use crate::mcp::call::{self, CallCheck};
-use crate::mcp::catalogue::Catalogue;
 use crate::mcp::dialect;
 use crate::mcp::envelope::{self, ServerInfo};
 use crate::mcp::error::RpcError;
@@ -44,6 +43,7 @@ use crate::mcp::method::{handshake_only_in, Method};
 use crate::mcp::methods;
 use crate::mcp::outcome::invalid_arguments_reply;
 use crate::mcp::reply::{Dispatch, Reply};
+use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::version::Dialect;
 
 /// What the HTTP layer extracted from the request: header names (lower-cased
@@ -58,7 +58,11 @@ pub struct Inbound<'a> {
 }
 
 /// Decide what to do with one `POST /mcp`.
-pub fn dispatch(inbound: &Inbound<'_>, catalogue: &Catalogue, server: &ServerInfo) -> Dispatch {
+pub fn dispatch(
+    inbound: &Inbound<'_>,
+    tool_catalog: &ToolCatalog,
+    server: &ServerInfo,
+) -> Dispatch {
     let headers = Headers(inbound.headers);
     if !content_type_is_json(&headers) {
         return Dispatch::Reply(RpcError::unsupported_media_type().reply(&Value::Null, None));
@@ -83,7 +87,7 @@ pub fn dispatch(inbound: &Inbound<'_>, catalogue: &Catalogue, server: &ServerInf
         _ => Method::resolve(&message.method, dialect)
             .ok_or_else(|| RpcError::method_not_found(&message.method)),
     };
-    match method.and_then(|method| serve(method, &message, dialect, catalogue, server)) {
+    match method.and_then(|method| serve(method, &message, dialect, tool_catalog, server)) {
         Ok(dispatch) => dispatch,
         Err(error) => Dispatch::Reply(error.reply(&id, Some(dialect))),
     }
@@ -123,18 +127,18 @@ fn serve(
     method: Method,
     message: &Message,
     dialect: Dialect,
-    catalogue: &Catalogue,
+    tool_catalog: &ToolCatalog,
     server: &ServerInfo,
 ) -> Result<Dispatch, RpcError> {
     let dispatch = match method {
         Method::Initialize => answer(message, methods::initialize(dialect, server)),
         Method::Ping => answer(message, methods::ping()),
-        Method::Discover => answer(message, methods::discover(catalogue, server)),
+        Method::Discover => answer(message, methods::discover(tool_catalog, server)),
         Method::ToolsList => answer(
             message,
-            methods::tools_list(message, dialect, catalogue, server)?,
+            methods::tools_list(message, dialect, tool_catalog, server)?,
         ),
-        Method::ToolsCall => match call::prepare(message, dialect, catalogue)? {
+        Method::ToolsCall => match call::prepare(message, dialect, tool_catalog)? {
             CallCheck::Ready(call) => Dispatch::CallTool(call),
             CallCheck::Invalid(invalid) => {
                 let id = message.reply_id();

@@ -1,7 +1,7 @@
 //! The deprecated plain-JSON routes: `/mcp/tools/list` and `/mcp/tools/call`.
 //!
 //! They preserve the pre-1.0 InterLock integration surface and go through the
-//! same catalogue, argument validation and governed pipeline as `POST /mcp`,
+//! same catalog, argument validation and governed pipeline as `POST /mcp`,
 //! so their semantics cannot drift — only the envelope differs: plain JSON, no
 //! JSON-RPC, real HTTP statuses. Every reply announces the deprecation:
 //!
@@ -19,8 +19,8 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
 use crate::mcp::arguments::{self, InvalidArguments};
-use crate::mcp::catalogue::Catalogue;
 use crate::mcp::reply::{Reply, ToolCall};
+use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::tool_outcome::{ToolOutcome, FAILED_TEXT};
 use crate::mcp::version::Dialect;
 
@@ -49,8 +49,11 @@ fn failure(status: u16, key: &str, message: &str) -> Reply {
 }
 
 /// `GET|POST /mcp/tools/list`: every tool definition (aliases included) on one page.
-pub fn legacy_tools_list(catalogue: &Catalogue) -> Reply {
-    deprecated(Reply::json(200, json!({"tools": catalogue.definitions()})))
+pub fn legacy_tools_list(tool_catalog: &ToolCatalog) -> Reply {
+    deprecated(Reply::json(
+        200,
+        json!({"tools": tool_catalog.definitions()}),
+    ))
 }
 
 /// 400 for arguments that fail the tool's input schema.
@@ -65,7 +68,7 @@ pub(crate) fn invalid_arguments(invalid: &InvalidArguments) -> Reply {
 
 /// `POST /mcp/tools/call` with `{"name", "arguments"}`: a validated call for
 /// the pipeline (dialect [`Dialect::Legacy`], id `null`), or the error reply.
-pub fn legacy_parse_call(body: &[u8], catalogue: &Catalogue) -> Result<ToolCall, Reply> {
+pub fn legacy_parse_call(body: &[u8], tool_catalog: &ToolCatalog) -> Result<ToolCall, Reply> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| failure(400, "invalid_json", "the body is not valid JSON"))?;
     let Value::Object(mut object) = value else {
@@ -89,7 +92,7 @@ pub fn legacy_parse_call(body: &[u8], catalogue: &Catalogue) -> Result<ToolCall,
             ))
         }
     };
-    let Some(tool) = catalogue.resolve(&name) else {
+    let Some(tool) = tool_catalog.resolve(&name) else {
         return Err(failure(
             404,
             "unknown_tool",

@@ -8,7 +8,7 @@
 //!   reject unknown keys there. `ping` is exactly `{}`.
 //! - `server/discover` and `tools/list` are *complete* results; in the modern
 //!   dialect both carry the caching hints `ttlMs` and `cacheScope: "public"`
-//!   (the catalogue is the same for every caller; authorization is decided per
+//!   (the catalog is the same for every caller; authorization is decided per
 //!   call, never derived from the list). `server/discover` is defined by the
 //!   2026-07-28 revision, which requires the hints, so it carries them in
 //!   every dialect; a handshake `tools/list` keeps its pre-caching shape.
@@ -17,11 +17,11 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::mcp::catalogue::Catalogue;
 use crate::mcp::envelope::{self, ServerInfo};
 use crate::mcp::error::RpcError;
 use crate::mcp::jsonrpc::Message;
 use crate::mcp::pagination;
+use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::version::{Dialect, SUPPORTED_VERSIONS};
 
 /// `capabilities`: tools only.
@@ -55,13 +55,13 @@ pub fn ping() -> Value {
 }
 
 /// Add the caching hints to a result under construction.
-fn cache_hints(result: &mut Map<String, Value>, catalogue: &Catalogue) {
-    result.insert("ttlMs".to_owned(), Value::from(catalogue.ttl_ms()));
+fn cache_hints(result: &mut Map<String, Value>, tool_catalog: &ToolCatalog) {
+    result.insert("ttlMs".to_owned(), Value::from(tool_catalog.ttl_ms()));
     result.insert("cacheScope".to_owned(), Value::from("public"));
 }
 
 /// `server/discover` (both dialects): supported versions, modern first.
-pub fn discover(catalogue: &Catalogue, server: &ServerInfo) -> Value {
+pub fn discover(tool_catalog: &ToolCatalog, server: &ServerInfo) -> Value {
     let mut result = Map::new();
     result.insert("supportedVersions".to_owned(), json!(SUPPORTED_VERSIONS));
     result.insert("capabilities".to_owned(), capabilities());
@@ -71,25 +71,25 @@ pub fn discover(catalogue: &Catalogue, server: &ServerInfo) -> Value {
             Value::from(instructions.as_str()),
         );
     }
-    cache_hints(&mut result, catalogue);
+    cache_hints(&mut result, tool_catalog);
     envelope::complete(result, server)
 }
 
-/// `tools/list` (both dialects): one page of the catalogue.
+/// `tools/list` (both dialects): one page of the catalog.
 pub fn tools_list(
     message: &Message,
     dialect: Dialect,
-    catalogue: &Catalogue,
+    tool_catalog: &ToolCatalog,
     server: &ServerInfo,
 ) -> Result<Value, RpcError> {
-    let page = pagination::page(catalogue, message.params.get("cursor"))?;
+    let page = pagination::page(tool_catalog, message.params.get("cursor"))?;
     let mut result = Map::new();
     result.insert("tools".to_owned(), Value::Array(page.tools.to_vec()));
     if let Some(next) = page.next_cursor {
         result.insert("nextCursor".to_owned(), Value::from(next));
     }
     if dialect.is_modern() {
-        cache_hints(&mut result, catalogue);
+        cache_hints(&mut result, tool_catalog);
     }
     Ok(envelope::complete(result, server))
 }

@@ -18,7 +18,7 @@
 //! | `error.rs` | protocol errors and their one mapping to HTTP status per dialect |
 //! | `envelope.rs` | JSON-RPC bodies and the complete-result envelope |
 //! | `methods.rs` | `initialize`, `ping`, `server/discover`, `tools/list` |
-//! | `catalogue.rs`, `pagination.rs`, `arguments.rs` | the tool catalogue, its pages, argument validation |
+//! | `tool_catalog.rs`, `pagination.rs`, `arguments.rs` | the tool catalog, its pages, argument validation |
 //! | `call.rs`, `outcome.rs` | a `tools/call` in, a governed outcome out |
 //! | `legacy.rs` | the deprecated `/mcp/tools/*` routes |
 //!
@@ -26,7 +26,6 @@
 
 mod arguments;
 mod call;
-mod catalogue;
 mod dialect;
 mod dispatch;
 mod envelope;
@@ -42,6 +41,7 @@ mod outcome;
 mod pagination;
 mod reply;
 mod tool_args;
+mod tool_catalog;
 mod tool_outcome;
 mod version;
 
@@ -50,9 +50,6 @@ mod tests;
 
 pub use arguments::{
     check as check_arguments, parse as parse_arguments, ArgumentError, InvalidArguments,
-};
-pub use catalogue::{
-    Catalogue, CatalogueError, ToolDef, ToolKind, DEFAULT_TTL_MS, DEPRECATED_META_KEY,
 };
 pub use dispatch::{dispatch, Inbound};
 pub use envelope::{progress_notification, ServerInfo};
@@ -68,6 +65,9 @@ pub use reply::{Dispatch, Reply, ToolCall};
 pub use tool_args::{
     ApprovalStatusArgs, DescribeAccessArgs, DescribeSourceArgs, DiscoverArgs, QueryArgs,
     RelatedArgs, ToolArgs,
+};
+pub use tool_catalog::{
+    ToolCatalog, ToolCatalogError, ToolDef, ToolKind, DEFAULT_TTL_MS, DEPRECATED_META_KEY,
 };
 pub use tool_outcome::{ToolOutcome, FAILED_TEXT};
 pub use version::{

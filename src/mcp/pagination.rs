@@ -4,7 +4,7 @@
 //! Clients must treat it as opaque; InterLock accepts exactly the cursors it
 //! issues (the decoded offset re-encodes to the same text and points inside the
 //! list) and answers anything else with -32602 `invalid_cursor`, as the spec's
-//! pagination utility asks. The catalogue is fixed for the life of the process,
+//! pagination utility asks. The catalog is fixed for the life of the process,
 //! so an offset stays meaningful between pages; a cursor issued under another
 //! page size is still valid, it just starts the next page at that offset.
 
@@ -12,8 +12,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::mcp::catalogue::Catalogue;
 use crate::mcp::error::RpcError;
+use crate::mcp::tool_catalog::ToolCatalog;
 
 const CURSOR_PREFIX: &str = "interlock-tools:v1:";
 
@@ -38,8 +38,11 @@ fn decode(cursor: &str) -> Option<usize> {
 }
 
 /// The page `params.cursor` asks for (`None` or `null`: the first page).
-pub fn page<'a>(catalogue: &'a Catalogue, cursor: Option<&Value>) -> Result<Page<'a>, RpcError> {
-    let all = catalogue.definitions();
+pub fn page<'a>(
+    tool_catalog: &'a ToolCatalog,
+    cursor: Option<&Value>,
+) -> Result<Page<'a>, RpcError> {
+    let all = tool_catalog.definitions();
     let start = match cursor {
         None | Some(Value::Null) => 0,
         Some(Value::String(cursor)) => match decode(cursor) {
@@ -48,7 +51,7 @@ pub fn page<'a>(catalogue: &'a Catalogue, cursor: Option<&Value>) -> Result<Page
         },
         Some(_) => return Err(RpcError::invalid_cursor()),
     };
-    let end = match catalogue.page_size() {
+    let end = match tool_catalog.page_size() {
         Some(size) => start.saturating_add(size.get()).min(all.len()),
         None => all.len(),
     };
@@ -62,19 +65,19 @@ mod tests {
     use super::*;
     use std::num::NonZeroUsize;
 
-    fn catalogue(size: usize) -> Catalogue {
-        Catalogue::load()
-            .expect("catalogue loads")
+    fn tool_catalog(size: usize) -> ToolCatalog {
+        ToolCatalog::load()
+            .expect("catalog loads")
             .with_page_size(NonZeroUsize::new(size))
     }
 
     #[test]
     fn walking_pages_visits_every_definition_once() {
-        let catalogue = catalogue(5);
+        let tool_catalog = tool_catalog(5);
         let mut seen = Vec::new();
         let mut cursor: Option<Value> = None;
         loop {
-            let page = page(&catalogue, cursor.as_ref()).expect("issued cursors are valid");
+            let page = page(&tool_catalog, cursor.as_ref()).expect("issued cursors are valid");
             assert!(page.tools.len() <= 5);
             seen.extend(page.tools.iter().cloned());
             match page.next_cursor {
@@ -82,13 +85,13 @@ mod tests {
                 None => break,
             }
         }
-        assert_eq!(seen, catalogue.definitions());
+        assert_eq!(seen, tool_catalog.definitions());
     }
 
     #[test]
     fn foreign_cursors_are_invalid() {
-        let catalogue = catalogue(5);
-        let past_end = encode(catalogue.definitions().len());
+        let tool_catalog = tool_catalog(5);
+        let past_end = encode(tool_catalog.definitions().len());
         let padded = format!("{}=", encode(5));
         let cursors = [
             Value::from("garbage!"),
@@ -99,7 +102,7 @@ mod tests {
             Value::from(5),
         ];
         for cursor in cursors {
-            let error = page(&catalogue, Some(&cursor)).err();
+            let error = page(&tool_catalog, Some(&cursor)).err();
             let key = error.and_then(|e| e.data).map(|data| data["code"].clone());
             assert_eq!(key, Some(Value::from("invalid_cursor")), "{cursor}");
         }

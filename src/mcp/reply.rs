@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::mcp::catalogue::ToolDef;
+use crate::mcp::tool_catalog::ToolDef;
 use crate::mcp::version::Dialect;
 
 /// One HTTP answer, transport-agnostic.

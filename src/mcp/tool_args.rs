@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::mcp::catalogue::ToolKind;
+use crate::mcp::tool_catalog::ToolKind;
 
 /// `interlock_query`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -115,13 +115,13 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::mcp::catalogue::Catalogue;
+    use crate::mcp::tool_catalog::ToolCatalog;
 
     /// Every argument set the schema accepts parses into its tool's struct, with the
     /// values the pipeline will read.
     #[test]
     fn arguments_that_pass_the_schema_parse_into_the_tools_struct() {
-        let catalogue = Catalogue::load().expect("catalogue loads");
+        let tool_catalog = ToolCatalog::load().expect("catalog loads");
         let cases: Vec<(&str, Value, ToolArgs)> = vec![
             (
                 "interlock_query",
@@ -180,7 +180,7 @@ mod tests {
             ),
         ];
         for (name, arguments, expected) in cases {
-            let tool = catalogue.resolve(name).expect("known tool");
+            let tool = tool_catalog.resolve(name).expect("known tool");
             let map = arguments.as_object().cloned().unwrap();
             crate::mcp::arguments::check(tool, name, &map).expect("valid against the schema");
             let parsed = ToolArgs::parse(tool.kind, map).expect(name);

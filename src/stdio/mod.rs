@@ -1,7 +1,7 @@
 //! `interlock stdio`: the MCP server over stdin/stdout, for a host that launches InterLock as
 //! a trusted child process.
 //!
-//! The same server factory ([`AppState`]), tool catalogue, protocol layer, governance
+//! The same server factory ([`AppState`]), tool catalog, protocol layer, governance
 //! pipeline and audit as `POST /mcp`; only the framing differs. Messages are newline-delimited
 //! JSON-RPC; stdout carries protocol messages only and logs go to stderr. Identity comes from
 //! `INTERLOCK_API_KEY`, never from an argument.
@@ -115,7 +115,7 @@ async fn handle_line(
         headers: &headers,
         body: line.as_bytes(),
     };
-    match mcp::dispatch(&inbound, &state.catalogue, &state.server_info) {
+    match mcp::dispatch(&inbound, &state.tool_catalog, &state.server_info) {
         Dispatch::Reply(reply) => {
             if let Some(body) = reply.body {
                 if let (Some(v), Some(req)) =

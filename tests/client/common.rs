@@ -108,13 +108,13 @@ fn start() -> Gateway {
         config: data.join("interlock.toml"),
         binary: bin,
     };
-    wait_for_catalogue(&gateway, started);
+    wait_for_source_catalog(&gateway, started);
     gateway
 }
 
 /// `interlock dev` makes its sources live before it writes the credentials; this check that
-/// the agent sees `shop` with a catalogue guards the tests against a regression of that.
-fn wait_for_catalogue(g: &Gateway, started: Instant) {
+/// the agent sees `shop` with a catalog guards the tests against a regression of that.
+fn wait_for_source_catalog(g: &Gateway, started: Instant) {
     loop {
         let out = Command::new(env!("CARGO_BIN_EXE_interlock"))
             .args(["client", "tools", "call", "interlock_describe_access"])

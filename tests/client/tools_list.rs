@@ -86,7 +86,7 @@ fn mcp_json_over_stdio_handshake_and_auto() {
 }
 
 #[test]
-fn same_catalogue_over_both_transports() {
+fn same_catalog_over_both_transports() {
     let http = page_sequence(Via::Http, "2026-07-28");
     let stdio = page_sequence(Via::Stdio, "2026-07-28");
     assert_eq!(

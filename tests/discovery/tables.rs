@@ -91,7 +91,7 @@ async fn sync_adds_updates_and_removes_table_assets() {
             &["id", "customer_id", "total", "status"],
         ),
         table("public", "customers", None, &["id", "email"]),
-        table("public", "products", Some("Catalogue"), &["id", "name"]),
+        table("public", "products", Some("ToolCatalog"), &["id", "name"]),
     ];
     assert_eq!(
         sync_table_assets(&client, "shop", &second).await.unwrap(),

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::support::catalogue;
+use super::support::tool_catalog;
 use crate::mcp::{
     legacy_parse_call, legacy_render, legacy_tools_list, render_outcome, Dialect, Reply, ToolKind,
     ToolOutcome,
@@ -23,18 +23,21 @@ fn assert_deprecated(reply: &Reply) {
 
 #[test]
 fn tools_list_returns_every_definition_with_deprecation_headers() {
-    let catalogue = catalogue();
-    let reply = legacy_tools_list(&catalogue);
+    let tool_catalog = tool_catalog();
+    let reply = legacy_tools_list(&tool_catalog);
     assert_eq!(reply.status, 200);
     assert_deprecated(&reply);
-    assert_eq!(reply.body, Some(json!({"tools": catalogue.definitions()})));
+    assert_eq!(
+        reply.body,
+        Some(json!({"tools": tool_catalog.definitions()}))
+    );
 }
 
 #[test]
 fn tools_call_parses_into_a_legacy_tool_call() {
     let body =
         br#"{"name": "agentgate_query", "arguments": {"source_id": "pg", "sql": "select 1"}}"#;
-    let call = legacy_parse_call(body, &catalogue()).expect("valid call");
+    let call = legacy_parse_call(body, &tool_catalog()).expect("valid call");
     assert_eq!(
         (call.dialect, call.tool.kind, call.called_as.as_str()),
         (Dialect::Legacy, ToolKind::Query, "agentgate_query")
@@ -64,7 +67,7 @@ fn tools_call_rejections() {
         ),
     ];
     for (body, status, key) in cases {
-        let reply = legacy_parse_call(body, &catalogue()).expect_err("rejected");
+        let reply = legacy_parse_call(body, &tool_catalog()).expect_err("rejected");
         assert_eq!(
             (reply.status, reply.body.as_ref().map(|b| b["code"].clone())),
             (status, Some(json!(key)))

@@ -3,7 +3,9 @@
 
 use serde_json::{json, Value};
 
-use super::support::{self, catalogue, expect_reply, handshake, modern, rpc, server_meta, Request};
+use super::support::{
+    self, expect_reply, handshake, modern, rpc, server_meta, tool_catalog, Request,
+};
 use crate::mcp::{dispatch, Dispatch, ServerInfo};
 
 /// How a row is answered.
@@ -171,7 +173,7 @@ fn initialize_carries_instructions_when_configured() {
         "initialize",
         json!({"protocolVersion": "2025-11-25"}),
     );
-    let reply = expect_reply(dispatch(&request.inbound(), &catalogue(), &server));
+    let reply = expect_reply(dispatch(&request.inbound(), &tool_catalog(), &server));
     let result = reply
         .body
         .map(|body| body["result"].clone())

@@ -2,12 +2,12 @@
 //! built by [`support::Request`] from headers plus a JSON body and goes
 //! through the public [`crate::mcp::dispatch`], as the HTTP layer would send it.
 
-mod catalogue;
 mod ladder;
 mod legacy;
 mod method_table;
 mod outcomes;
 mod support;
+mod tool_catalog;
 mod tools_call;
 mod tools_list;
 mod transport;

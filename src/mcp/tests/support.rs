@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use crate::mcp::{dispatch, Catalogue, Dispatch, Inbound, Reply, ServerInfo, ToolCall, MODERN};
+use crate::mcp::{dispatch, Dispatch, Inbound, Reply, ServerInfo, ToolCall, ToolCatalog, MODERN};
 
 /// `Content-Type` and `Accept` as every conforming client sends them.
 pub const BASE: [(&str, &str); 2] = [
@@ -24,9 +24,9 @@ pub fn server_meta() -> Value {
     json!({"io.modelcontextprotocol/serverInfo": {"name": "interlock", "version": "1.0.0-rc.1"}})
 }
 
-/// The embedded catalogue.
-pub fn catalogue() -> Catalogue {
-    Catalogue::load().expect("the embedded catalogue loads")
+/// The embedded catalog.
+pub fn tool_catalog() -> ToolCatalog {
+    ToolCatalog::load().expect("the embedded catalog loads")
 }
 
 /// An owned request the [`Inbound`] borrows from.
@@ -62,14 +62,14 @@ impl Request {
         }
     }
 
-    /// Dispatch against the embedded catalogue and [`server`].
-    pub fn dispatch_with(&self, catalogue: &Catalogue) -> Dispatch {
-        dispatch(&self.inbound(), catalogue, &server())
+    /// Dispatch against the embedded catalog and [`server`].
+    pub fn dispatch_with(&self, tool_catalog: &ToolCatalog) -> Dispatch {
+        dispatch(&self.inbound(), tool_catalog, &server())
     }
 
-    /// Dispatch against the embedded catalogue.
+    /// Dispatch against the embedded catalog.
     pub fn dispatch(&self) -> Dispatch {
-        self.dispatch_with(&catalogue())
+        self.dispatch_with(&tool_catalog())
     }
 
     /// Dispatch and expect an immediate reply.

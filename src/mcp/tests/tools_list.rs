@@ -5,10 +5,10 @@ use std::num::NonZeroUsize;
 use serde_json::{json, Value};
 
 use super::support::{
-    assert_error, catalogue, error_key, expect_reply, handshake, modern, server_meta,
+    assert_error, error_key, expect_reply, handshake, modern, server_meta, tool_catalog,
 };
 use crate::mcp::error_code as code;
-use crate::mcp::Catalogue;
+use crate::mcp::ToolCatalog;
 
 fn keys(value: &Value) -> Vec<String> {
     value
@@ -126,13 +126,13 @@ fn definitions_list_canonical_tools_then_deprecated_aliases() {
     assert_eq!(tools[1]["annotations"]["readOnlyHint"], json!(true));
 }
 
-fn paged(size: usize) -> Catalogue {
-    catalogue().with_page_size(NonZeroUsize::new(size))
+fn paged(size: usize) -> ToolCatalog {
+    tool_catalog().with_page_size(NonZeroUsize::new(size))
 }
 
 #[test]
 fn pagination_walks_pages_with_opaque_cursors_in_both_dialects() {
-    let catalogue = paged(5);
+    let tool_catalog = paged(5);
     for dialect in ["modern", "handshake"] {
         let mut cursor: Option<Value> = None;
         let mut sizes = Vec::new();
@@ -145,7 +145,7 @@ fn pagination_walks_pages_with_opaque_cursors_in_both_dialects() {
                 "modern" => modern(json!(1), "tools/list", params),
                 _ => handshake(Some("2025-11-25"), json!(1), "tools/list", params),
             };
-            let result = result_of(&expect_reply(request.dispatch_with(&catalogue)));
+            let result = result_of(&expect_reply(request.dispatch_with(&tool_catalog)));
             sizes.push(result["tools"].as_array().map(Vec::len).unwrap_or_default());
             assert_eq!(result.get("ttlMs").is_some(), dialect == "modern");
             match result.get("nextCursor") {
@@ -162,18 +162,19 @@ fn pagination_walks_pages_with_opaque_cursors_in_both_dialects() {
 
 #[test]
 fn unknown_cursors_are_invalid_params() {
-    let catalogue = paged(5);
+    let tool_catalog = paged(5);
     let params = json!({"cursor": "not-a-cursor"});
     let modern_reply =
-        expect_reply(modern(json!(3), "tools/list", params.clone()).dispatch_with(&catalogue));
+        expect_reply(modern(json!(3), "tools/list", params.clone()).dispatch_with(&tool_catalog));
     assert_error(&modern_reply, 400, code::INVALID_PARAMS, &json!(3));
     assert_eq!(error_key(&modern_reply), json!("invalid_cursor"));
     let handshake_reply =
-        expect_reply(handshake(None, json!(4), "tools/list", params).dispatch_with(&catalogue));
+        expect_reply(handshake(None, json!(4), "tools/list", params).dispatch_with(&tool_catalog));
     assert_error(&handshake_reply, 200, code::INVALID_PARAMS, &json!(4));
     // A null cursor is the first page.
     let first = expect_reply(
-        handshake(None, json!(5), "tools/list", json!({"cursor": null})).dispatch_with(&catalogue),
+        handshake(None, json!(5), "tools/list", json!({"cursor": null}))
+            .dispatch_with(&tool_catalog),
     );
     assert_eq!(first.status, 200);
 }

@@ -1,19 +1,19 @@
-//! Loading the catalogue: what the embedded file holds and what a broken one
+//! Loading the catalog: what the embedded file holds and what a broken one
 //! is refused for.
 
 use serde_json::{json, Value};
 
-use super::support::catalogue;
-use crate::mcp::{Catalogue, CatalogueError, ToolKind};
+use super::support::tool_catalog;
+use crate::mcp::{ToolCatalog, ToolCatalogError, ToolKind};
 
 const EMBEDDED: &str = include_str!("../../../schemas/mcp-tools-v1.json");
 
 #[test]
-fn embedded_catalogue_has_every_tool_governed_and_every_alias() {
-    let catalogue = catalogue();
-    let kinds: Vec<ToolKind> = catalogue.tools().iter().map(|tool| tool.kind).collect();
+fn embedded_catalog_has_every_tool_governed_and_every_alias() {
+    let tool_catalog = tool_catalog();
+    let kinds: Vec<ToolKind> = tool_catalog.tools().iter().map(|tool| tool.kind).collect();
     assert_eq!(kinds, ToolKind::ALL);
-    assert!(catalogue.tools().iter().all(|tool| tool.governed));
+    assert!(tool_catalog.tools().iter().all(|tool| tool.governed));
     for alias in [
         "agentgate_query",
         "agentgate_list_sources",
@@ -21,29 +21,29 @@ fn embedded_catalogue_has_every_tool_governed_and_every_alias() {
         "agentgate_discover",
         "agentgate_related_documents",
     ] {
-        assert!(catalogue.is_deprecated_alias(alias), "{alias}");
+        assert!(tool_catalog.is_deprecated_alias(alias), "{alias}");
         let target = alias.replacen("agentgate_", "interlock_", 1);
         assert_eq!(
-            catalogue.resolve(alias).map(|tool| tool.name.clone()),
+            tool_catalog.resolve(alias).map(|tool| tool.name.clone()),
             Some(target)
         );
     }
-    assert!(catalogue.resolve("agentgate_describe_access").is_none());
-    assert!(catalogue.resolve("agentgate_approval_status").is_none());
+    assert!(tool_catalog.resolve("agentgate_describe_access").is_none());
+    assert!(tool_catalog.resolve("agentgate_approval_status").is_none());
 }
 
 /// One way of breaking the document.
 type Edit = Box<dyn FnOnce(&mut Value)>;
 
 /// The embedded document with `edit` applied.
-fn edited(edit: impl FnOnce(&mut Value)) -> Result<Catalogue, CatalogueError> {
+fn edited(edit: impl FnOnce(&mut Value)) -> Result<ToolCatalog, ToolCatalogError> {
     let mut document: Value = serde_json::from_str(EMBEDDED).expect("embedded JSON parses");
     edit(&mut document);
-    Catalogue::from_json(&document.to_string())
+    ToolCatalog::from_json(&document.to_string())
 }
 
 #[test]
-fn broken_catalogues_are_refused_at_load() {
+fn broken_catalogs_are_refused_at_load() {
     let cases: Vec<(&str, Edit)> = vec![
         (
             "duplicate",
@@ -81,15 +81,15 @@ fn broken_catalogues_are_refused_at_load() {
         let result = edited(edit);
         let matches = matches!(
             (&result, label),
-            (Err(CatalogueError::Duplicate(_)), "duplicate")
-                | (Err(CatalogueError::UnknownTool(_)), "unknown tool")
-                | (Err(CatalogueError::MissingTool(_)), "missing tool")
-                | (Err(CatalogueError::AliasTarget { .. }), "alias target")
+            (Err(ToolCatalogError::Duplicate(_)), "duplicate")
+                | (Err(ToolCatalogError::UnknownTool(_)), "unknown tool")
+                | (Err(ToolCatalogError::MissingTool(_)), "missing tool")
+                | (Err(ToolCatalogError::AliasTarget { .. }), "alias target")
                 | (
-                    Err(CatalogueError::Schema { .. }),
+                    Err(ToolCatalogError::Schema { .. }),
                     "non-object schema" | "invalid schema"
                 )
-                | (Err(CatalogueError::Malformed(_)), "malformed")
+                | (Err(ToolCatalogError::Malformed(_)), "malformed")
         );
         assert!(matches, "{label}: {:?}", result.err());
     }
@@ -97,9 +97,9 @@ fn broken_catalogues_are_refused_at_load() {
 
 #[test]
 fn settings_are_builder_style() {
-    let catalogue = catalogue()
+    let tool_catalog = tool_catalog()
         .with_ttl_ms(0)
         .with_page_size(std::num::NonZeroUsize::new(3));
-    assert_eq!(catalogue.ttl_ms(), 0);
-    assert_eq!(catalogue.page_size().map(|size| size.get()), Some(3));
+    assert_eq!(tool_catalog.ttl_ms(), 0);
+    assert_eq!(tool_catalog.page_size().map(|size| size.get()), Some(3));
 }

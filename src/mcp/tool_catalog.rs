@@ -1,10 +1,10 @@
-//! The tool catalogue: schemas/mcp-tools-v1.json, loaded and checked once.
+//! The tool catalog: schemas/mcp-tools-v1.json, loaded and checked once.
 //!
-//! The catalogue is data, embedded at compile time, so the published schema
+//! The catalog is data, embedded at compile time, so the published schema
 //! file and what `tools/list` answers cannot drift. Loading checks every
 //! invariant the dispatcher relies on — unique names, a handler for every tool,
 //! compilable 2020-12 input schemas, alias targets that exist — so a broken
-//! catalogue stops the gateway at start-up instead of failing a call later.
+//! catalog stops the gateway at start-up instead of failing a call later.
 //!
 //! Deprecated `agentgate_*` aliases resolve to the same [`ToolDef`] as their
 //! target; `tools/list` lists them after the canonical tools, with the
@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// The embedded catalogue document.
+/// The embedded catalog document.
 const CATALOGUE_JSON: &str = include_str!("../../schemas/mcp-tools-v1.json");
 
 /// `_meta` key marking a deprecated alias in `tools/list`.
@@ -46,7 +46,7 @@ pub enum ToolKind {
 }
 
 impl ToolKind {
-    /// Every kind, in catalogue order.
+    /// Every kind, in catalog order.
     pub const ALL: [ToolKind; 7] = [
         ToolKind::Query,
         ToolKind::ListSources,
@@ -96,11 +96,11 @@ pub struct ToolDef {
     pub(crate) validator: jsonschema::Validator,
 }
 
-/// Why the embedded catalogue could not be loaded.
+/// Why the embedded catalog could not be loaded.
 #[derive(Debug, thiserror::Error)]
-pub enum CatalogueError {
+pub enum ToolCatalogError {
     /// The document is not valid JSON of the expected shape.
-    #[error("tool catalogue is malformed: {0}")]
+    #[error("tool catalog is malformed: {0}")]
     Malformed(#[from] serde_json::Error),
     /// A tool or alias name appears twice.
     #[error("tool name {0} is defined more than once")]
@@ -109,7 +109,7 @@ pub enum CatalogueError {
     #[error("tool {0} has no handler")]
     UnknownTool(String),
     /// A handler has no tool in the document.
-    #[error("tool {0} is missing from the catalogue")]
+    #[error("tool {0} is missing from the catalog")]
     MissingTool(&'static str),
     /// An input schema is not a valid 2020-12 object schema.
     #[error("input schema of {tool} is invalid: {reason}")]
@@ -160,9 +160,9 @@ struct Alias {
     tool: Arc<ToolDef>,
 }
 
-/// The loaded catalogue plus the `tools/list` settings.
+/// The loaded catalog plus the `tools/list` settings.
 #[derive(Debug, Clone)]
-pub struct Catalogue {
+pub struct ToolCatalog {
     tools: Vec<Arc<ToolDef>>,
     aliases: Vec<Alias>,
     definitions: Vec<Value>,
@@ -170,14 +170,14 @@ pub struct Catalogue {
     ttl_ms: u64,
 }
 
-impl Catalogue {
+impl ToolCatalog {
     /// Load the embedded schemas/mcp-tools-v1.json.
-    pub fn load() -> Result<Catalogue, CatalogueError> {
-        Catalogue::from_json(CATALOGUE_JSON)
+    pub fn load() -> Result<ToolCatalog, ToolCatalogError> {
+        ToolCatalog::from_json(CATALOGUE_JSON)
     }
 
-    /// Load a catalogue document (the embedded one in production).
-    pub fn from_json(text: &str) -> Result<Catalogue, CatalogueError> {
+    /// Load a catalog document (the embedded one in production).
+    pub fn from_json(text: &str) -> Result<ToolCatalog, ToolCatalogError> {
         let document: Document = serde_json::from_str(text)?;
         let mut names: Vec<&str> = Vec::new();
         let mut tools = Vec::new();
@@ -198,13 +198,13 @@ impl Catalogue {
             .into_iter()
             .find(|kind| !names.contains(&kind.name()))
         {
-            return Err(CatalogueError::MissingTool(missing.name()));
+            return Err(ToolCatalogError::MissingTool(missing.name()));
         }
         let mut aliases = Vec::new();
         for entry in &document.aliases {
             claim(&mut names, &entry.name)?;
             let Some(tool) = tools.iter().find(|tool| tool.name == entry.target) else {
-                return Err(CatalogueError::AliasTarget {
+                return Err(ToolCatalogError::AliasTarget {
                     alias: entry.name.clone(),
                     target: entry.target.clone(),
                 });
@@ -230,7 +230,7 @@ impl Catalogue {
                 tool: Arc::clone(tool),
             });
         }
-        Ok(Catalogue {
+        Ok(ToolCatalog {
             tools,
             aliases,
             definitions,
@@ -240,13 +240,13 @@ impl Catalogue {
     }
 
     /// Serve `tools/list` in pages of `size` definitions (`None`: one page).
-    pub fn with_page_size(mut self, size: Option<NonZeroUsize>) -> Catalogue {
+    pub fn with_page_size(mut self, size: Option<NonZeroUsize>) -> ToolCatalog {
         self.page_size = size;
         self
     }
 
     /// The `ttlMs` freshness hint for `tools/list` and `server/discover`.
-    pub fn with_ttl_ms(mut self, ttl_ms: u64) -> Catalogue {
+    pub fn with_ttl_ms(mut self, ttl_ms: u64) -> ToolCatalog {
         self.ttl_ms = ttl_ms;
         self
     }
@@ -261,7 +261,7 @@ impl Catalogue {
         self.page_size
     }
 
-    /// The canonical tools, in catalogue order.
+    /// The canonical tools, in catalog order.
     pub fn tools(&self) -> &[Arc<ToolDef>] {
         &self.tools
     }
@@ -290,18 +290,18 @@ impl Catalogue {
     }
 }
 
-fn claim<'a>(names: &mut Vec<&'a str>, name: &'a str) -> Result<(), CatalogueError> {
+fn claim<'a>(names: &mut Vec<&'a str>, name: &'a str) -> Result<(), ToolCatalogError> {
     if names.contains(&name) {
-        return Err(CatalogueError::Duplicate(name.to_owned()));
+        return Err(ToolCatalogError::Duplicate(name.to_owned()));
     }
     names.push(name);
     Ok(())
 }
 
-fn compile(entry: &ToolEntry) -> Result<ToolDef, CatalogueError> {
+fn compile(entry: &ToolEntry) -> Result<ToolDef, ToolCatalogError> {
     let kind = ToolKind::from_name(&entry.name)
-        .ok_or_else(|| CatalogueError::UnknownTool(entry.name.clone()))?;
-    let schema_error = |reason: String| CatalogueError::Schema {
+        .ok_or_else(|| ToolCatalogError::UnknownTool(entry.name.clone()))?;
+    let schema_error = |reason: String| ToolCatalogError::Schema {
         tool: entry.name.clone(),
         reason,
     };
