@@ -38,8 +38,28 @@ pub struct AppState {
     pub refusals: Arc<crate::pipeline::refusal_audit::RefusalAudit>,
     /// This instance's liveness lock (see `approvals::instance`).
     pub instance: crate::approvals::instance::InstanceLock,
-    /// Keeps the actors' arbiter (thread) alive as long as the state.
-    _arbiter: actix::Arbiter,
+    /// Keeps the actors' arbiters (threads) alive as long as the state.
+    _arbiters: Arbiters,
+}
+
+/// Where the actors run. The audit writer and the approval queue each have a thread of
+/// their own, apart from the actors every call consults (rate-limit upkeep, result cache,
+/// the per-source circuit breakers), so a slow commit, a long approved write or a hot
+/// per-call actor does not hold up the others. (HTTP workers are actix-web's own threads.)
+struct Arbiters {
+    per_call: actix::Arbiter,
+    audit: actix::Arbiter,
+    approvals: actix::Arbiter,
+}
+
+impl Arbiters {
+    fn new() -> Self {
+        Arbiters {
+            per_call: actix::Arbiter::new(),
+            audit: actix::Arbiter::new(),
+            approvals: actix::Arbiter::new(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +82,7 @@ pub enum StartError {
 }
 
 impl AppState {
-    /// Builds the runtime: pools, actors on their own arbiter, registries. Must run inside an
+    /// Builds the runtime: pools, actors on their own arbiters, registries. Must run inside an
     /// actix system.
     pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
         crate::sources::postgres::budget::init(settings.sources.result_memory_budget_bytes);
@@ -76,8 +96,8 @@ impl AppState {
                 tracing::info!(?applied, "control database migrations applied");
             }
         }
-        let arbiter = actix::Arbiter::new();
-        let handle = arbiter.handle();
+        let arbiters = Arbiters::new();
+        let handle = arbiters.per_call.handle();
         let events = EventBus::default();
         let ttl = Duration::from_millis(settings.identity.cache_ttl_ms);
         let sources = Arc::new(SourceRegistry::new(
@@ -106,7 +126,7 @@ impl AppState {
                 commit_timeout: Duration::from_millis(settings.audit.commit_timeout_ms),
                 ..AuditConfig::default()
             },
-            &handle,
+            &arbiters.audit.handle(),
         );
         let tool_catalog =
             ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
@@ -125,7 +145,7 @@ impl AppState {
         let approvals = ApprovalHandle::start(
             Arc::new(runner),
             Duration::from_secs(settings.approvals.sweep_interval_secs),
-            &handle,
+            &arbiters.approvals.handle(),
         );
         let refusals = crate::pipeline::refusal_audit::RefusalAudit::start(
             audit.clone(),
@@ -156,7 +176,7 @@ impl AppState {
             inflight: InFlight::default(),
             control,
             settings,
-            _arbiter: arbiter,
+            _arbiters: arbiters,
         }))
     }
 }
