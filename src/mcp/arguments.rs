@@ -62,17 +62,11 @@ impl InvalidArguments {
     }
 }
 
-/// Check `arguments` against `tool`'s input schema.
-pub fn check(
-    tool: &ToolDef,
-    called_as: &str,
-    arguments: &Map<String, Value>,
-) -> Result<(), InvalidArguments> {
-    // The validator reads a `Value`; the copy is bounded by the body size limit.
-    let instance = Value::Object(arguments.clone());
+/// Check `arguments` (the arguments object) against `tool`'s input schema.
+pub fn check(tool: &ToolDef, called_as: &str, arguments: &Value) -> Result<(), InvalidArguments> {
     let errors: Vec<ArgumentError> = tool
         .validator
-        .iter_errors(&instance)
+        .iter_errors(arguments)
         .take(MAX_REPORTED)
         .map(|error| ArgumentError {
             path: error.instance_path().to_string(),
@@ -97,6 +91,8 @@ pub fn parse(
     called_as: &str,
     arguments: Map<String, Value>,
 ) -> Result<crate::mcp::ToolArgs, InvalidArguments> {
+    // One value: validated, then moved into the typed arguments (no copy of the map).
+    let arguments = Value::Object(arguments);
     check(tool, called_as, &arguments)?;
     crate::mcp::ToolArgs::parse(tool.kind, arguments).map_err(|e| InvalidArguments {
         tool: called_as.to_owned(),
@@ -115,10 +111,7 @@ mod tests {
     fn check_named(name: &str, arguments: Value) -> Result<(), InvalidArguments> {
         let tool_catalog = ToolCatalog::load().expect("catalog loads");
         let tool = tool_catalog.resolve(name).expect("known tool");
-        let arguments = arguments
-            .as_object()
-            .cloned()
-            .expect("arguments are an object");
+        assert!(arguments.is_object(), "arguments are an object");
         check(tool, name, &arguments)
     }
 

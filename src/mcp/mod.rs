@@ -48,9 +48,7 @@ mod version;
 #[cfg(test)]
 mod tests;
 
-pub use arguments::{
-    check as check_arguments, parse as parse_arguments, ArgumentError, InvalidArguments,
-};
+pub use arguments::{parse as parse_arguments, ArgumentError, InvalidArguments};
 pub use dispatch::{dispatch, Inbound};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};

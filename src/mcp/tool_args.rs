@@ -87,9 +87,8 @@ impl ToolArgs {
         }
     }
 
-    /// The typed arguments of `kind` from `arguments` that passed its schema.
-    pub fn parse(kind: ToolKind, arguments: Map<String, Value>) -> Result<Self, serde_json::Error> {
-        let value = Value::Object(arguments);
+    /// The typed arguments of `kind` from the arguments object that passed its schema.
+    pub fn parse(kind: ToolKind, value: Value) -> Result<Self, serde_json::Error> {
         Ok(match kind {
             ToolKind::Query => ToolArgs::Query(QueryArgs::deserialize(value)?),
             ToolKind::ListSources => ToolArgs::ListSources,
@@ -181,9 +180,8 @@ mod tests {
         ];
         for (name, arguments, expected) in cases {
             let tool = tool_catalog.resolve(name).expect("known tool");
-            let map = arguments.as_object().cloned().unwrap();
-            crate::mcp::arguments::check(tool, name, &map).expect("valid against the schema");
-            let parsed = ToolArgs::parse(tool.kind, map).expect(name);
+            crate::mcp::arguments::check(tool, name, &arguments).expect("valid against the schema");
+            let parsed = ToolArgs::parse(tool.kind, arguments).expect(name);
             assert_eq!(parsed.kind(), tool.kind);
             assert_eq!(parsed, expected, "{name}");
         }
