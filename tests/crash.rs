@@ -166,14 +166,7 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
     let control = common::admin(&env.control_db).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let state: String = control
-            .query_one(
-                "SELECT state FROM approvals WHERE id = $1::text::uuid",
-                &[&id],
-            )
-            .await
-            .expect("state")
-            .get(0);
+        let state = approval_state(&control, &id).await;
         if state == "executing" {
             break;
         }
@@ -189,14 +182,7 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
     // The in-process gateway of the environment (a live replica) recovers it.
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let state: String = control
-            .query_one(
-                "SELECT state FROM approvals WHERE id = $1::text::uuid",
-                &[&id],
-            )
-            .await
-            .expect("state")
-            .get(0);
+        let state = approval_state(&control, &id).await;
         if state == "outcome_unknown" {
             break;
         }
@@ -233,16 +219,21 @@ async fn a_write_interrupted_by_a_crash_becomes_outcome_unknown_and_never_reruns
         .expect("row")
         .get(0);
     assert_ne!(status, "lost", "the interrupted write was not run again");
-    let state: String = control
+    let state = approval_state(&control, &id).await;
+    assert_eq!(
+        state, "outcome_unknown",
+        "the approval stays out of the queue"
+    );
+}
+
+/// The state of approval `id` in the control database.
+async fn approval_state(control: &tokio_postgres::Client, id: &str) -> String {
+    control
         .query_one(
             "SELECT state FROM approvals WHERE id = $1::text::uuid",
             &[&id],
         )
         .await
         .expect("state")
-        .get(0);
-    assert_eq!(
-        state, "outcome_unknown",
-        "the approval stays out of the queue"
-    );
+        .get(0)
 }
