@@ -195,44 +195,37 @@ async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> 
         .text()
         .await
         .expect("metrics body");
+    // Each stage (`interlock_stage_seconds{stage="…"}`), and beside them the audit writer's
+    // own commit time and batch size: the commit against the audit wait tells the flight
+    // from the path to and from the writer.
     let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for line in text.lines() {
-        // The audit writer's own commit time and batch size, beside the stages: the commit
-        // against the audit wait tells the flight from the path to and from the writer.
-        for (series, name) in [
-            ("interlock_audit_commit_seconds", "audit commit"),
-            ("interlock_audit_batch_size", "audit batch"),
-        ] {
-            for (suffix, sum) in [("_sum ", true), ("_count ", false)] {
-                if let Some(v) = line
-                    .strip_prefix(&format!("{series}{suffix}"))
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-                {
-                    let entry = out.entry(name.to_string()).or_default();
-                    if sum {
-                        entry.0 = v;
-                    } else {
-                        entry.1 = v;
-                    }
-                }
-            }
-        }
-        for (suffix, sum) in [("_sum{", true), ("_count{", false)] {
-            let Some(rest) = line.strip_prefix(&format!("interlock_stage_seconds{suffix}")) else {
-                continue;
-            };
-            let Some(stage) = rest.split('"').nth(1) else {
-                continue;
-            };
-            let Some(value) = rest.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) else {
-                continue;
-            };
-            let entry = out.entry(stage.to_string()).or_default();
-            if sum {
-                entry.0 = value;
-            } else {
-                entry.1 = value;
-            }
+        let Some((key, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let Ok(value) = value.parse::<f64>() else {
+            continue;
+        };
+        let (series, label) = key.split_once('{').unwrap_or((key, ""));
+        let (series, sum) = match (series.strip_suffix("_sum"), series.strip_suffix("_count")) {
+            (Some(s), _) => (s, true),
+            (_, Some(s)) => (s, false),
+            _ => continue,
+        };
+        let name = match series {
+            "interlock_stage_seconds" => match label.split('"').nth(1) {
+                Some(stage) => stage,
+                None => continue,
+            },
+            "interlock_audit_commit_seconds" => "audit commit",
+            "interlock_audit_batch_size" => "audit batch",
+            _ => continue,
+        };
+        let entry = out.entry(name.to_string()).or_default();
+        if sum {
+            entry.0 = value;
+        } else {
+            entry.1 = value;
         }
     }
     out
