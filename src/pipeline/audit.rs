@@ -89,8 +89,10 @@ impl AuditDraft {
 
     /// Records a refusal by a named step and rule (only through [`super::refusal::Refusal::apply`],
     /// so the record and the answer come from one value).
+    /// `refused_at` is the governance step the call was in; `step` the finer rule family.
     pub(super) fn refused(&mut self, step: &str, code: &str, rule: &str, reason: &str) {
-        self.decision = json!({"verdict": "refuse", "step": step, "code": code, "rule": rule, "reason": reason});
+        let at = self.trail.last().map(super::steps::GovernanceStep::name);
+        self.decision = json!({"verdict": "refuse", "step": step, "refused_at": at, "code": code, "rule": rule, "reason": reason});
     }
 
     pub fn allowed(&mut self, class: &str, rules: &[String]) {

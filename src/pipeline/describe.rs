@@ -137,19 +137,35 @@ pub async fn describe_source(
 ) -> Result<Work, Outcome> {
     let source_id = args.source_id.as_str();
     let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
-    if rt.source.kind != SourceKind::Postgres {
-        rate_limit(state, draft, identity, Some(source_id), false)?;
-        draft.enter(GovernanceStep::Execution);
-        draft.allowed("describe", &[]);
-        return Ok(Work::Done(Outcome::Json(json!({
+    let answer = match rt.source.kind {
+        SourceKind::Documents => json!({
             "source_id": source_id,
             "type": "documents",
             "introspection": "document collection: search it with interlock_discover",
-        }))));
-    }
-    // The describe grant is this tool's policy: only describable tables are listed.
+        }),
+        SourceKind::Postgres => {
+            let rows = describable_columns(state, draft, &rt, &profile.profile, source_id).await?;
+            draft.row_count = i64::try_from(rows.len()).ok();
+            Value::Array(rows)
+        }
+    };
+    rate_limit(state, draft, identity, Some(source_id), false)?;
+    draft.enter(GovernanceStep::Execution);
+    draft.allowed("describe", &[]);
+    Ok(Work::Done(Outcome::Json(answer)))
+}
+
+/// The policy step of `interlock_describe_source` on a SQL source: the columns of every
+/// table the caller's roles allow describing, refused when there is none.
+async fn describable_columns(
+    state: &AppState,
+    draft: &mut AuditDraft,
+    rt: &crate::sources::registry::SourceRuntime,
+    profile: &AccessProfile,
+    source_id: &str,
+) -> Result<Vec<Value>, Outcome> {
     draft.enter(GovernanceStep::Policy);
-    let catalog = state.sources.catalog(&rt).await.map_err(|e| {
+    let catalog = state.sources.catalog(rt).await.map_err(|e| {
         draft.error = Some(format!("catalog: {e}"));
         Outcome::Unavailable {
             reason: e.unavailable_reason().into(),
@@ -163,7 +179,7 @@ pub async fn describe_source(
             table: &r.name,
             column: None,
         };
-        if !is_allowed(&profile.profile, &request) {
+        if !is_allowed(profile, &request) {
             continue;
         }
         for c in &r.columns {
@@ -186,9 +202,5 @@ pub async fn describe_source(
         )
         .apply(draft));
     }
-    rate_limit(state, draft, identity, Some(source_id), false)?;
-    draft.enter(GovernanceStep::Execution);
-    draft.allowed("describe", &[]);
-    draft.row_count = i64::try_from(rows.len()).ok();
-    Ok(Work::Done(Outcome::Json(Value::Array(rows))))
+    Ok(rows)
 }

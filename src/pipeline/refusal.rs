@@ -135,12 +135,6 @@ impl Refusal {
     /// Writes the refusal into the call's audit record and returns the caller's answer.
     pub fn apply(self, draft: &mut AuditDraft) -> Outcome {
         draft.refused(self.step, self.code, &self.rule, &self.detail);
-        if let (Some(at), serde_json::Value::Object(decision)) =
-            (draft.trail.last(), &mut draft.decision)
-        {
-            // The governance step the call was in (`step` is the finer rule family).
-            decision.insert("refused_at".into(), at.name().into());
-        }
         self.outcome()
     }
 }
