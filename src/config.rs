@@ -37,6 +37,30 @@ pub struct Settings {
     pub sources: SourcesSettings,
     pub approvals: ApprovalSettings,
     pub metrics: MetricsSettings,
+    pub actors: ActorSettings,
+}
+
+/// Supervision of the actors (see `interlock_actors::supervise`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActorSettings {
+    pub heartbeat_interval_ms: u64,
+    pub stall_after_ms: u64,
+    pub restart_backoff_min_ms: u64,
+    pub restart_backoff_max_ms: u64,
+}
+
+impl ActorSettings {
+    /// The supervision timing these settings describe.
+    pub fn config(&self) -> interlock_actors::supervise::SupervisionConfig {
+        use std::time::Duration;
+        interlock_actors::supervise::SupervisionConfig {
+            heartbeat_every: Duration::from_millis(self.heartbeat_interval_ms),
+            stall_after: Duration::from_millis(self.stall_after_ms),
+            backoff_min: Duration::from_millis(self.restart_backoff_min_ms),
+            backoff_max: Duration::from_millis(self.restart_backoff_max_ms),
+        }
+    }
 }
 
 /// Where `/metrics` is served and who may read it.
@@ -405,6 +429,22 @@ impl Settings {
                 "breaker.half_open_probes"
             };
             return Err(invalid(key, problem));
+        }
+        let a = &self.actors;
+        if a.heartbeat_interval_ms < 10 {
+            return Err(invalid(
+                "actors.heartbeat_interval_ms",
+                "must be at least 10",
+            ));
+        }
+        if a.stall_after_ms < 100 {
+            return Err(invalid("actors.stall_after_ms", "must be at least 100"));
+        }
+        if a.restart_backoff_min_ms == 0 || a.restart_backoff_max_ms < a.restart_backoff_min_ms {
+            return Err(invalid(
+                "actors.restart_backoff_max_ms",
+                "the backoffs must be at least 1 ms, the max no smaller than the min",
+            ));
         }
         if self.audit.max_batch == 0 {
             return Err(invalid("audit.max_batch", "must be at least 1"));

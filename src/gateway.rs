@@ -10,6 +10,7 @@ use interlock_actors::audit::{AuditConfig, AuditHandle};
 use interlock_actors::cache::CacheHandle;
 use interlock_actors::events::EventBus;
 use interlock_actors::ratelimit::RateLimitHandle;
+use interlock_actors::supervise::Supervision;
 
 use crate::config::Settings;
 use crate::control::{self, ControlPool};
@@ -38,28 +39,8 @@ pub struct AppState {
     pub refusals: Arc<crate::pipeline::refusal_audit::RefusalAudit>,
     /// This instance's liveness lock (see `approvals::instance`).
     pub instance: crate::approvals::instance::InstanceLock,
-    /// Keeps the actors' arbiters (threads) alive as long as the state.
-    _arbiters: Arbiters,
-}
-
-/// Where the actors run. The audit writer and the approval queue each have a thread of
-/// their own, apart from the actors every call consults (rate-limit upkeep, result cache,
-/// the per-source circuit breakers), so a slow commit, a long approved write or a hot
-/// per-call actor does not hold up the others. (HTTP workers are actix-web's own threads.)
-struct Arbiters {
-    per_call: actix::Arbiter,
-    audit: actix::Arbiter,
-    approvals: actix::Arbiter,
-}
-
-impl Arbiters {
-    fn new() -> Self {
-        Arbiters {
-            per_call: actix::Arbiter::new(),
-            audit: actix::Arbiter::new(),
-            approvals: actix::Arbiter::new(),
-        }
-    }
+    /// The actors' supervisors and threads (see `interlock_actors::supervise`).
+    pub supervision: Supervision,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -82,8 +63,8 @@ pub enum StartError {
 }
 
 impl AppState {
-    /// Builds the runtime: pools, actors on their own arbiters, registries. Must run inside an
-    /// actix system.
+    /// Builds the runtime: pools, supervised actors on their own threads, registries. Must
+    /// run inside an actix system.
     pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
         crate::sources::postgres::budget::init(settings.sources.result_memory_budget_bytes);
         crate::http::metrics::install();
@@ -96,15 +77,14 @@ impl AppState {
                 tracing::info!(?applied, "control database migrations applied");
             }
         }
-        let arbiters = Arbiters::new();
-        let handle = arbiters.per_call.handle();
         let events = EventBus::default();
+        let supervision = Supervision::new(settings.actors.config(), events.clone());
         let ttl = Duration::from_millis(settings.identity.cache_ttl_ms);
         let sources = Arc::new(SourceRegistry::new(
             control.clone(),
             events.clone(),
             settings.breaker.config(),
-            handle.clone(),
+            supervision.clone(),
             settings.catalog.max_relations,
             settings.server.worker_count(),
         ));
@@ -126,11 +106,11 @@ impl AppState {
                 commit_timeout: Duration::from_millis(settings.audit.commit_timeout_ms),
                 ..AuditConfig::default()
             },
-            &arbiters.audit.handle(),
+            &supervision,
         );
         let tool_catalog =
             ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
-        let cache = CacheHandle::start(&handle, settings.cache.max_entries);
+        let cache = CacheHandle::start(&supervision, settings.cache.max_entries);
         let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
         let runner = crate::approvals::runner::GatewayRunner {
             control: control.clone(),
@@ -145,7 +125,7 @@ impl AppState {
         let approvals = ApprovalHandle::start(
             Arc::new(runner),
             Duration::from_secs(settings.approvals.sweep_interval_secs),
-            &arbiters.approvals.handle(),
+            &supervision,
         );
         let refusals = crate::pipeline::refusal_audit::RefusalAudit::start(
             audit.clone(),
@@ -155,7 +135,7 @@ impl AppState {
             refusals,
             identities: IdentityResolver::new(control.clone(), ttl),
             profiles: ProfileCache::new(control.clone(), ttl),
-            rate: RateLimitHandle::start(&handle),
+            rate: RateLimitHandle::start(&supervision),
             cache,
             audit,
             approvals,
@@ -176,7 +156,7 @@ impl AppState {
             inflight: InFlight::default(),
             control,
             settings,
-            _arbiters: arbiters,
+            supervision,
         }))
     }
 }

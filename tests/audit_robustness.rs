@@ -9,6 +9,8 @@ mod common;
 use chrono::Utc;
 use interlock_actors::audit::storable::unescape;
 use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
+use interlock_actors::events::EventBus;
+use interlock_actors::supervise::{Supervision, SupervisionConfig};
 use sha2::{Digest, Sha256};
 
 fn record(request_id: &str, statement: &str) -> AuditRecord {
@@ -34,17 +36,17 @@ fn record(request_id: &str, statement: &str) -> AuditRecord {
     }
 }
 
-async fn writer(db: &str) -> (AuditHandle, interlock::control::ControlPool, actix::Arbiter) {
+async fn writer(db: &str) -> (AuditHandle, interlock::control::ControlPool, Supervision) {
     let pool = interlock::control::connect_pool(&common::settings_for(db).control).expect("pool");
-    let arbiter = actix::Arbiter::new();
-    let handle = AuditHandle::start(pool.clone(), AuditConfig::default(), &arbiter.handle());
-    (handle, pool, arbiter)
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let handle = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    (handle, pool, supervision)
 }
 
 #[actix_rt::test]
 async fn text_with_nul_is_stored_escaped_and_verifiable() {
     let db = common::fresh_control_db().await;
-    let (audit, pool, _arbiter) = writer(&db).await;
+    let (audit, pool, _supervision) = writer(&db).await;
     let cases = [
         "SELECT 'a\0b'",
         "SELECT E'\\\\0' -- \0 and a backslash",
@@ -88,7 +90,7 @@ async fn text_with_nul_is_stored_escaped_and_verifiable() {
 #[actix_rt::test]
 async fn a_record_the_database_refuses_fails_alone() {
     let db = common::fresh_control_db().await;
-    let (audit, pool, _arbiter) = writer(&db).await;
+    let (audit, pool, _supervision) = writer(&db).await;
     // A record the database refuses, whatever the gateway does to make it storable.
     pool.get()
         .await

@@ -1,6 +1,6 @@
-//! The gateway's event bus: circuit changes and approval lifecycle events, fanned out to
-//! `GET /admin/events` subscribers. Slow subscribers lose old events (they are told how many)
-//! rather than slowing the gateway down.
+//! The gateway's event bus: circuit changes, actor restarts and approval lifecycle events,
+//! fanned out to `GET /admin/events` subscribers. Slow subscribers lose old events (they are
+//! told how many) rather than slowing the gateway down.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -16,6 +16,15 @@ pub enum Event {
         from: String,
         to: String,
         reason: String,
+        at: DateTime<Utc>,
+    },
+    /// A supervised actor ended and was restarted (see `supervise`).
+    #[serde(rename = "actor.restarted")]
+    ActorRestarted {
+        actor: String,
+        /// How the previous incarnation ended.
+        reason: String,
+        restarts: u64,
         at: DateTime<Utc>,
     },
     #[serde(rename = "approval.created")]
@@ -54,6 +63,7 @@ impl Event {
     pub fn name(&self) -> &'static str {
         match self {
             Event::CircuitChanged { .. } => "circuit.changed",
+            Event::ActorRestarted { .. } => "actor.restarted",
             Event::ApprovalCreated { .. } => "approval.created",
             Event::ApprovalDecided { .. } => "approval.decided",
             Event::ApprovalExecuted { .. } => "approval.executed",
@@ -61,9 +71,19 @@ impl Event {
         }
     }
 
-    /// The source the event concerns (approvers only see their sources' events).
+    /// Events about the gateway's machinery, for operators only.
+    pub fn operator_only(&self) -> bool {
+        matches!(
+            self,
+            Event::CircuitChanged { .. } | Event::ActorRestarted { .. }
+        )
+    }
+
+    /// The source the event concerns (approvers only see their sources' events); empty for
+    /// events about the gateway itself.
     pub fn source(&self) -> &str {
         match self {
+            Event::ActorRestarted { .. } => "",
             Event::CircuitChanged { source, .. }
             | Event::ApprovalCreated { source, .. }
             | Event::ApprovalDecided { source, .. }

@@ -1,9 +1,10 @@
 //! InterLock's actors and the request scope they share with the gateway.
 //!
 //! This crate knows nothing of actix-web. Each actor lives behind a small Handle type so the
-//! gateway never names actix types, is started explicitly at start-up on an arbiter the
-//! gateway owns, has a bounded mailbox, and never panics. Every `send` is bounded by a
-//! timeout; load-proportional paths never use `do_send`.
+//! gateway never names actix types, is started explicitly at start-up under the gateway's
+//! [`supervise::Supervision`] (which restarts it when it panics, stops or stalls), has a
+//! bounded mailbox, and never panics itself. Every `send` is bounded by a timeout;
+//! load-proportional paths never use `do_send`.
 #![forbid(unsafe_code)]
 
 pub mod approval;
@@ -13,6 +14,7 @@ pub mod cache;
 pub mod events;
 pub mod ratelimit;
 pub mod scope;
+pub mod supervise;
 
 pub use scope::RequestScope;
 

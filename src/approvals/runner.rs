@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::instance::instance_dead;
-use crate::control::approval_lifecycle as lifecycle;
+use crate::control::approval_lifecycle::{self as lifecycle, LostExecution};
 use crate::control::{profiles::load_profile, ControlError, ControlPool};
 use crate::governance::{decide, AllowedClass, SqlLimits};
 use crate::pipeline::{audit, mask, AuditDraft, Outcome};
@@ -140,9 +140,7 @@ impl GatewayRunner {
                     .iter()
                     .map(|t| (t.schema.clone(), t.name.clone()))
                     .collect();
-                if let Err(e) = self.cache.invalidate(&c.source_id, tables).await {
-                    tracing::error!(error = %e, "cache invalidation after an approved write failed");
-                }
+                self.cache.invalidate(&c.source_id, tables).await;
                 ("executed".into(), affected, returning, None)
             }
             Err(e) => failed(e.to_string()),
@@ -257,6 +255,18 @@ impl ApprovalRunner for GatewayRunner {
             lifecycle::approved(&this.control).await.unwrap_or_default()
         })
     }
+
+    fn abandoned(&self, id: Uuid) -> BoxFuture<()> {
+        let this = self.clone();
+        Box::pin(async move {
+            match this.control.get().await {
+                Ok(client) => this.mark_lost(&client, id, LostExecution::Abandoned).await,
+                Err(e) => {
+                    tracing::error!(%id, error = %e, "an abandoned execution could not be marked outcome_unknown; it stays executing until this gateway stops");
+                }
+            }
+        })
+    }
 }
 
 impl GatewayRunner {
@@ -269,34 +279,38 @@ impl GatewayRunner {
         let Ok(rows) = lifecycle::executing_elsewhere(&client, self.instance).await else {
             return;
         };
-        for (id, source, by) in rows {
+        for (id, by) in rows {
             let dead = match by {
                 Some(by) => instance_dead(&client, by).await.unwrap_or(false),
                 None => true,
             };
-            if !dead {
-                continue;
-            }
-            if lifecycle::mark_outcome_unknown(&client, id)
-                .await
-                .unwrap_or(false)
-            {
-                tracing::warn!(%id, "approval left executing by a dead gateway: outcome unknown");
-                self.audit_event(
-                    id,
-                    &source,
-                    "approval.recover",
-                    Outcome::Failed,
-                    json!({"state": "outcome_unknown"}),
-                )
-                .await;
-                self.events.publish(Event::ApprovalExecuted {
-                    id: id.to_string(),
-                    source,
-                    state: "outcome_unknown".into(),
-                    at: Utc::now(),
-                });
+            if dead {
+                self.mark_lost(&client, id, LostExecution::GatewayDied)
+                    .await;
             }
         }
+    }
+
+    /// Moves `id` from `executing` to `outcome_unknown` (if it still is executing), with its
+    /// audit record and event.
+    async fn mark_lost(&self, client: &deadpool_postgres::Client, id: Uuid, why: LostExecution) {
+        let Ok(Some(source)) = lifecycle::mark_outcome_unknown(client, id, why).await else {
+            return;
+        };
+        tracing::warn!(%id, ?why, "approval execution ended without an outcome: outcome unknown");
+        self.audit_event(
+            id,
+            &source,
+            "approval.recover",
+            Outcome::Failed,
+            json!({"state": "outcome_unknown"}),
+        )
+        .await;
+        self.events.publish(Event::ApprovalExecuted {
+            id: id.to_string(),
+            source,
+            state: "outcome_unknown".into(),
+            at: Utc::now(),
+        });
     }
 }

@@ -183,36 +183,56 @@ pub async fn approved(pool: &ControlPool) -> Result<Vec<Uuid>, ControlError> {
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 
-/// Executions claimed by another instance than `instance`: id, source, claiming instance.
+/// Executions claimed by another instance than `instance`: id and claiming instance.
 pub async fn executing_elsewhere(
     client: &impl GenericClient,
     instance: i32,
-) -> Result<Vec<(Uuid, String, Option<i32>)>, ControlError> {
+) -> Result<Vec<(Uuid, Option<i32>)>, ControlError> {
     let rows = client
         .query(
-            "SELECT id, source_id, executing_by FROM approvals WHERE state = 'executing' AND executing_by <> $1",
+            "SELECT id, executing_by FROM approvals WHERE state = 'executing' AND executing_by <> $1",
             &[&instance],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect())
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
-/// An execution whose gateway died becomes `outcome_unknown` (never re-run); true when
-/// this call made that move.
+/// Why an execution ended without an outcome.
+#[derive(Debug, Clone, Copy)]
+pub enum LostExecution {
+    /// The gateway executing it died.
+    GatewayDied,
+    /// The execution itself failed unexpectedly (it panicked) on a live gateway.
+    Abandoned,
+}
+
+impl LostExecution {
+    fn error(self) -> &'static str {
+        match self {
+            LostExecution::GatewayDied => {
+                "the gateway stopped while executing this write; verify by hand whether it ran"
+            }
+            LostExecution::Abandoned => {
+                "executing this write failed unexpectedly before its outcome was known; verify by hand whether it ran"
+            }
+        }
+    }
+}
+
+/// An execution that ended without an outcome becomes `outcome_unknown` (never re-run);
+/// its source when this call made that move.
 pub async fn mark_outcome_unknown(
     client: &impl GenericClient,
     id: Uuid,
-) -> Result<bool, ControlError> {
-    let updated = client
-        .execute(
-            "UPDATE approvals SET state = 'outcome_unknown',
-                    error = 'the gateway stopped while executing this write; verify by hand whether it ran'
-              WHERE id = $1 AND state = 'executing'",
-            &[&id],
+    why: LostExecution,
+) -> Result<Option<String>, ControlError> {
+    let row = client
+        .query_opt(
+            "UPDATE approvals SET state = 'outcome_unknown', error = $2
+              WHERE id = $1 AND state = 'executing'
+              RETURNING source_id",
+            &[&id, &why.error()],
         )
         .await?;
-    Ok(updated == 1)
+    Ok(row.map(|r| r.get(0)))
 }

@@ -1,7 +1,8 @@
 //! `GET /healthz` (the process answers) and `GET /readyz` (it can serve governed calls).
 
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use interlock_actors::supervise::ActorStatus;
+use serde_json::{json, Value};
 
 use crate::control::migrate;
 use crate::AppState;
@@ -10,20 +11,68 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok", "version": crate::VERSION}))
 }
 
-/// Ready when the control database answers and every migration is applied.
+/// Ready when the control database answers, every migration is applied and every actor is
+/// up. The body says which actors are down and which were restarted, and how their last
+/// incarnation ended (breakers are named by kind only: this endpoint needs no key, and
+/// source ids are for callers who may see them, in `GET /admin/actors`).
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let actors = actors_detail(&state.supervision.statuses());
+    let down = actors["down"].as_array().map_or(0, Vec::len);
     match migrate::pending_reason(&state.control).await {
-        Ok(None) => HttpResponse::Ok().json(json!({"status": "ready"})),
-        Ok(Some(reason)) => not_ready(reason),
+        Ok(None) if down == 0 => {
+            HttpResponse::Ok().json(json!({"status": "ready", "actors": actors}))
+        }
+        Ok(None) => {
+            let names: Vec<&str> = actors["down"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            not_ready(format!("actors down: {}", names.join(", ")), actors)
+        }
+        Ok(Some(reason)) => not_ready(reason, actors),
         Err(e) => {
             tracing::warn!(error = %e, "readiness check failed");
-            not_ready("control database unreachable".to_string())
+            not_ready("control database unreachable".to_string(), actors)
         }
     }
 }
 
-fn not_ready(reason: String) -> HttpResponse {
+fn not_ready(reason: String, actors: Value) -> HttpResponse {
     HttpResponse::ServiceUnavailable()
         .insert_header(("Retry-After", "1"))
-        .json(json!({"status": "not_ready", "reason": reason}))
+        .json(json!({"status": "not_ready", "reason": reason, "actors": actors}))
+}
+
+/// `{"up": n, "down": [names], "restarted": [{actor, restarts, last_failure, since}]}`.
+fn actors_detail(all: &[ActorStatus]) -> Value {
+    let public = |name: &str| -> String {
+        match name.split_once(':') {
+            Some((kind, _source)) => kind.to_string(),
+            None => name.to_string(),
+        }
+    };
+    let down: Vec<String> = all
+        .iter()
+        .filter(|a| !a.up)
+        .map(|a| public(&a.actor))
+        .collect();
+    let restarted: Vec<Value> = all
+        .iter()
+        .filter(|a| a.restarts > 0)
+        .map(|a| {
+            json!({
+                "actor": public(&a.actor),
+                "restarts": a.restarts,
+                "last_failure": a.last_failure,
+                "since": a.since,
+            })
+        })
+        .collect();
+    json!({
+        "up": all.len() - down.len(),
+        "down": down,
+        "restarted": restarted,
+    })
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use interlock_actors::breaker::SourceReport;
 use interlock_actors::cache::{cache_key, CacheKeyParts, CachedResult};
 use interlock_actors::ratelimit::{Quota, RateRequest};
+use interlock_actors::ActorError;
 use serde_json::{json, Value};
 
 use super::audit::{fingerprint, AuditDraft};
@@ -367,10 +368,16 @@ pub async fn run_read(
     };
     let permit = match CallStage::Breaker.time_async(rt.breaker.admit()).await {
         Ok(p) => p,
-        Err(_) => {
+        Err(ActorError::CircuitOpen) => {
             return Outcome::Unavailable {
                 reason: "circuit open".into(),
             }
+        }
+        Err(e) => {
+            tracing::error!(source = %rt.source.id, error = %e, "circuit breaker did not answer");
+            return Outcome::Unavailable {
+                reason: "circuit breaker unavailable (restarting); retry shortly".into(),
+            };
         }
     };
     let seen = state.cache.generations(&rt.source.id, &tables);

@@ -12,6 +12,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use interlock_actors::breaker::{BreakerConfig, BreakerHandle};
 use interlock_actors::events::EventBus;
+use interlock_actors::supervise::Supervision;
 
 use super::catalog::{refresh, to_catalog, RefreshError};
 use super::postgres::pool::{self, SourcePools};
@@ -61,7 +62,7 @@ pub struct SourceRegistry {
     control: ControlPool,
     events: EventBus,
     breaker: BreakerConfig,
-    arbiter: actix::ArbiterHandle,
+    supervision: Supervision,
     max_relations: usize,
     /// HTTP worker threads: the read pools' share count.
     threads: usize,
@@ -72,7 +73,7 @@ impl SourceRegistry {
         control: ControlPool,
         events: EventBus,
         breaker: BreakerConfig,
-        arbiter: actix::ArbiterHandle,
+        supervision: Supervision,
         max_relations: usize,
         threads: usize,
     ) -> Self {
@@ -81,7 +82,7 @@ impl SourceRegistry {
             control,
             events,
             breaker,
-            arbiter,
+            supervision,
             max_relations,
             threads,
         }
@@ -111,7 +112,7 @@ impl SourceRegistry {
             let existing = current.get(&source.id);
             let same = existing.is_some_and(|e| e.source.updated_at == source.updated_at);
             let runtime = match existing {
-                Some(e) if same && e.breaker.is_alive() => e.clone(),
+                Some(e) if same => e.clone(),
                 _ => {
                     changed.push(source.id.clone());
                     Arc::new(self.build(source, existing)?)
@@ -131,9 +132,14 @@ impl SourceRegistry {
         previous: Option<&Arc<SourceRuntime>>,
     ) -> Result<SourceRuntime, crate::control::ControlError> {
         let breaker = match previous {
-            Some(p) if p.breaker.is_alive() => p.breaker.clone(),
-            _ => BreakerHandle::start(&source.id, self.breaker, self.events.clone(), &self.arbiter)
-                .map_err(|e| crate::control::ControlError::Invalid(e.to_string()))?,
+            Some(p) => p.breaker.clone(),
+            None => BreakerHandle::start(
+                &source.id,
+                self.breaker,
+                self.events.clone(),
+                &self.supervision,
+            )
+            .map_err(|e| crate::control::ControlError::Invalid(e.to_string()))?,
         };
         let (pools, pool_error) = match source.kind {
             SourceKind::Postgres => match pool::build(&source, self.threads) {

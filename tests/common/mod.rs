@@ -178,6 +178,8 @@ pub fn settings_for(control_db: &str) -> Settings {
 pub struct TestGateway {
     pub addr: SocketAddr,
     pub settings: Settings,
+    /// Its runtime (e.g. to inject faults into its actors).
+    pub state: std::sync::Arc<interlock::AppState>,
     handle: actix_web::dev::ServerHandle,
 }
 
@@ -190,8 +192,9 @@ impl TestGateway {
                 match interlock::Gateway::start(s).await {
                     Ok(gw) => {
                         let addr = gw.addr();
+                        let state = gw.state().clone();
                         let handle = gw.spawn();
-                        let _ = tx.send(Ok((addr, handle)));
+                        let _ = tx.send(Ok((addr, state, handle)));
                         // The system lives as long as the test binary.
                         futures_util::future::pending::<()>().await;
                     }
@@ -201,10 +204,11 @@ impl TestGateway {
                 }
             });
         });
-        let (addr, handle) = rx.recv().expect("gateway thread").expect("gateway start");
+        let (addr, state, handle) = rx.recv().expect("gateway thread").expect("gateway start");
         TestGateway {
             addr,
             settings,
+            state,
             handle,
         }
     }

@@ -6,6 +6,11 @@
 //! two approvers clicking together, cannot both run it. The actor serializes this replica's
 //! executions, owns the expiry timer, and recovers at start-up (`executing` left by a dead
 //! gateway → `outcome_unknown`; `approved` never started → executed now).
+//!
+//! Supervised as `approval_queue`: a restarted queue recovers from the control database
+//! exactly as at start-up. Executions run as tasks of their own, so a restart neither cuts
+//! one off nor repeats it (it is `executing` on a live instance, which recovery leaves
+//! alone, and the claim is a compare-and-set).
 
 mod actor;
 pub mod state;
@@ -15,12 +20,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
 use uuid::Uuid;
 
 pub use actor::ApprovalQueue;
 pub use state::{decide, ApprovalState, ApproverChoice, DecisionInput, DecisionRefused};
 
+use crate::supervise::{Home, Slot, Supervision};
 use crate::ActorError;
 
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -34,30 +39,34 @@ pub trait ApprovalRunner: Send + Sync + 'static {
     fn expire_due(&self) -> BoxFuture<u64>;
     /// Start-up: `executing` → `outcome_unknown`; returns approved ids still to run.
     fn recover(&self) -> BoxFuture<Vec<Uuid>>;
+    /// An execution of `id` by this instance ended without an outcome (it panicked): if it
+    /// is still `executing`, it becomes `outcome_unknown` (never re-run).
+    fn abandoned(&self, id: Uuid) -> BoxFuture<()>;
 }
 
 #[derive(Clone)]
 pub struct ApprovalHandle {
-    addr: Addr<ApprovalQueue>,
+    slot: Slot<ApprovalQueue>,
 }
 
 impl ApprovalHandle {
+    /// Starts the queue under `supervision` (it recovers at once).
     pub fn start(
         runner: Arc<dyn ApprovalRunner>,
         sweep_every: Duration,
-        arbiter: &actix::ArbiterHandle,
+        supervision: &Supervision,
     ) -> Self {
-        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
-            ctx.set_mailbox_capacity(1024);
-            ApprovalQueue::new(runner, sweep_every)
-        });
-        Self { addr }
+        let slot =
+            supervision.supervise("approval_queue".into(), Home::Approvals, 1024, move |_| {
+                ApprovalQueue::new(runner.clone(), sweep_every)
+            });
+        Self { slot }
     }
 
     /// Asks the queue to execute an approval that just became approved.
     pub async fn execute(&self, id: Uuid) -> Result<(), ActorError> {
-        self.addr
-            .send(actor::Execute(id))
+        let request = self.slot.addr().send(actor::Execute(id));
+        request
             .timeout(Duration::from_secs(5))
             .await
             .map_err(|e| ActorError::Mailbox(format!("approval queue: {e}")))

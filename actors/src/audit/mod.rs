@@ -20,11 +20,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
 use tokio::sync::oneshot;
 
 pub use record::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, RecordOutcome};
 pub use writer::AuditWriter;
+
+use crate::supervise::{Home, Slot, Supervision};
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum AuditError {
@@ -51,9 +52,14 @@ impl Default for AuditConfig {
     }
 }
 
+/// The audit writer, supervised as `audit_writer`. A restart keeps nothing but what the
+/// database holds: records the failed incarnation still buffered are answered `audit
+/// unavailable` (never acknowledged), a batch it had already handed to the database
+/// finishes and is answered with what really happened, and the next batch re-reads the
+/// chain head under the chain lock.
 #[derive(Clone)]
 pub struct AuditHandle {
-    addr: Addr<AuditWriter>,
+    slot: Slot<AuditWriter>,
     healthy: Arc<AtomicBool>,
     config: AuditConfig,
 }
@@ -62,16 +68,18 @@ impl AuditHandle {
     pub fn start(
         pool: deadpool_postgres::Pool,
         config: AuditConfig,
-        arbiter: &actix::ArbiterHandle,
+        supervision: &Supervision,
     ) -> Self {
         let healthy = Arc::new(AtomicBool::new(true));
         let h = healthy.clone();
-        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
-            ctx.set_mailbox_capacity(config.mailbox);
-            AuditWriter::new(pool, config.max_batch, h)
-        });
+        let slot = supervision.supervise(
+            "audit_writer".into(),
+            Home::Audit,
+            config.mailbox,
+            move |_| AuditWriter::new(pool.clone(), config.max_batch, h.clone()),
+        );
         Self {
-            addr,
+            slot,
             healthy,
             config,
         }
@@ -85,7 +93,8 @@ impl AuditHandle {
     /// Appends `record` and waits until it is durable; returns its sequence number.
     pub async fn append(&self, record: AuditRecord) -> Result<i64, AuditError> {
         let (tx, rx) = oneshot::channel();
-        self.addr
+        self.slot
+            .addr()
             .try_send(writer::Append {
                 record: record.normalized(),
                 reply: tx,

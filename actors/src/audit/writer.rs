@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use super::record::{chain_hash, AuditRecord, GENESIS};
 use super::AuditError;
+use crate::supervise::supervisable;
 
 /// Arbitrary constant naming the audit chain lock ("ILAUDIT").
 const CHAIN_LOCK: i64 = 0x494c_4155_4449_5400;
@@ -26,7 +27,12 @@ pub struct AuditWriter {
     head: Option<Head>,
 }
 
+supervisable!(AuditWriter);
+
 impl AuditWriter {
+    /// Every incarnation starts with an empty buffer and the chain head unknown: its first
+    /// batch reads the head under the chain lock (after any batch of its predecessor's that
+    /// is still committing).
     pub(super) fn new(
         pool: deadpool_postgres::Pool,
         max_batch: usize,
@@ -52,32 +58,37 @@ impl AuditWriter {
         let (records, replies): (Vec<AuditRecord>, Vec<Reply>) = batch.into_iter().unzip();
         let records: Vec<AuditRecord> = records.into_iter().map(AuditRecord::storable).collect();
         let pool = self.pool.clone();
-        let started = Instant::now();
-        let size = records.len();
+        let healthy = self.healthy.clone();
         let head = self.head.take();
-        ctx.spawn(
-            async move { write_all(&pool, records, head).await }
-                .into_actor(self)
-                .map(move |(results, head), act, ctx| {
-                    act.head = head;
-                    metrics::histogram!("interlock_audit_batch_size").record(size as f64);
-                    metrics::histogram!("interlock_audit_commit_seconds")
-                        .record(started.elapsed().as_secs_f64());
-                    let reachable = results.iter().any(Result::is_ok)
-                        || results
-                            .iter()
-                            .any(|r| matches!(r, Err(e) if e.is_statement_error()));
-                    act.healthy.store(reachable, Ordering::Release);
-                    for (result, reply) in results.into_iter().zip(replies) {
-                        let _ = reply.send(result.map_err(|e| {
-                            tracing::error!(error = %e, "audit record could not be committed");
-                            AuditError::Unavailable
-                        }));
-                    }
-                    act.flushing = false;
-                    act.flush(ctx);
-                }),
-        );
+        let (done, committed) = oneshot::channel();
+        // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
+        // transaction still ends (committed or failed, never left open on a pooled
+        // connection) and its callers are answered with what really happened.
+        actix_rt::spawn(async move {
+            let started = Instant::now();
+            let size = records.len();
+            let (results, head) = write_all(&pool, records, head).await;
+            metrics::histogram!("interlock_audit_batch_size").record(size as f64);
+            metrics::histogram!("interlock_audit_commit_seconds")
+                .record(started.elapsed().as_secs_f64());
+            let reachable = results.iter().any(Result::is_ok)
+                || results
+                    .iter()
+                    .any(|r| matches!(r, Err(e) if e.is_statement_error()));
+            healthy.store(reachable, Ordering::Release);
+            for (result, reply) in results.into_iter().zip(replies) {
+                let _ = reply.send(result.map_err(|e| {
+                    tracing::error!(error = %e, "audit record could not be committed");
+                    AuditError::Unavailable
+                }));
+            }
+            let _ = done.send(head);
+        });
+        ctx.spawn(committed.into_actor(self).map(|head, act, ctx| {
+            act.head = head.ok().flatten();
+            act.flushing = false;
+            act.flush(ctx);
+        }));
     }
 }
 

@@ -1,36 +1,60 @@
 //! The actor owning one source's breaker state.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix::{Actor, Context, Handler, Message};
 use chrono::Utc;
 use tokio::sync::watch;
 
-use super::state::{Admission, Breaker, BreakerConfig, CircuitState, Transition};
+use super::state::{Admission, Breaker, BreakerConfig, CircuitState, Restored, Transition};
 use super::{BreakerSnapshot, ForceAction};
 use crate::events::{Event, EventBus};
+use crate::supervise::supervisable;
 
 pub struct BreakerActor {
     source: String,
     breaker: Breaker,
-    snapshot: watch::Sender<BreakerSnapshot>,
+    /// Outlives the actor (the handle's receivers read it), so a restarted actor continues
+    /// from the last state it published.
+    snapshot: Arc<watch::Sender<BreakerSnapshot>>,
     events: EventBus,
     last_error: Option<String>,
 }
 
+supervisable!(BreakerActor);
+
 impl BreakerActor {
+    /// Incarnation 0 starts closed; a restarted one continues from the published snapshot.
     pub(super) fn new(
         source: String,
         config: BreakerConfig,
-        snapshot: watch::Sender<BreakerSnapshot>,
+        snapshot: Arc<watch::Sender<BreakerSnapshot>>,
         events: EventBus,
+        incarnation: u64,
     ) -> Self {
+        let now = Instant::now();
+        let (breaker, last_error) = if incarnation == 0 {
+            (Breaker::new(config, now), None)
+        } else {
+            let last = snapshot.borrow().clone();
+            let age = (Utc::now() - last.since).to_std().unwrap_or_default();
+            let from = Restored {
+                state: last.state,
+                since: now.checked_sub(age).unwrap_or(now),
+                forced: last.forced,
+                failures: last.window_failures,
+                successes: last.window_successes,
+            };
+            tracing::info!(%source, state = last.state.as_str(), forced = last.forced, "circuit breaker restored after a restart");
+            (Breaker::restore(config, from, now), last.last_error)
+        };
         Self {
             source,
-            breaker: Breaker::new(config, Instant::now()),
+            breaker,
             snapshot,
             events,
-            last_error: None,
+            last_error,
         }
     }
 

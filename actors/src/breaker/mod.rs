@@ -8,9 +8,9 @@
 mod actor;
 pub mod state;
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -19,6 +19,7 @@ pub use actor::BreakerActor;
 pub use state::{Admission, BreakerConfig, CircuitState, Transition};
 
 use crate::events::EventBus;
+use crate::supervise::{Home, Slot, Supervision};
 use crate::ActorError;
 
 /// What operators see of a breaker.
@@ -50,20 +51,23 @@ pub enum SourceReport {
 
 const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// One source's breaker. Supervised as `circuit_breaker:<source>`: a restarted actor
+/// continues from the snapshot its predecessor published (state, since, forced, window
+/// counts), so a restart neither closes an open circuit nor releases a forced one.
 #[derive(Clone)]
 pub struct BreakerHandle {
-    addr: Addr<BreakerActor>,
+    slot: Slot<BreakerActor>,
     snapshot: watch::Receiver<BreakerSnapshot>,
     open_for: Duration,
 }
 
 impl BreakerHandle {
-    /// Starts the breaker of `source` on `arbiter`.
+    /// Starts the breaker of `source` under `supervision`.
     pub fn start(
         source: &str,
         config: BreakerConfig,
         events: EventBus,
-        arbiter: &actix::ArbiterHandle,
+        supervision: &Supervision,
     ) -> Result<Self, ActorError> {
         config.validate().map_err(ActorError::Config)?;
         let (tx, rx) = watch::channel(BreakerSnapshot {
@@ -74,13 +78,24 @@ impl BreakerHandle {
             window_successes: 0,
             last_error: None,
         });
-        let source = source.to_string();
-        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
-            ctx.set_mailbox_capacity(4096);
-            BreakerActor::new(source, config, tx, events)
-        });
+        let tx = Arc::new(tx);
+        let name = source.to_string();
+        let slot = supervision.supervise(
+            format!("circuit_breaker:{source}"),
+            Home::Breakers,
+            4096,
+            move |incarnation| {
+                BreakerActor::new(
+                    name.clone(),
+                    config,
+                    tx.clone(),
+                    events.clone(),
+                    incarnation,
+                )
+            },
+        );
         Ok(Self {
-            addr,
+            slot,
             snapshot: rx,
             open_for: config.open_for,
         })
@@ -115,7 +130,7 @@ impl BreakerHandle {
         // waiting for the actor (no cross-thread round trip on the hot path). Failures and
         // probe outcomes are awaited, so the next call already sees the circuit they move.
         if answered_while_closed {
-            if let Err(e) = self.addr.try_send(msg) {
+            if let Err(e) = self.slot.addr().try_send(msg) {
                 tracing::warn!(error = %e, "circuit breaker did not take an outcome");
             }
             return;
@@ -150,19 +165,14 @@ impl BreakerHandle {
         self.snapshot.borrow().clone()
     }
 
-    /// False once the actor has stopped; the owner then starts a new one.
-    pub fn is_alive(&self) -> bool {
-        self.addr.connected()
-    }
-
     async fn send<M>(&self, msg: M) -> Result<M::Result, ActorError>
     where
         M: actix::Message + Send + 'static,
         M::Result: Send,
         BreakerActor: actix::Handler<M>,
     {
-        self.addr
-            .send(msg)
+        let request = self.slot.addr().send(msg);
+        request
             .timeout(SEND_TIMEOUT)
             .await
             .map_err(|e| ActorError::Mailbox(format!("circuit breaker: {e}")))

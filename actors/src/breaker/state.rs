@@ -89,6 +89,16 @@ pub struct Transition {
     pub reason: String,
 }
 
+/// What a restarted breaker continues from (see [`Breaker::restore`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Restored {
+    pub state: CircuitState,
+    pub since: Instant,
+    pub forced: bool,
+    pub failures: u32,
+    pub successes: u32,
+}
+
 const BUCKETS: u32 = 10;
 
 #[derive(Debug, Clone, Copy)]
@@ -121,6 +131,31 @@ impl Breaker {
             probes_in_flight: 0,
             probe_successes: 0,
             forced: None,
+        }
+    }
+
+    /// A breaker continuing from what its previous actor published (after a restart): the
+    /// same state since the same instant, still forced if it was, and the window's counts
+    /// carried as one bucket starting now (so they age out a little later than they would
+    /// have, never earlier). No probe is in flight: a half-open circuit may admit its probes
+    /// again.
+    pub fn restore(config: BreakerConfig, from: Restored, now: Instant) -> Self {
+        let mut window = VecDeque::new();
+        if from.state == CircuitState::Closed && from.failures + from.successes > 0 {
+            window.push_back(Bucket {
+                start: now,
+                failures: from.failures,
+                successes: from.successes,
+            });
+        }
+        Self {
+            config,
+            state: from.state,
+            since: from.since,
+            window,
+            probes_in_flight: 0,
+            probe_successes: 0,
+            forced: (from.forced && from.state == CircuitState::Open).then_some(CircuitState::Open),
         }
     }
 

@@ -3,22 +3,25 @@
 use std::sync::Arc;
 
 use actix::{Actor, Context, Handler, Message};
-use dashmap::DashMap;
-use moka::future::Cache;
 
-use super::CachedResult;
+use super::Shared;
+use crate::supervise::supervisable;
 
 pub struct CacheActor {
-    cache: Cache<[u8; 32], Arc<CachedResult>>,
-    generations: Arc<DashMap<(String, String, String), u64>>,
+    shared: Arc<Shared>,
 }
 
+supervisable!(CacheActor);
+
 impl CacheActor {
-    pub(super) fn new(
-        cache: Cache<[u8; 32], Arc<CachedResult>>,
-        generations: Arc<DashMap<(String, String, String), u64>>,
-    ) -> Self {
-        Self { cache, generations }
+    /// Incarnation 0 starts with the cache as it is (empty); a restarted one first empties
+    /// it and moves the epoch, because an invalidation its predecessor held may be lost.
+    pub(super) fn new(shared: Arc<Shared>, incarnation: u64) -> Self {
+        if incarnation > 0 {
+            tracing::warn!("result cache emptied after its actor restarted");
+            shared.clear();
+        }
+        Self { shared }
     }
 }
 
@@ -37,20 +40,6 @@ impl Handler<Invalidate> for CacheActor {
     type Result = ();
 
     fn handle(&mut self, msg: Invalidate, _: &mut Context<Self>) {
-        for (schema, table) in &msg.tables {
-            *self
-                .generations
-                .entry((msg.source.clone(), schema.clone(), table.clone()))
-                .or_insert(0) += 1;
-        }
-        let source = msg.source;
-        let tables = msg.tables;
-        let result = self.cache.invalidate_entries_if(move |_, v| {
-            v.source == source && v.tables.iter().any(|t| tables.contains(t))
-        });
-        if let Err(e) = result {
-            tracing::error!(error = %e, "result cache invalidation failed; clearing the whole cache");
-            self.cache.invalidate_all();
-        }
+        self.shared.invalidate(msg.source, msg.tables);
     }
 }

@@ -6,13 +6,18 @@
 //! entries. A read records the generations it saw before executing and inserts only if none
 //! moved meanwhile, so a result computed before an approved write can never be cached after
 //! that write's invalidation.
+//!
+//! Supervised as `result_cache`: a restarted actor empties the cache and moves the epoch
+//! (which every observed generation includes), so nothing computed before the restart is
+//! inserted or served after it. An invalidation the actor cannot take (it is down) is done
+//! on the caller's thread instead, so it is never lost.
 
 mod actor;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::Addr;
 use dashmap::DashMap;
 use moka::future::Cache;
 use moka::Expiry;
@@ -20,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 pub use actor::CacheActor;
 
-use crate::ActorError;
+use crate::supervise::{Home, Slot, Supervision};
 
 /// A cached result: the masked rows (shared, never copied on a hit), why they were cut if
 /// they were (`"row_limit"`, `"byte_limit"`), plus what invalidation needs.
@@ -72,39 +77,72 @@ impl Expiry<[u8; 32], Arc<CachedResult>> for PerEntryTtl {
     }
 }
 
-/// Generation counters observed before executing a read.
-#[derive(Debug, Clone)]
-pub struct Generations(Vec<u64>);
+/// The cache's epoch and the generation counters of the tables of a read, observed before
+/// executing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generations(u64, Vec<u64>);
 
-#[derive(Clone)]
-pub struct CacheHandle {
+/// What the handle and the actor share (and what outlives the actor).
+pub(crate) struct Shared {
     cache: Cache<[u8; 32], Arc<CachedResult>>,
-    generations: Arc<DashMap<(String, String, String), u64>>,
-    addr: Addr<CacheActor>,
+    generations: DashMap<(String, String, String), u64>,
+    /// Moved when the cache is emptied wholesale (the actor restarted).
+    epoch: AtomicU64,
 }
 
-impl CacheHandle {
-    pub fn start(arbiter: &actix::ArbiterHandle, max_entries: u64) -> Self {
-        let cache = Cache::builder()
-            .max_capacity(max_entries)
-            .expire_after(PerEntryTtl)
-            .support_invalidation_closures()
-            .build();
-        let generations = Arc::new(DashMap::new());
-        let (c, g) = (cache.clone(), generations.clone());
-        let addr = actix::Actor::start_in_arbiter(arbiter, move |ctx| {
-            ctx.set_mailbox_capacity(1024);
-            CacheActor::new(c, g)
+impl Shared {
+    /// Bumps the generation of each of `tables`, then drops the entries of `source` that
+    /// read one of them.
+    fn invalidate(&self, source: String, tables: Vec<(String, String)>) {
+        for (schema, table) in &tables {
+            *self
+                .generations
+                .entry((source.clone(), schema.clone(), table.clone()))
+                .or_insert(0) += 1;
+        }
+        let result = self.cache.invalidate_entries_if(move |_, v| {
+            v.source == source && v.tables.iter().any(|t| tables.contains(t))
         });
-        Self {
-            cache,
-            generations,
-            addr,
+        if let Err(e) = result {
+            tracing::error!(error = %e, "result cache invalidation failed; clearing the whole cache");
+            self.clear();
         }
     }
 
+    /// Drops every entry; reads in flight will not insert theirs.
+    fn clear(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.cache.invalidate_all();
+    }
+}
+
+#[derive(Clone)]
+pub struct CacheHandle {
+    shared: Arc<Shared>,
+    slot: Slot<CacheActor>,
+}
+
+impl CacheHandle {
+    /// Starts the invalidation actor under `supervision`.
+    pub fn start(supervision: &Supervision, max_entries: u64) -> Self {
+        let shared = Arc::new(Shared {
+            cache: Cache::builder()
+                .max_capacity(max_entries)
+                .expire_after(PerEntryTtl)
+                .support_invalidation_closures()
+                .build(),
+            generations: DashMap::new(),
+            epoch: AtomicU64::new(0),
+        });
+        let s = shared.clone();
+        let slot = supervision.supervise("result_cache".into(), Home::PerCall, 1024, move |n| {
+            CacheActor::new(s.clone(), n)
+        });
+        Self { shared, slot }
+    }
+
     pub async fn get(&self, key: &[u8; 32]) -> Option<Arc<CachedResult>> {
-        let hit = self.cache.get(key).await;
+        let hit = self.shared.cache.get(key).await;
         metrics::counter!("interlock_cache_lookups_total", "result" => if hit.is_some() { "hit" } else { "miss" })
             .increment(1);
         hit
@@ -113,10 +151,12 @@ impl CacheHandle {
     /// The generations of `tables` now; take this before executing the read.
     pub fn generations(&self, source: &str, tables: &[(String, String)]) -> Generations {
         Generations(
+            self.shared.epoch.load(Ordering::Acquire),
             tables
                 .iter()
                 .map(|(s, t)| {
-                    self.generations
+                    self.shared
+                        .generations
                         .get(&(source.to_string(), s.clone(), t.clone()))
                         .map_or(0, |g| *g)
                 })
@@ -124,32 +164,30 @@ impl CacheHandle {
         )
     }
 
-    /// Inserts unless a table's generation moved since `seen`.
+    /// Inserts unless the epoch or a table's generation moved since `seen`.
     pub async fn insert(&self, key: [u8; 32], value: CachedResult, seen: &Generations) {
-        if self.generations(&value.source, &value.tables).0 != seen.0 || value.ttl.is_zero() {
+        if value.ttl.is_zero() || self.generations(&value.source, &value.tables) != *seen {
             return;
         }
-        self.cache.insert(key, Arc::new(value)).await;
+        self.shared.cache.insert(key, Arc::new(value)).await;
     }
 
     /// Drops every entry of `source` that read one of `tables` (after an approved write).
-    pub async fn invalidate(
-        &self,
-        source: &str,
-        tables: Vec<(String, String)>,
-    ) -> Result<(), ActorError> {
-        self.addr
-            .send(actor::Invalidate {
-                source: source.to_string(),
-                tables,
-            })
-            .timeout(Duration::from_secs(5))
-            .await
-            .map_err(|e| ActorError::Mailbox(format!("result cache: {e}")))
+    /// When the actor cannot take it (down, restarting, stalled), the invalidation is done
+    /// here instead: it is never skipped.
+    pub async fn invalidate(&self, source: &str, tables: Vec<(String, String)>) {
+        let request = self.slot.addr().send(actor::Invalidate {
+            source: source.to_string(),
+            tables: tables.clone(),
+        });
+        if let Err(e) = request.timeout(Duration::from_secs(5)).await {
+            tracing::warn!(error = %e, "result cache actor unavailable; invalidating on the caller's thread");
+            self.shared.invalidate(source.to_string(), tables);
+        }
     }
 
     /// Entries currently held (approximate, for operators).
     pub fn entry_count(&self) -> u64 {
-        self.cache.entry_count()
+        self.shared.cache.entry_count()
     }
 }

@@ -11,6 +11,7 @@ use governor::{DefaultDirectRateLimiter, Quota as GQuota, RateLimiter};
 use uuid::Uuid;
 
 use super::{Quota, RateLimited, RateRequest};
+use crate::supervise::supervisable;
 
 /// Buckets idle this long are dropped (a fresh bucket starts full, which is what an idle
 /// bucket would have refilled to anyway).
@@ -92,6 +93,8 @@ impl Buckets {
 pub struct RateLimitActor {
     buckets: Buckets,
 }
+
+supervisable!(RateLimitActor);
 
 impl RateLimitActor {
     pub(super) fn new(buckets: Buckets) -> Self {

@@ -9,10 +9,11 @@ mod actor;
 
 use std::time::Duration;
 
-use actix::Addr;
 use uuid::Uuid;
 
 pub use actor::RateLimitActor;
+
+use crate::supervise::{Home, Slot, Supervision};
 
 /// A sustained rate and a burst.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,28 +39,32 @@ pub struct RateLimited {
     pub retry_after: Duration,
 }
 
+/// The rate limiter. Its buckets live outside the actor (supervised as `rate_limiter`), so a
+/// restart changes nothing a caller can see: spent budgets stay spent, and no identity gets
+/// a fresh burst.
 #[derive(Clone)]
 pub struct RateLimitHandle {
-    addr: Addr<RateLimitActor>,
+    _evictor: Slot<RateLimitActor>,
     buckets: actor::Buckets,
 }
 
 impl RateLimitHandle {
-    /// Starts the eviction actor on `arbiter`.
-    pub fn start(arbiter: &actix::ArbiterHandle) -> Self {
+    /// Starts the eviction actor under `supervision`.
+    pub fn start(supervision: &Supervision) -> Self {
         let buckets = actor::Buckets::default();
         let shared = buckets.clone();
-        let addr = actix::Actor::start_in_arbiter(arbiter, move |_| RateLimitActor::new(shared));
-        Self { addr, buckets }
+        let evictor = supervision.supervise("rate_limiter".into(), Home::PerCall, 16, move |_| {
+            RateLimitActor::new(shared.clone())
+        });
+        Self {
+            _evictor: evictor,
+            buckets,
+        }
     }
 
     /// `Ok` allowed; `Err` refused, with the wait. Answered on the caller's thread,
     /// without a round trip through the actor.
     pub fn check(&self, request: &RateRequest) -> Result<(), RateLimited> {
         self.buckets.check(request)
-    }
-
-    pub fn is_alive(&self) -> bool {
-        self.addr.connected()
     }
 }

@@ -1,5 +1,5 @@
-//! `GET /admin/events`: server-sent events for consoles — circuit changes (operators) and
-//! approval lifecycle events (approvers see their sources only).
+//! `GET /admin/events`: server-sent events for consoles — circuit changes and actor restarts
+//! (operators) and approval lifecycle events (approvers see their sources only).
 
 use std::time::Duration;
 
@@ -33,8 +33,7 @@ pub async fn stream(caller: Admin<Staff>, state: web::Data<AppState>) -> HttpRes
                 }
                 Err(RecvError::Closed) => return,
             };
-            let circuit = event.name() == "circuit.changed";
-            if (circuit && !caller.is_operator()) || !caller.sees(event.source()) {
+            if (event.operator_only() && !caller.is_operator()) || !caller.sees(event.source()) {
                 continue;
             }
             let data = serde_json::to_string(&event).unwrap_or_default();

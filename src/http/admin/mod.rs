@@ -6,11 +6,12 @@
 //! | `POST /admin/approvals/{id}/approve`, `/reject` | approvers scoped to the source |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
-//! | sources, circuits, identities, audit | operators |
+//! | sources, circuits, actors, identities, audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
+mod actors;
 mod approvals;
 mod audit;
 mod audit_log;
@@ -55,6 +56,7 @@ pub fn routes() -> actix_web::Scope<
         .route("/approvals/{id}/reject", web::post().to(approvals::reject))
         .route("/events", web::get().to(events::stream))
         .route("/whoami", web::get().to(auth::whoami))
+        .route("/actors", web::get().to(actors::list))
         .route("/sources", web::get().to(sources::list))
         .route("/sources", web::post().to(sources::create))
         .route("/sources/{id}", web::get().to(sources::show))

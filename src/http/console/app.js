@@ -20,6 +20,7 @@
     pages: new Set(),
     page: null,
     sources: new Map(), // id -> source_json
+    actors: [], // GET /admin/actors
     sourceRows: new Map(), // id -> row refs
     sourcesLoadedAt: null,
     pending: new Map(), // id -> approval
@@ -398,9 +399,10 @@
     for (const t of state.timers) clearInterval(t);
     state.timers = [];
     sessionStorage.removeItem(KEY_STORAGE);
-    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null });
+    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null, actors: [] });
     for (const m of [state.sources, state.sourceRows, state.pending, state.pendingCards, state.history, state.historyItems]) m.clear();
     clear($("sources-body"));
+    clear($("actors-body"));
     clear($("pending-list"));
     clear($("history-list"));
     clear($("audit-body"));
@@ -575,6 +577,10 @@
       case "circuit.changed":
         onCircuitChanged(ev);
         break;
+      case "actor.restarted":
+        announce(`Actor ${ev.actor} was restarted (${ev.reason}).`, "warn");
+        if (state.pages.has("sources") && state.page === "sources") loadSources({ quiet: true });
+        break;
       case "approval.created":
       case "approval.decided":
       case "approval.executed":
@@ -609,7 +615,9 @@
     if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 8 } }, "Loading sources…")));
     sourcesLoading = (async () => {
       try {
-        const data = await api("/admin/sources");
+        const [data, actors] = await Promise.all([api("/admin/sources"), api("/admin/actors")]);
+        state.actors = actors.actors || [];
+        renderActors();
         const list = (data.sources || []).slice().sort((a, b) => a.id.localeCompare(b.id));
         const seen = new Set();
         for (const s of list) {
@@ -661,6 +669,16 @@
     if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "empty-cell" }, "No sources are registered.")));
     renderSourcesSummary();
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
+  }
+
+  function renderActors() {
+    const rows = (state.actors || []).map((a) => h("tr", { dataset: { actor: a.actor, up: String(a.up) }, className: a.up ? "" : "row-open" },
+      h("th", { attrs: { scope: "row" }, className: "mono" }, a.actor),
+      h("td", {}, h("span", { className: `dot ${a.up ? "dot-closed" : "dot-open"}`, attrs: { "aria-hidden": "true" } }), a.up ? " up" : " down"),
+      h("td", { className: "num" }, String(a.restarts)),
+      h("td", { className: "small" }, a.last_failure || "—"),
+      h("td", { className: "small muted" }, absTime(a.since))));
+    replaceChildren($("actors-body"), ...rows);
   }
 
   function renderSourcesSummary() {
