@@ -438,6 +438,11 @@ async function phaseOperatorOpen(context) {
   check("an operator sees Sources, Approvals and Audit", JSON.stringify(await visibleNav(page)) === '["sources","approvals","audit"]', JSON.stringify(await visibleNav(page)));
   await openSources(page);
   check("the Sources page lists shop", true);
+  await page.waitForSelector('#actors-body tr[data-actor="audit_writer"]', { timeout: 10000 });
+  const actors = await page.$$eval("#actors-body tr", (rows) => rows.map((r) => [r.dataset.actor, r.dataset.up]));
+  check("the Sources page lists the supervised actors, all up",
+    ["audit_writer", "approval_queue", "rate_limiter", "result_cache", "circuit_breaker:shop"].every((a) => actors.some(([name, up]) => name === a && up === "true")),
+    JSON.stringify(actors));
 
   // Wait for the breaker to open (the harness stopped shop's database and fired failing queries;
   // more failing reads are fired here until it opens).
