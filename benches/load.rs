@@ -242,9 +242,8 @@ fn breakdown(
         let n = c1 - c0;
         (n > 0.0).then(|| format!("{name} {:.0}", (s1 - s0) / n * scale))
     };
-    interlock::stages::CallStage::ALL
-        .iter()
-        .filter_map(|s| mean(s.name(), 1e6))
+    interlock::stages::in_call_order()
+        .filter_map(|s| mean(s, 1e6))
         .chain(mean("audit commit", 1e6))
         .chain(mean("audit batch", 1.0))
         .collect::<Vec<_>>()

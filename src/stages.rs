@@ -1,87 +1,43 @@
-//! The stages of a governed call, as timed in `/metrics` (`interlock_stage_seconds`, one
-//! series per stage) and printed by the load benchmark's per-stage breakdown.
+//! The timed stages of a governed call, as exported in `/metrics` (`interlock_stage_seconds`,
+//! one series per stage) and printed by the load benchmark's per-stage breakdown.
 //!
-//! The governance order itself is declared in [`crate::pipeline::steps`]; these stages are
-//! how long each part of the gateway's work takes, including the parts around governance
-//! (decoding the request, rendering the answer).
+//! The governance steps declared in [`crate::pipeline::steps`] are the stages: each call's
+//! trail times every step it enters, from entering it to entering the next (so the profile
+//! and the declared order cannot drift apart). Around them, the adapter's own work is timed
+//! here as [`CallStage`]s: decoding the request, checking the arguments against their
+//! schema, rendering the answer.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// One timed stage.
+use crate::pipeline::steps::{GovernanceStep, ORDER};
+
+/// The adapter's work around the governance steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallStage {
     /// HTTP body to a dispatched JSON-RPC message (headers, JSON parse, method ladder).
     Decode,
     /// The tool's arguments against its JSON Schema.
-    Arguments,
-    /// API key to identity.
-    Identity,
-    /// Source lookup and the caller's role on it (the access profile).
-    Source,
-    /// Catalog lookup, SQL parse, classification, resolution and policy.
-    Decision,
-    /// The caller's rate budgets.
-    RateLimit,
-    /// Result-cache lookup and insert.
-    Cache,
-    /// Circuit-breaker admission and the recorded outcome.
-    Breaker,
-    /// The statement on the source (connection checkout included).
-    Execution,
-    /// Masks applied and rows turned into JSON objects.
-    Masking,
+    Schema,
     /// The answer rendered and serialized for its adapter.
     Render,
-    /// Waiting for the call's audit record to be durable.
-    Audit,
 }
 
 impl CallStage {
-    /// Every stage, in the order a governed read passes them.
-    pub const ALL: [CallStage; 12] = [
-        CallStage::Decode,
-        CallStage::Arguments,
-        CallStage::Identity,
-        CallStage::Source,
-        CallStage::Decision,
-        CallStage::RateLimit,
-        CallStage::Cache,
-        CallStage::Breaker,
-        CallStage::Execution,
-        CallStage::Masking,
-        CallStage::Render,
-        CallStage::Audit,
-    ];
+    pub const ALL: [CallStage; 3] = [CallStage::Decode, CallStage::Schema, CallStage::Render];
 
     /// The `stage` label.
     pub fn name(self) -> &'static str {
         match self {
             CallStage::Decode => "decode",
-            CallStage::Arguments => "arguments",
-            CallStage::Identity => "identity",
-            CallStage::Source => "source",
-            CallStage::Decision => "decision",
-            CallStage::RateLimit => "rate_limit",
-            CallStage::Cache => "cache",
-            CallStage::Breaker => "breaker",
-            CallStage::Execution => "execution",
-            CallStage::Masking => "masking",
+            CallStage::Schema => "schema",
             CallStage::Render => "render",
-            CallStage::Audit => "audit",
         }
-    }
-
-    /// Its place in [`CallStage::ALL`] (declaration order; the unit test keeps them equal).
-    fn index(self) -> usize {
-        self as usize
     }
 
     /// Records `elapsed` for this stage.
     pub fn record(self, elapsed: Duration) {
-        if let Some(h) = handles().get(self.index()) {
-            h.record(elapsed.as_secs_f64());
-        }
+        record(self as usize, elapsed);
     }
 
     /// Records the time since `started` for this stage.
@@ -96,40 +52,63 @@ impl CallStage {
         self.since(started);
         out
     }
+}
 
-    /// Awaits `f` and records how long it took.
-    pub async fn time_async<T>(self, f: impl std::future::Future<Output = T>) -> T {
-        let started = Instant::now();
-        let out = f.await;
-        self.since(started);
-        out
+/// Records `elapsed` for a governance step (see [`crate::pipeline::steps::Trail`]).
+pub fn record_step(step: GovernanceStep, elapsed: Duration) {
+    record(CallStage::ALL.len() + step as usize, elapsed);
+}
+
+/// Every `stage` label: the adapter's stages, then the governance steps in their order.
+pub fn labels() -> impl Iterator<Item = &'static str> {
+    CallStage::ALL
+        .iter()
+        .map(|s| s.name())
+        .chain(ORDER.iter().map(|s| s.name()))
+}
+
+/// Every `stage` label in the order a governed call passes them: decode, schema, the
+/// governance steps, render.
+pub fn in_call_order() -> impl Iterator<Item = &'static str> {
+    [CallStage::Decode.name(), CallStage::Schema.name()]
+        .into_iter()
+        .chain(ORDER.iter().map(|s| s.name()))
+        .chain(std::iter::once(CallStage::Render.name()))
+}
+
+fn record(index: usize, elapsed: Duration) {
+    if let Some(h) = handles().get(index) {
+        h.record(elapsed.as_secs_f64());
     }
 }
 
-/// One histogram handle per stage, registered once (after the recorder is installed by
-/// the gateway; before that, and in unit tests, the handles record nothing).
+/// One histogram handle per label, registered once (after the recorder is installed by the
+/// gateway; before that, and in unit tests, the handles record nothing).
 fn handles() -> &'static [metrics::Histogram] {
     static HANDLES: OnceLock<Vec<metrics::Histogram>> = OnceLock::new();
     HANDLES.get_or_init(|| {
-        CallStage::ALL
-            .iter()
-            .map(|s| metrics::histogram!("interlock_stage_seconds", "stage" => s.name()))
+        labels()
+            .map(|label| metrics::histogram!("interlock_stage_seconds", "stage" => label))
             .collect()
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::CallStage;
+    use super::{in_call_order, labels, CallStage};
 
     #[test]
-    fn every_stage_has_a_distinct_label_and_its_own_index() {
-        let mut names: Vec<&str> = CallStage::ALL.iter().map(|s| s.name()).collect();
+    fn every_stage_has_a_distinct_label_at_its_index() {
         for (i, s) in CallStage::ALL.iter().enumerate() {
-            assert_eq!(s.index(), i);
+            assert_eq!(*s as usize, i);
         }
+        let mut names: Vec<&str> = labels().collect();
+        let all = names.len();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), CallStage::ALL.len());
+        assert_eq!(names.len(), all);
+        let mut ordered: Vec<&str> = in_call_order().collect();
+        ordered.sort_unstable();
+        assert_eq!(ordered, names, "the call order lists every label once");
     }
 }

@@ -13,10 +13,7 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use crate::control::{ControlError, ControlPool};
-
-/// Namespace of instance locks (two-key form: this class, the instance id).
-const LOCK_CLASS: i32 = 0x494c_4953; // "ILIS"
+use crate::control::{instances, ControlError, ControlPool};
 
 pub struct InstanceLock {
     pub id: i32,
@@ -50,30 +47,12 @@ impl InstanceLock {
 /// Takes the lock and keeps its connection busy-checked until it fails.
 async fn hold(pool: &ControlPool, id: i32, flag: &AtomicBool) -> Result<(), ControlError> {
     let conn = pool.get().await?;
-    let got: bool = conn
-        .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_CLASS, &id])
-        .await?
-        .get(0);
-    if !got {
+    if !instances::try_hold(&**conn, id).await? {
         return Err(ControlError::Conflict(format!("instance id {id} is taken")));
     }
     flag.store(true, Ordering::Release);
     loop {
         tokio::time::sleep(Duration::from_secs(5)).await;
-        conn.simple_query("SELECT 1").await?;
+        instances::keep_alive(&**conn).await?;
     }
-}
-
-/// True when the instance `id` is gone (its lock is free). Leaves the lock released.
-pub async fn instance_dead(client: &tokio_postgres::Client, id: i32) -> Result<bool, ControlError> {
-    let got: bool = client
-        .query_one("SELECT pg_try_advisory_lock($1, $2)", &[&LOCK_CLASS, &id])
-        .await?
-        .get(0);
-    if got {
-        client
-            .query_one("SELECT pg_advisory_unlock($1, $2)", &[&LOCK_CLASS, &id])
-            .await?;
-    }
-    Ok(got)
 }

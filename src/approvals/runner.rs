@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::instance::instance_dead;
 use crate::control::approval_lifecycle::{self as lifecycle, LostExecution};
-use crate::control::{profiles::load_profile, ControlError, ControlPool};
+use crate::control::{instances, profiles::load_profile, ControlError, ControlPool};
 use crate::governance::{decide, AllowedClass, SqlLimits};
 use crate::pipeline::{audit, mask, AuditDraft, Outcome};
 use crate::sources::postgres::execute::{self, Limits, Mode};
@@ -281,7 +280,9 @@ impl GatewayRunner {
         };
         for (id, by) in rows {
             let dead = match by {
-                Some(by) => instance_dead(&client, by).await.unwrap_or(false),
+                Some(by) => instances::instance_dead(&**client, by)
+                    .await
+                    .unwrap_or(false),
                 None => true,
             };
             if dead {

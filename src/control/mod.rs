@@ -8,6 +8,7 @@ pub mod approvals;
 pub mod audit;
 pub mod catalog;
 pub mod identities;
+pub mod instances;
 pub mod keys;
 pub mod migrate;
 pub mod policy_file;

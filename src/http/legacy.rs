@@ -60,7 +60,7 @@ pub async fn tools_call(
         auth(&req),
         token,
     );
-    let outcome = pipeline::call(&state, &ctx, &call.args).await;
+    let outcome = pipeline::call(&**state, &ctx, &call.args).await;
     to_http(crate::mcp::render_governed_legacy(&outcome))
 }
 
@@ -150,7 +150,7 @@ pub async fn sse_message(
                     .inflight
                     .register(key.as_deref(), &call.id, token.clone());
                 let ctx = CallContext::for_tool_call(&call, "mcp-legacy", rid, key, token);
-                let outcome = pipeline::call(&state, &ctx, &call.args).await;
+                let outcome = pipeline::call(&*state, &ctx, &call.args).await;
                 let reply = crate::mcp::render_governed(&outcome, &call, &state.server_info);
                 if let Some(b) = reply.body {
                     let _ = tx.send(event(&b)).await;

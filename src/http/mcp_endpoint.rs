@@ -118,7 +118,7 @@ pub async fn tool_call(
         .inflight
         .register(bearer_key.as_deref(), &call.id, token.clone());
     let ctx = CallContext::for_tool_call(&call, adapter, request_id, bearer_key, token.clone());
-    let prepared = match pipeline::prepare(&state, &ctx, &call.args).await {
+    let prepared = match pipeline::prepare(&*state, &ctx, &call.args).await {
         Ok(p) => p,
         Err(outcome) => {
             return CallStage::Render
@@ -135,7 +135,7 @@ pub async fn tool_call(
                 .send(event(&mcp::progress_notification(t, 0.0, Some("running"))))
                 .await;
         }
-        let outcome = prepared.run(&st, &token).await;
+        let outcome = prepared.run(&*st, &token).await;
         let started = std::time::Instant::now();
         let reply = mcp::render_governed(&outcome, &call, &st.server_info);
         let sent = reply.body.as_ref().map(event);

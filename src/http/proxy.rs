@@ -33,7 +33,7 @@ pub async fn list_sources(req: HttpRequest, state: web::Data<AppState>) -> HttpR
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    match pipeline::call(&state, &ctx, &ToolArgs::ListSources).await {
+    match pipeline::call(&**state, &ctx, &ToolArgs::ListSources).await {
         Outcome::Json(sources) => HttpResponse::Ok().json(json!({"sources": sources})),
         other => render(other),
     }
@@ -79,7 +79,7 @@ pub async fn query(
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    render(pipeline::call(&state, &ctx, &args).await)
+    render(pipeline::call(&**state, &ctx, &args).await)
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> HttpResponse {
@@ -146,5 +146,5 @@ pub async fn approval(
     let args = ToolArgs::ApprovalStatus(ApprovalStatusArgs {
         approval_id: path.into_inner(),
     });
-    render(pipeline::call(&state, &ctx, &args).await)
+    render(pipeline::call(&**state, &ctx, &args).await)
 }

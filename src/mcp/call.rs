@@ -55,12 +55,11 @@ pub fn prepare(
     let tool = tool_catalog
         .resolve(name)
         .ok_or_else(|| RpcError::unknown_tool(name))?;
-    let args = match crate::stages::CallStage::Arguments
-        .time(|| arguments::parse(tool, name, arguments))
-    {
-        Ok(args) => args,
-        Err(invalid) => return Ok(CallCheck::Invalid(invalid)),
-    };
+    let args =
+        match crate::stages::CallStage::Schema.time(|| arguments::parse(tool, name, arguments)) {
+            Ok(args) => args,
+            Err(invalid) => return Ok(CallCheck::Invalid(invalid)),
+        };
     let progress_token = message
         .meta()
         .and_then(|meta| meta.get(PROGRESS_TOKEN_META_KEY))

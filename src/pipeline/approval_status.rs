@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
+use super::ports::Ports;
 use super::query::rate_limit;
 use super::refusal::Refusal;
 use super::steps::GovernanceStep;
@@ -12,7 +13,6 @@ use super::Work;
 use crate::control::approvals;
 use crate::control::identities::Identity;
 use crate::mcp::ApprovalStatusArgs;
-use crate::AppState;
 
 /// The requester's view of an approval (the statement is theirs; decisions name approvers).
 pub fn status_json(a: &approvals::Approval) -> Value {
@@ -35,12 +35,12 @@ pub fn status_json(a: &approvals::Approval) -> Value {
 }
 
 pub async fn approval_status(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     args: &ApprovalStatusArgs,
 ) -> Result<Work, Outcome> {
-    rate_limit(state, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false)?;
     draft.enter(GovernanceStep::Execution);
     // A malformed id and someone else's approval are refused alike: not found.
     let not_found = || {
@@ -56,7 +56,7 @@ pub async fn approval_status(
         return Err(not_found().apply(draft));
     };
     draft.approval_id = Some(id);
-    match approvals::get(&state.control, id, Some(identity.id)).await {
+    match approvals::get(ports.control(), id, Some(identity.id)).await {
         Ok(Some(a)) => {
             draft.source = Some(a.source_id.clone());
             draft.allowed("status", &[]);

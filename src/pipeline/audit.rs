@@ -10,7 +10,8 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::outcome::Outcome;
-use crate::AppState;
+use super::ports::Ports;
+use super::steps::GovernanceStep;
 
 /// Longest statement text kept in an audit record (refused input can be long).
 const MAX_AUDITED_SQL: usize = 16 * 1024;
@@ -143,23 +144,30 @@ pub async fn append(
     draft: AuditDraft,
     outcome: &Outcome,
 ) -> Result<i64, interlock_actors::audit::AuditError> {
-    let tool = draft.tool.clone();
-    let adapter = draft.adapter;
+    let (tool, adapter) = (draft.tool.clone(), draft.adapter);
     let record = draft.into_record(outcome);
+    count(tool, adapter, &record);
+    audit.append(record).await
+}
+
+/// Counts a finished call in `/metrics`.
+fn count(tool: String, adapter: &'static str, record: &AuditRecord) {
     metrics::counter!("interlock_calls_total", "tool" => tool, "outcome" => record.outcome.as_str(), "adapter" => adapter)
         .increment(1);
     metrics::histogram!("interlock_call_seconds", "adapter" => adapter)
         .record(record.duration_us as f64 / 1_000_000.0);
-    audit.append(record).await
 }
 
 /// Appends the record and waits until it is durable. If the audit path cannot take it, the
 /// caller gets `unavailable: audit unavailable` instead of the outcome.
-pub async fn finish(state: &AppState, mut draft: AuditDraft, outcome: Outcome) -> Outcome {
-    draft.enter(super::steps::GovernanceStep::Audit);
-    let appended = crate::stages::CallStage::Audit
-        .time_async(append(&state.audit, draft, &outcome))
-        .await;
+pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome) -> Outcome {
+    draft.enter(GovernanceStep::Audit);
+    let started = Instant::now();
+    let (tool, adapter) = (draft.tool.clone(), draft.adapter);
+    let record = draft.into_record(&outcome);
+    count(tool, adapter, &record);
+    let appended = ports.append_audit(record).await;
+    crate::stages::record_step(GovernanceStep::Audit, started.elapsed());
     match appended {
         Ok(_) => outcome,
         Err(e) => {

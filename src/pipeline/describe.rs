@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
+use super::ports::Ports;
 use super::query::{rate_limit, source_and_profile};
 use super::refusal::Refusal;
 use super::steps::GovernanceStep;
@@ -16,26 +17,25 @@ use crate::governance::{
     RuleOrigin,
 };
 use crate::mcp::{DescribeAccessArgs, DescribeSourceArgs};
-use crate::AppState;
 
 /// Most tables listed per source.
 pub const MAX_TABLES: usize = 200;
 
 pub async fn describe_access(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     args: &DescribeAccessArgs,
 ) -> Result<Work, Outcome> {
-    rate_limit(state, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false)?;
     draft.enter(GovernanceStep::Execution);
     let only = args.source_id.as_deref();
     let mut out = Map::new();
-    for rt in state.sources.all() {
+    for rt in ports.sources() {
         if only.is_some_and(|o| o != rt.source.id) {
             continue;
         }
-        let profile = match state.profiles.get(identity.id, &rt.source.id).await {
+        let profile = match ports.profile(identity.id, &rt.source.id).await {
             Ok(Some(p)) => p,
             Ok(None) => continue,
             Err(e) => {
@@ -130,13 +130,13 @@ fn sql_resources(
 }
 
 pub async fn describe_source(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     args: &DescribeSourceArgs,
 ) -> Result<Work, Outcome> {
     let source_id = args.source_id.as_str();
-    let (rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
+    let (rt, profile) = source_and_profile(ports, draft, identity, source_id).await?;
     let answer = match rt.source.kind {
         SourceKind::Documents => json!({
             "source_id": source_id,
@@ -144,12 +144,12 @@ pub async fn describe_source(
             "introspection": "document collection: search it with interlock_discover",
         }),
         SourceKind::Postgres => {
-            let rows = describable_columns(state, draft, &rt, &profile.profile, source_id).await?;
+            let rows = describable_columns(ports, draft, &rt, &profile.profile, source_id).await?;
             draft.row_count = i64::try_from(rows.len()).ok();
             Value::Array(rows)
         }
     };
-    rate_limit(state, draft, identity, Some(source_id), false)?;
+    rate_limit(ports, draft, identity, Some(source_id), false)?;
     draft.enter(GovernanceStep::Execution);
     draft.allowed("describe", &[]);
     Ok(Work::Done(Outcome::Json(answer)))
@@ -158,14 +158,14 @@ pub async fn describe_source(
 /// The policy step of `interlock_describe_source` on a SQL source: the columns of every
 /// table the caller's roles allow describing, refused when there is none.
 async fn describable_columns(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     rt: &crate::sources::registry::SourceRuntime,
     profile: &AccessProfile,
     source_id: &str,
 ) -> Result<Vec<Value>, Outcome> {
     draft.enter(GovernanceStep::Policy);
-    let catalog = state.sources.catalog(rt).await.map_err(|e| {
+    let catalog = ports.catalog(rt).await.map_err(|e| {
         draft.error = Some(format!("catalog: {e}"));
         Outcome::Unavailable {
             reason: e.unavailable_reason().into(),

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
+use super::ports::Ports;
 use super::query::{rate_limit, source_and_profile};
 use super::refusal::Refusal;
 use super::steps::GovernanceStep;
@@ -12,7 +13,6 @@ use super::Work;
 use crate::control::identities::Identity;
 use crate::discovery::{self, DiscoverQuery, DiscoveryError, RelatedQuery};
 use crate::mcp::{DiscoverArgs, RelatedArgs};
-use crate::AppState;
 
 fn discovery_failure(draft: &mut AuditDraft, e: DiscoveryError) -> Outcome {
     let refusal = match e {
@@ -56,7 +56,7 @@ fn discovery_failure(draft: &mut AuditDraft, e: DiscoveryError) -> Outcome {
 }
 
 pub async fn discover(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     args: &DiscoverArgs,
@@ -66,13 +66,13 @@ pub async fn discover(
     draft.enter(GovernanceStep::Arguments);
     let query = DiscoverQuery::from_arguments(&args.filters)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
-    let (_rt, profile) = source_and_profile(state, draft, identity, source_id).await?;
+    let (_rt, profile) = source_and_profile(ports, draft, identity, source_id).await?;
     if !discovery::may_discover(&profile.profile) {
         return Err(discovery_failure(draft, DiscoveryError::Forbidden));
     }
-    rate_limit(state, draft, identity, Some(source_id), false)?;
+    rate_limit(ports, draft, identity, Some(source_id), false)?;
     draft.enter(GovernanceStep::Execution);
-    let client = state.control.get().await.map_err(|e| {
+    let client = ports.control().get().await.map_err(|e| {
         draft.error = Some(e.to_string());
         Outcome::control_unavailable()
     })?;
@@ -86,7 +86,7 @@ pub async fn discover(
 }
 
 pub async fn related(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     args: &RelatedArgs,
@@ -95,9 +95,9 @@ pub async fn related(
     let q = RelatedQuery::from_arguments(&args.fields)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     draft.action = Some("discover");
-    rate_limit(state, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false)?;
     draft.enter(GovernanceStep::Execution);
-    let client = state.control.get().await.map_err(|e| {
+    let client = ports.control().get().await.map_err(|e| {
         draft.error = Some(e.to_string());
         Outcome::control_unavailable()
     })?;
@@ -106,14 +106,11 @@ pub async fn related(
         .map_err(|e| discovery_failure(draft, e))?;
     let mut candidates = Vec::new();
     for source in sources {
-        let enabled = state
-            .sources
-            .get(&source)
-            .is_some_and(|rt| rt.source.enabled);
+        let enabled = ports.source(&source).is_some_and(|rt| rt.source.enabled);
         if !enabled {
             continue;
         }
-        if let Ok(Some(p)) = state.profiles.get(identity.id, &source).await {
+        if let Ok(Some(p)) = ports.profile(identity.id, &source).await {
             candidates.push((source, p.profile.clone()));
         }
     }

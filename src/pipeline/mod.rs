@@ -14,6 +14,11 @@
 //! A call is split in two so adapters can answer refusals before committing to a response
 //! form: [`prepare`] runs every step up to execution and returns either a [`PreparedCall`]
 //! or an already audited refusal; [`PreparedCall::run`] executes and audits.
+//!
+//! The steps reach the running gateway only through [`Ports`] (the gateway's `AppState`
+//! implements them), so the declared order is unit-tested with fakes
+//! (`tests/pipeline_order.rs`), and each step is timed as a stage of `/metrics` by the
+//! call's trail ([`steps::Trail`]).
 
 mod approval_status;
 pub mod audit;
@@ -22,6 +27,7 @@ mod discover_tool;
 pub mod identity;
 pub mod mask;
 pub mod outcome;
+pub mod ports;
 pub mod profiles;
 mod query;
 pub mod refusal;
@@ -36,12 +42,11 @@ use tokio_util::sync::CancellationToken;
 pub use approval_status::status_json;
 pub use audit::AuditDraft;
 pub use outcome::Outcome;
+pub use ports::Ports;
 pub use refusal::Refusal;
 
 use crate::control::identities::Identity;
 use crate::mcp::{ToolArgs, ToolKind};
-use crate::stages::CallStage;
-use crate::AppState;
 use steps::GovernanceStep;
 
 /// Who is calling, through what, and how to cancel it.
@@ -88,28 +93,28 @@ enum Work {
 
 impl PreparedCall {
     /// Executes (reads), queues (writes) or returns the prepared answer; then audits.
-    pub async fn run(self, state: &AppState, cancel: &CancellationToken) -> Outcome {
+    pub async fn run(self, ports: &impl Ports, cancel: &CancellationToken) -> Outcome {
         let mut draft = self.draft;
         let outcome = match self.work {
             Work::Done(o) => o,
-            Work::Read(plan) => query::run_read(state, &mut draft, *plan, cancel).await,
-            Work::Write(plan) => query::run_write(state, &mut draft, *plan).await,
+            Work::Read(plan) => query::run_read(ports, &mut draft, *plan, cancel).await,
+            Work::Write(plan) => query::run_write(ports, &mut draft, *plan).await,
         };
-        audit::finish(state, draft, outcome).await
+        audit::finish(ports, draft, outcome).await
     }
 }
 
 /// Runs a whole call: prepare, then run.
-pub async fn call(state: &AppState, ctx: &CallContext, args: &ToolArgs) -> Outcome {
-    match prepare(state, ctx, args).await {
-        Ok(p) => p.run(state, &ctx.cancel).await,
+pub async fn call(ports: &impl Ports, ctx: &CallContext, args: &ToolArgs) -> Outcome {
+    match prepare(ports, ctx, args).await {
+        Ok(p) => p.run(ports, &ctx.cancel).await,
         Err(o) => o,
     }
 }
 
 /// Every step up to execution. `Err` carries an outcome that is already audited.
 pub async fn prepare(
-    state: &AppState,
+    ports: &impl Ports,
     ctx: &CallContext,
     args: &ToolArgs,
 ) -> Result<PreparedCall, Outcome> {
@@ -122,16 +127,13 @@ pub async fn prepare(
     );
     draft.trail = steps::Trail::of(tool);
     draft.enter(GovernanceStep::Identity);
-    let identity = match CallStage::Identity
-        .time_async(resolve_identity(state, ctx, tool, &mut draft))
-        .await
-    {
+    let identity = match resolve_identity(ports, ctx, tool, &mut draft).await {
         Ok(i) => i,
-        Err(o) => return Err(audit::finish(state, draft, o).await),
+        Err(o) => return Err(audit::finish(ports, draft, o).await),
     };
     draft.identity = Some((identity.id, identity.name.clone()));
     draft.enter(GovernanceStep::AuditGate);
-    if !state.audit.is_healthy() {
+    if !ports.audit_healthy() {
         let o = Refusal::unavailable(
             "audit",
             "audit_unavailable",
@@ -140,35 +142,39 @@ pub async fn prepare(
             "audit unavailable",
         )
         .apply(&mut draft);
-        return Err(audit::finish(state, draft, o).await);
+        return Err(audit::finish(ports, draft, o).await);
     }
     let work = match args {
-        ToolArgs::Query(a) => query::prepare(state, &mut draft, &identity, a).await,
-        ToolArgs::ListSources => sources_tool::list_sources(state, &mut draft, &identity).await,
+        ToolArgs::Query(a) => query::prepare(ports, &mut draft, &identity, a).await,
+        ToolArgs::ListSources => sources_tool::list_sources(ports, &mut draft, &identity).await,
         ToolArgs::DescribeAccess(a) => {
-            describe::describe_access(state, &mut draft, &identity, a).await
+            describe::describe_access(ports, &mut draft, &identity, a).await
         }
         ToolArgs::DescribeSource(a) => {
-            describe::describe_source(state, &mut draft, &identity, a).await
+            describe::describe_source(ports, &mut draft, &identity, a).await
         }
-        ToolArgs::Discover(a) => discover_tool::discover(state, &mut draft, &identity, a).await,
+        ToolArgs::Discover(a) => discover_tool::discover(ports, &mut draft, &identity, a).await,
         ToolArgs::RelatedDocuments(a) => {
-            discover_tool::related(state, &mut draft, &identity, a).await
+            discover_tool::related(ports, &mut draft, &identity, a).await
         }
         ToolArgs::ApprovalStatus(a) => {
-            approval_status::approval_status(state, &mut draft, &identity, a).await
+            approval_status::approval_status(ports, &mut draft, &identity, a).await
         }
     };
     match work {
-        Ok(work) => Ok(PreparedCall { draft, work }),
-        Err(o) => Err(audit::finish(state, draft, o).await),
+        Ok(work) => {
+            // The adapter may now choose its response form: time outside the steps.
+            draft.trail.pause();
+            Ok(PreparedCall { draft, work })
+        }
+        Err(o) => Err(audit::finish(ports, draft, o).await),
     }
 }
 
 /// The caller's identity. `interlock_describe_access` answers 403 rather than 401 without
 /// one (contract): an empty description would read as "you may do nothing".
 async fn resolve_identity(
-    state: &AppState,
+    ports: &impl Ports,
     ctx: &CallContext,
     tool: ToolKind,
     draft: &mut AuditDraft,
@@ -189,7 +195,7 @@ async fn resolve_identity(
         )
         .apply(draft));
     };
-    match state.identities.resolve(key).await {
+    match ports.resolve_key(key).await {
         Ok(Some(identity)) => Ok(identity),
         Ok(None) => Err(Refusal::denied(
             "identity",

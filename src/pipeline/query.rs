@@ -7,25 +7,25 @@ use std::time::Duration;
 
 use interlock_actors::breaker::SourceReport;
 use interlock_actors::cache::{cache_key, CacheKeyParts, CachedResult};
+use interlock_actors::events::Event;
 use interlock_actors::ratelimit::{Quota, RateRequest};
 use interlock_actors::ActorError;
 use serde_json::{json, Value};
 
 use super::audit::{fingerprint, AuditDraft};
 use super::outcome::Outcome;
+use super::ports::Ports;
 use super::profiles::LoadedProfile;
 use super::refusal::Refusal;
 use super::steps::GovernanceStep;
 use super::{mask, Work};
-use crate::control::approvals::{enqueue, NewApproval};
+use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
 use crate::governance::{decide, Allowed, AllowedClass};
 use crate::mcp::QueryArgs;
-use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, TextParam, Truncation};
+use crate::sources::postgres::execute::{ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
-use crate::stages::CallStage;
-use crate::AppState;
 
 pub struct ReadPlan {
     rt: Arc<SourceRuntime>,
@@ -43,13 +43,13 @@ pub struct WritePlan {
 
 /// Source resolution: the source must be registered and enabled.
 pub fn source(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     source_id: &str,
 ) -> Result<Arc<SourceRuntime>, Outcome> {
     draft.enter(GovernanceStep::Source);
     draft.source = Some(source_id.to_string());
-    let Some(rt) = state.sources.get(source_id) else {
+    let Some(rt) = ports.source(source_id) else {
         return Err(Refusal::not_found(
             "source",
             "unknown_source",
@@ -77,13 +77,13 @@ pub fn source(
 /// Source-role authorization: the caller's access profile on the source (their roles,
 /// the policies and redactions that apply).
 pub async fn profile(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     source_id: &str,
 ) -> Result<Arc<LoadedProfile>, Outcome> {
     draft.enter(GovernanceStep::SourceRole);
-    match state.profiles.get(identity.id, source_id).await {
+    match ports.profile(identity.id, source_id).await {
         Ok(Some(p)) => Ok(p),
         Ok(None) => Err(Refusal::denied(
             "source_role",
@@ -105,26 +105,26 @@ pub async fn profile(
 /// Source resolution, then source-role authorization: the steps every source-scoped tool
 /// shares.
 pub async fn source_and_profile(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     source_id: &str,
 ) -> Result<(Arc<SourceRuntime>, Arc<LoadedProfile>), Outcome> {
-    let rt = source(state, draft, source_id)?;
-    let profile = profile(state, draft, identity, source_id).await?;
+    let rt = source(ports, draft, source_id)?;
+    let profile = profile(ports, draft, identity, source_id).await?;
     Ok((rt, profile))
 }
 
 /// Checks the caller's rate budgets.
 pub fn rate_limit(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     source: Option<&str>,
     write: bool,
 ) -> Result<(), Outcome> {
     draft.enter(GovernanceStep::RateLimit);
-    let s = &state.settings.rate_limit;
+    let s = ports.rate_settings();
     let quota = identity.rate.map_or(
         Quota {
             per_second: s.default_per_second,
@@ -145,7 +145,7 @@ pub fn rate_limit(
             burst: s.write_burst,
         },
     };
-    match state.rate.check(&request) {
+    match ports.rate_check(&request) {
         Ok(()) => Ok(()),
         Err(limited) => {
             let secs = limited.retry_after.as_secs_f64().max(0.001);
@@ -167,7 +167,7 @@ pub fn rate_limit(
 }
 
 pub async fn prepare(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
     args: &QueryArgs,
@@ -176,8 +176,7 @@ pub async fn prepare(
     let sql = args.sql.as_str();
     let params = args.params.clone();
     draft.statement(sql);
-    let started = std::time::Instant::now();
-    let rt = source(state, draft, source_id)?;
+    let rt = source(ports, draft, source_id)?;
     if rt.source.kind != SourceKind::Postgres {
         return Err(Refusal::denied(
             "source",
@@ -191,11 +190,9 @@ pub async fn prepare(
         )
         .apply(draft));
     }
-    let profile = profile(state, draft, identity, source_id).await?;
-    CallStage::Source.since(started);
+    let profile = profile(ports, draft, identity, source_id).await?;
     draft.enter(GovernanceStep::Policy);
-    let decided = std::time::Instant::now();
-    let catalog = match state.sources.catalog(&rt).await {
+    let catalog = match ports.catalog(&rt).await {
         Ok(c) => c,
         Err(e) => {
             draft.error = Some(format!("catalog: {e}"));
@@ -204,7 +201,7 @@ pub async fn prepare(
             });
         }
     };
-    let limits = state.settings.sql.limits();
+    let limits = ports.sql_limits();
     let decision = decide(
         sql,
         params.len(),
@@ -212,7 +209,6 @@ pub async fn prepare(
         &profile.profile,
         &limits,
     );
-    CallStage::Decision.since(decided);
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
             let failed = r.status >= 500;
@@ -238,7 +234,7 @@ pub async fn prepare(
         if write { "write" } else { "read" },
         &allowed.deciding_rules,
     );
-    CallStage::RateLimit.time(|| rate_limit(state, draft, identity, Some(source_id), write))?;
+    rate_limit(ports, draft, identity, Some(source_id), write)?;
     draft.enter(GovernanceStep::WriteSafety);
     if write {
         return Ok(Work::Write(Box::new(WritePlan {
@@ -248,7 +244,7 @@ pub async fn prepare(
         })));
     }
     draft.enter(GovernanceStep::Breaker);
-    if CallStage::Breaker.time(|| rt.breaker.rejects_now()) {
+    if rt.breaker.rejects_now() {
         return Err(Refusal::unavailable(
             "execution",
             "circuit_open",
@@ -272,7 +268,7 @@ pub async fn prepare(
     })))
 }
 
-pub async fn run_write(state: &AppState, draft: &mut AuditDraft, plan: WritePlan) -> Outcome {
+pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePlan) -> Outcome {
     // Executing a write on the agent's request means queueing it for approval.
     draft.enter(GovernanceStep::Execution);
     let a = &plan.allowed;
@@ -291,21 +287,19 @@ pub async fn run_write(state: &AppState, draft: &mut AuditDraft, plan: WritePlan
         approvals_required: a.approvals_required.max(plan.rt.source.approvals_required),
         ttl_secs: plan.rt.source.approval_ttl_secs,
     };
-    match enqueue(&state.control, &new).await {
-        Ok((id, _expires)) => {
+    match ports.enqueue(&new).await {
+        Ok(id) => {
             draft.approval_id = Some(id);
-            state
-                .events
-                .publish(interlock_actors::events::Event::ApprovalCreated {
-                    id: id.to_string(),
-                    source: plan.rt.source.id.clone(),
-                    requester: draft
-                        .identity
-                        .as_ref()
-                        .map(|i| i.1.clone())
-                        .unwrap_or_default(),
-                    at: chrono::Utc::now(),
-                });
+            ports.publish(Event::ApprovalCreated {
+                id: id.to_string(),
+                source: plan.rt.source.id.clone(),
+                requester: draft
+                    .identity
+                    .as_ref()
+                    .map(|i| i.1.clone())
+                    .unwrap_or_default(),
+                at: chrono::Utc::now(),
+            });
             Outcome::Queued {
                 approval_id: id,
                 state: "pending".into(),
@@ -321,7 +315,7 @@ pub async fn run_write(state: &AppState, draft: &mut AuditDraft, plan: WritePlan
 }
 
 pub async fn run_read(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     plan: ReadPlan,
     cancel: &tokio_util::sync::CancellationToken,
@@ -344,7 +338,7 @@ pub async fn run_read(
     });
     if cacheable {
         draft.enter(GovernanceStep::Cache);
-        let hit = CallStage::Cache.time_async(state.cache.get(&key)).await;
+        let hit = ports.cache_get(&key).await;
         rt.stats.cache(hit.is_some());
         if let Some(hit) = hit {
             draft.cache_hit = true;
@@ -356,17 +350,7 @@ pub async fn run_read(
         }
     }
     draft.enter(GovernanceStep::Execution);
-    let Some(pools) = rt.pools.as_ref() else {
-        draft.error = rt.pool_error.clone();
-        let reason = match &rt.pool_error {
-            Some(e) if e.contains("TLS") || e.contains("CA file") => "upstream TLS refused",
-            _ => "source connection settings are unusable",
-        };
-        return Outcome::Unavailable {
-            reason: reason.into(),
-        };
-    };
-    let permit = match CallStage::Breaker.time_async(rt.breaker.admit()).await {
+    let permit = match rt.breaker.admit().await {
         Ok(p) => p,
         Err(ActorError::CircuitOpen) => {
             return Outcome::Unavailable {
@@ -380,7 +364,7 @@ pub async fn run_read(
             };
         }
     };
-    let seen = state.cache.generations(&rt.source.id, &tables);
+    let seen = ports.cache_generations(&rt.source.id, &tables);
     let params: Vec<TextParam> = plan.params.iter().map(TextParam::from_json).collect();
     let limits = Limits {
         max_rows: plan.max_rows,
@@ -388,35 +372,30 @@ pub async fn run_read(
     };
     let started = std::time::Instant::now();
     let mode = Mode::read(a.explain.is_some());
-    let result = execute::run(pools, mode, &a.statement, &params, limits, cancel).await;
-    let elapsed = started.elapsed();
-    CallStage::Execution.record(elapsed);
-    rt.stats.record(elapsed);
+    let result = ports
+        .read(rt, mode, &a.statement, &params, limits, cancel)
+        .await;
+    rt.stats.record(started.elapsed());
     let breaker_outcome = match &result {
         Ok(_) => SourceReport::Answered,
         Err(e) if e.is_upstream_failure() => SourceReport::UpstreamFailure(e.to_string()),
-        Err(ExecError::Cancelled) => SourceReport::NotAttempted,
+        Err(ExecError::Cancelled | ExecError::Unusable(_)) => SourceReport::NotAttempted,
         Err(_) => SourceReport::Answered,
     };
-    CallStage::Breaker
-        .time_async(rt.breaker.record(permit, breaker_outcome))
-        .await;
+    rt.breaker.record(permit, breaker_outcome).await;
     let mut rows = match result {
         Ok(rows) => rows,
         Err(e) => return exec_failure(draft, e),
     };
     draft.enter(GovernanceStep::Redaction);
-    let masking = std::time::Instant::now();
     let rows_truncated = rows.truncated;
     if let Err(e) = mask::apply_masks(&mut rows, &a.output_columns, &rt.source.mask_key) {
         tracing::warn!(source = %rt.source.id, error = %e, "result width differs from the decision; refreshing the catalog");
         draft.error = Some(e.to_string());
-        let registry = state.sources.clone();
-        registry.spawn_catalog_refresh(rt.source.id.clone());
+        ports.catalog_drifted(&rt.source.id);
         return Outcome::Failed;
     }
     let objects = Arc::new(rows.into_objects());
-    CallStage::Masking.since(masking);
     draft.row_count = i64::try_from(objects.len()).ok();
     if cacheable {
         let value = CachedResult {
@@ -427,9 +406,7 @@ pub async fn run_read(
             row_count: objects.len() as u64,
             ttl,
         };
-        CallStage::Cache
-            .time_async(state.cache.insert(key, value, &seen))
-            .await;
+        ports.cache_insert(key, value, &seen).await;
     }
     Outcome::Rows {
         rows: objects,
@@ -443,6 +420,14 @@ fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
         ExecError::Cancelled => Outcome::Cancelled,
         ExecError::TlsRefused => Outcome::Unavailable {
             reason: "upstream TLS refused".into(),
+        },
+        ExecError::Unusable(settings) => Outcome::Unavailable {
+            reason: if settings.tls {
+                "upstream TLS refused"
+            } else {
+                "source connection settings are unusable"
+            }
+            .into(),
         },
         ExecError::MemoryBudget => Outcome::Unavailable {
             reason: "result memory budget exhausted".into(),

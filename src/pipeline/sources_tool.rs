@@ -4,25 +4,25 @@ use serde_json::{json, Map, Value};
 
 use super::audit::AuditDraft;
 use super::outcome::Outcome;
+use super::ports::Ports;
 use super::query::rate_limit;
 use super::steps::GovernanceStep;
 use super::Work;
 use crate::control::identities::Identity;
-use crate::AppState;
 
 pub async fn list_sources(
-    state: &AppState,
+    ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
 ) -> Result<Work, Outcome> {
-    rate_limit(state, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false)?;
     draft.enter(GovernanceStep::Execution);
     let mut out = Map::new();
-    for rt in state.sources.all() {
+    for rt in ports.sources() {
         if !rt.source.enabled {
             continue;
         }
-        match state.profiles.get(identity.id, &rt.source.id).await {
+        match ports.profile(identity.id, &rt.source.id).await {
             Ok(Some(_)) => {
                 out.insert(
                     rt.source.id.clone(),

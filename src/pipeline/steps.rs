@@ -17,6 +17,8 @@
 //! integration test checks the order of every call it makes. [`ORDER_DOC`] is the line
 //! `pipeline`'s module documentation carries (a unit test keeps the two equal).
 
+use std::time::Instant;
+
 use crate::mcp::ToolKind;
 
 /// One governance step.
@@ -138,14 +140,17 @@ pub fn declared(tool: ToolKind) -> &'static [GovernanceStep] {
     }
 }
 
-/// Where a call is in its tool's steps, and every step it entered (the audit record
-/// lists them).
+/// Where a call is in its tool's steps, every step it entered (the audit record lists
+/// them), and how long each took: a step is timed from entering it to entering the next
+/// (`interlock_stage_seconds{stage}`, see [`crate::stages`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Trail {
     declared: Option<&'static [GovernanceStep]>,
     last: Option<GovernanceStep>,
     /// Bit `step as usize` for each step entered.
     entered: u16,
+    /// When the current step was entered, while it is being timed.
+    since: Option<Instant>,
 }
 
 impl Trail {
@@ -154,6 +159,7 @@ impl Trail {
             declared: Some(declared(tool)),
             last: None,
             entered: 0,
+            since: None,
         }
     }
 
@@ -188,8 +194,26 @@ impl Trail {
                 self.last.map_or("", GovernanceStep::name)
             );
         }
+        if self.last == Some(step) && self.since.is_some() {
+            return;
+        }
+        let now = Instant::now();
+        self.stop_timing(now);
         self.last = Some(step);
+        self.since = Some(now);
         self.entered |= 1 << (step as u16);
+    }
+
+    /// Stops timing the current step (the call waits outside governance, e.g. while its
+    /// adapter chooses the response form, or has ended).
+    pub fn pause(&mut self) {
+        self.stop_timing(Instant::now());
+    }
+
+    fn stop_timing(&mut self, now: Instant) {
+        if let (Some(step), Some(since)) = (self.last, self.since.take()) {
+            crate::stages::record_step(step, now.duration_since(since));
+        }
     }
 
     /// The last step entered.

@@ -27,13 +27,22 @@ pub struct CatalogSnapshot {
     pub stored: StoredCatalog,
 }
 
+/// Why a source's pools could not be built from its settings.
+#[derive(Debug, Clone)]
+pub struct SettingsError {
+    /// For operators (no secrets, no server text).
+    pub message: String,
+    /// The TLS settings are what is unusable (CA file, mode), as opposed to the login.
+    pub tls: bool,
+}
+
 /// One registered source as the gateway runs it.
 pub struct SourceRuntime {
     pub source: Source,
     /// PostgreSQL pools; `None` for document sources or when the settings are unusable
     /// (then `pool_error` says why).
     pub pools: Option<SourcePools>,
-    pub pool_error: Option<String>,
+    pub pool_error: Option<SettingsError>,
     pub breaker: BreakerHandle,
     pub stats: Arc<super::stats::SourceStats>,
     catalog: RwLock<Option<Arc<CatalogSnapshot>>>,
@@ -41,6 +50,32 @@ pub struct SourceRuntime {
 }
 
 impl SourceRuntime {
+    /// A source as the gateway runs it: its pools (or why there are none) and its breaker,
+    /// with fresh statistics and no catalog loaded yet.
+    pub fn new(
+        source: Source,
+        pools: Option<SourcePools>,
+        pool_error: Option<SettingsError>,
+        breaker: BreakerHandle,
+    ) -> Self {
+        SourceRuntime {
+            source,
+            pools,
+            pool_error,
+            breaker,
+            stats: Arc::default(),
+            catalog: RwLock::new(None),
+            catalog_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Uses `snapshot` as the catalog until the next refresh.
+    pub fn use_catalog(&self, snapshot: Arc<CatalogSnapshot>) {
+        if let Ok(mut c) = self.catalog.write() {
+            *c = Some(snapshot);
+        }
+    }
+
     pub fn catalog(&self) -> Option<Arc<CatalogSnapshot>> {
         self.catalog.read().ok().and_then(|c| c.clone())
     }
@@ -50,9 +85,7 @@ impl SourceRuntime {
             catalog: to_catalog(&stored, &self.source.search_path),
             stored,
         });
-        if let Ok(mut c) = self.catalog.write() {
-            *c = Some(snapshot.clone());
-        }
+        self.use_catalog(snapshot.clone());
         snapshot
     }
 }
@@ -146,23 +179,27 @@ impl SourceRegistry {
                 Ok(p) => (Some(p), None),
                 Err(e) => {
                     tracing::warn!(source = %source.id, error = %e, "source pools could not be built");
-                    (None, Some(e.to_string()))
+                    let tls = e.is_tls();
+                    (
+                        None,
+                        Some(SettingsError {
+                            message: e.to_string(),
+                            tls,
+                        }),
+                    )
                 }
             },
             SourceKind::Documents => (None, None),
         };
+        let mut runtime = SourceRuntime::new(source, pools, pool_error, breaker);
         // Keep the catalog and the numbers across a settings change.
-        let catalog = previous.and_then(|p| p.catalog());
-        let stats = previous.map_or_else(Default::default, |p| p.stats.clone());
-        Ok(SourceRuntime {
-            source,
-            pools,
-            pool_error,
-            breaker,
-            stats,
-            catalog: RwLock::new(catalog),
-            catalog_lock: tokio::sync::Mutex::new(()),
-        })
+        if let Some(previous) = previous {
+            runtime.stats = previous.stats.clone();
+            if let Some(catalog) = previous.catalog() {
+                runtime.use_catalog(catalog);
+            }
+        }
+        Ok(runtime)
     }
 
     /// The source's catalog: from memory, else from the control database, else scanned now.

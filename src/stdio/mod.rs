@@ -148,7 +148,7 @@ async fn handle_line(
                         .send(mcp::progress_notification(t, 0.0, Some("running")))
                         .await;
                 }
-                let outcome = pipeline::call(&state, &ctx, &call.args).await;
+                let outcome = pipeline::call(&*state, &ctx, &call.args).await;
                 let reply = crate::mcp::render_governed(&outcome, &call, &state.server_info);
                 if let Some(body) = reply.body {
                     let _ = out.send(body).await;

@@ -79,7 +79,7 @@ impl Expiry<[u8; 32], Arc<CachedResult>> for PerEntryTtl {
 
 /// The cache's epoch and the generation counters of the tables of a read, observed before
 /// executing it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Generations(u64, Vec<u64>);
 
 /// What the handle and the actor share (and what outlives the actor).

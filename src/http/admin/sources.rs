@@ -32,7 +32,7 @@ fn source_json(rt: &SourceRuntime, cache_entries: u64) -> Value {
                    "approvals_required": s.approvals_required},
         "circuit": circuit,
         "pool": pool,
-        "settings_error": rt.pool_error,
+        "settings_error": rt.pool_error.as_ref().map(|e| &e.message),
         "stats": rt.stats.snapshot(),
         "cache_entries": cache_entries,
         "catalog": rt.catalog().map(|c| json!({"scanned_at": c.stored.scanned_at, "truncated": c.stored.truncated,

@@ -24,6 +24,13 @@ pub enum ConnectError {
     Upstream(String),
 }
 
+impl ConnectError {
+    /// Whether TLS is what failed (its settings, or the server refusing the handshake).
+    pub fn is_tls(&self) -> bool {
+        matches!(self, ConnectError::Tls(_) | ConnectError::TlsRefused)
+    }
+}
+
 /// The session settings every source connection pins at start-up, so agent SQL cannot
 /// depend on (or change) them: see SQL-SAFETY.md §8.
 pub fn session_options(source: &Source) -> String {

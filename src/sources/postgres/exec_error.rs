@@ -48,6 +48,9 @@ pub enum ExecError {
     Driver,
     #[error(transparent)]
     Unsupported(#[from] values::UnsupportedType),
+    /// The source's settings are unusable (no pools could be built from them).
+    #[error("{}", .0.message)]
+    Unusable(crate::sources::registry::SettingsError),
 }
 
 fn parameter_message(index: Option<usize>, expected: &str, detail: &str) -> String {

@@ -1,0 +1,202 @@
+//! What a governed call needs from the running gateway, as narrow ports. Every step of the
+//! pipeline takes `&impl Ports` (never the whole gateway state), the gateway's [`AppState`]
+//! provides them, and the unit tests of the declared order (`tests/pipeline_order.rs`)
+//! provide fakes that record which ports a call reached.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use interlock_actors::audit::{AuditError, AuditRecord};
+use interlock_actors::cache::{CachedResult, Generations};
+use interlock_actors::events::Event;
+use interlock_actors::ratelimit::{RateLimited, RateRequest};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::profiles::LoadedProfile;
+use crate::config::RateLimitSettings;
+use crate::control::approvals::NewApproval;
+use crate::control::identities::Identity;
+use crate::control::{ControlError, ControlPool};
+use crate::governance::SqlLimits;
+use crate::sources::catalog::RefreshError;
+use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, Rows, TextParam};
+use crate::sources::registry::{CatalogSnapshot, SourceRuntime};
+use crate::AppState;
+
+pub trait Ports: Send + Sync {
+    /// Identity: the identity an API key belongs to (`None`: unknown or revoked).
+    fn resolve_key(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Identity>>, Arc<ControlError>>> + Send;
+
+    /// Audit gate: whether the audit writer can commit now.
+    fn audit_healthy(&self) -> bool;
+    /// Audit: appends a record and waits until it is durable.
+    fn append_audit(
+        &self,
+        record: AuditRecord,
+    ) -> impl Future<Output = Result<i64, AuditError>> + Send;
+
+    /// Source: a registered source.
+    fn source(&self, id: &str) -> Option<Arc<SourceRuntime>>;
+    /// Every registered source.
+    fn sources(&self) -> Vec<Arc<SourceRuntime>>;
+    /// Policy: the source's catalog (loaded or scanned on first use).
+    fn catalog(
+        &self,
+        rt: &SourceRuntime,
+    ) -> impl Future<Output = Result<Arc<CatalogSnapshot>, RefreshError>> + Send;
+    /// A result did not match the catalog: rescan it in the background.
+    fn catalog_drifted(&self, source: &str);
+    /// Source role: the caller's access profile on a source (`None`: no role there).
+    fn profile(
+        &self,
+        identity: Uuid,
+        source: &str,
+    ) -> impl Future<Output = Result<Option<Arc<LoadedProfile>>, Arc<ControlError>>> + Send;
+
+    /// Rate limit: takes one call from the caller's budgets.
+    fn rate_check(&self, request: &RateRequest) -> Result<(), RateLimited>;
+    fn rate_settings(&self) -> &RateLimitSettings;
+    /// Policy: the SQL limits.
+    fn sql_limits(&self) -> SqlLimits;
+
+    /// Cache.
+    fn cache_get(&self, key: &[u8; 32]) -> impl Future<Output = Option<Arc<CachedResult>>> + Send;
+    fn cache_generations(&self, source: &str, tables: &[(String, String)]) -> Generations;
+    fn cache_insert(
+        &self,
+        key: [u8; 32],
+        value: CachedResult,
+        seen: &Generations,
+    ) -> impl Future<Output = ()> + Send;
+
+    /// Execution of a read on a source.
+    fn read(
+        &self,
+        rt: &SourceRuntime,
+        mode: Mode,
+        statement: &str,
+        params: &[TextParam],
+        limits: Limits,
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<Rows, ExecError>> + Send;
+    /// Write safety: queues a write for approval.
+    fn enqueue(&self, new: &NewApproval)
+        -> impl Future<Output = Result<Uuid, ControlError>> + Send;
+    fn publish(&self, event: Event);
+    /// The control database (approval status, document discovery).
+    fn control(&self) -> &ControlPool;
+}
+
+impl Ports for AppState {
+    fn resolve_key(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Arc<Identity>>, Arc<ControlError>>> + Send {
+        self.identities.resolve(key)
+    }
+
+    fn audit_healthy(&self) -> bool {
+        self.audit.is_healthy()
+    }
+
+    fn append_audit(
+        &self,
+        record: AuditRecord,
+    ) -> impl Future<Output = Result<i64, AuditError>> + Send {
+        self.audit.append(record)
+    }
+
+    fn source(&self, id: &str) -> Option<Arc<SourceRuntime>> {
+        self.sources.get(id)
+    }
+
+    fn sources(&self) -> Vec<Arc<SourceRuntime>> {
+        self.sources.all()
+    }
+
+    fn catalog(
+        &self,
+        rt: &SourceRuntime,
+    ) -> impl Future<Output = Result<Arc<CatalogSnapshot>, RefreshError>> + Send {
+        self.sources.catalog(rt)
+    }
+
+    fn catalog_drifted(&self, source: &str) {
+        self.sources.spawn_catalog_refresh(source.to_string());
+    }
+
+    fn profile(
+        &self,
+        identity: Uuid,
+        source: &str,
+    ) -> impl Future<Output = Result<Option<Arc<LoadedProfile>>, Arc<ControlError>>> + Send {
+        self.profiles.get(identity, source)
+    }
+
+    fn rate_check(&self, request: &RateRequest) -> Result<(), RateLimited> {
+        self.rate.check(request)
+    }
+
+    fn rate_settings(&self) -> &RateLimitSettings {
+        &self.settings.rate_limit
+    }
+
+    fn sql_limits(&self) -> SqlLimits {
+        self.settings.sql.limits()
+    }
+
+    fn cache_get(&self, key: &[u8; 32]) -> impl Future<Output = Option<Arc<CachedResult>>> + Send {
+        self.cache.get(key)
+    }
+
+    fn cache_generations(&self, source: &str, tables: &[(String, String)]) -> Generations {
+        self.cache.generations(source, tables)
+    }
+
+    fn cache_insert(
+        &self,
+        key: [u8; 32],
+        value: CachedResult,
+        seen: &Generations,
+    ) -> impl Future<Output = ()> + Send {
+        self.cache.insert(key, value, seen)
+    }
+
+    async fn read(
+        &self,
+        rt: &SourceRuntime,
+        mode: Mode,
+        statement: &str,
+        params: &[TextParam],
+        limits: Limits,
+        cancel: &CancellationToken,
+    ) -> Result<Rows, ExecError> {
+        let Some(pools) = rt.pools.as_ref() else {
+            return Err(ExecError::Unusable(rt.pool_error.clone().unwrap_or_else(
+                || crate::sources::registry::SettingsError {
+                    message: "the source has no connection pools".into(),
+                    tls: false,
+                },
+            )));
+        };
+        execute::run(pools, mode, statement, params, limits, cancel).await
+    }
+
+    async fn enqueue(&self, new: &NewApproval) -> Result<Uuid, ControlError> {
+        crate::control::approvals::enqueue(&self.control, new)
+            .await
+            .map(|(id, _expires)| id)
+    }
+
+    fn publish(&self, event: Event) {
+        self.events.publish(event);
+    }
+
+    fn control(&self) -> &ControlPool {
+        &self.control
+    }
+}
