@@ -360,4 +360,17 @@ async fn metrics_expose_the_gateway_series() {
         assert!(text.contains(series), "{series} missing from /metrics");
     }
     assert!(text.contains("outcome=\"refused\""), "refusals are counted");
+    // The stages are the declared governance steps (each timed by the call's trail) and
+    // the adapter's own work around them.
+    for stage in interlock::stages::in_call_order() {
+        let count = format!("interlock_stage_seconds_count{{stage=\"{stage}\"}}");
+        if ["arguments", "write_safety", "cache"].contains(&stage) {
+            continue; // not entered by these two reads (no tool checks, no write, no cache)
+        }
+        assert!(text.contains(&count), "{count} missing from /metrics");
+    }
+    for actor in ["audit_writer", "approval_queue", "rate_limiter", "result_cache"] {
+        let up = format!("interlock_actor_up{{actor=\"{actor}\"}} 1");
+        assert!(text.contains(&up), "{up} missing from /metrics");
+    }
 }
