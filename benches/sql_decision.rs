@@ -192,7 +192,7 @@ fn bench(c: &mut Criterion) {
                     black_box(&profile),
                     &limits,
                 )
-            })
+            });
         });
     }
 }

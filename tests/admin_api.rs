@@ -369,7 +369,12 @@ async fn metrics_expose_the_gateway_series() {
         }
         assert!(text.contains(&count), "{count} missing from /metrics");
     }
-    for actor in ["audit_writer", "approval_queue", "rate_limiter", "result_cache"] {
+    for actor in [
+        "audit_writer",
+        "approval_queue",
+        "rate_limiter",
+        "result_cache",
+    ] {
         let up = format!("interlock_actor_up{{actor=\"{actor}\"}} 1");
         assert!(text.contains(&up), "{up} missing from /metrics");
     }

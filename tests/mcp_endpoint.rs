@@ -108,7 +108,7 @@ async fn the_method_table_in_each_dialect() {
         match code {
             Some(c) => assert_eq!(body["error"]["code"], c, "{version:?} {method}: {body}"),
             None if status == 200 => {
-                assert!(body["result"].is_object(), "{version:?} {method}: {body}")
+                assert!(body["result"].is_object(), "{version:?} {method}: {body}");
             }
             None => {}
         }

@@ -45,15 +45,12 @@ pub async fn query(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let mut args = match serde_json::from_slice::<Value>(&body) {
-        Ok(Value::Object(m)) => m,
-        _ => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_request",
-                "the body must be a JSON object: {\"sql\": \"...\", \"params\": [...], \"max_rows\": n}",
-            )
-        }
+    let Ok(Value::Object(mut args)) = serde_json::from_slice::<Value>(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "the body must be a JSON object: {\"sql\": \"...\", \"params\": [...], \"max_rows\": n}",
+        );
     };
     args.insert("source_id".into(), Value::String(path.into_inner()));
     // The same schema and typed arguments as every MCP adapter.

@@ -102,10 +102,10 @@ impl RefreshError {
     /// The reason an agent is given when a source's catalog cannot be read.
     pub fn unavailable_reason(&self) -> &'static str {
         match self {
-            RefreshError::Connect(crate::sources::postgres::ConnectError::TlsRefused)
-            | RefreshError::Connect(crate::sources::postgres::ConnectError::Tls(_)) => {
-                "upstream TLS refused"
-            }
+            RefreshError::Connect(
+                crate::sources::postgres::ConnectError::TlsRefused
+                | crate::sources::postgres::ConnectError::Tls(_),
+            ) => "upstream TLS refused",
             _ => "source catalog unavailable: the source could not be scanned",
         }
     }

@@ -166,7 +166,7 @@ fn check_tokens(tokens: &[TokenWithSpan], param_count: usize) -> Result<(), SqlE
             Token::Number(n, _) => {
                 let lower = n.to_ascii_lowercase();
                 let prefixed = ["0x", "0o", "0b"].iter().any(|p| lower.starts_with(p));
-                let glued = matches!(next, Some(Token::Word(_)) | Some(Token::Number(_, _)));
+                let glued = matches!(next, Some(Token::Word(_) | Token::Number(_, _)));
                 if prefixed || glued || n.contains('_') {
                     return Err(SqlError::NumericJunk {
                         literal: shorten(n),

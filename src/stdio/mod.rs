@@ -189,7 +189,7 @@ fn derive_headers(
             }
         }
         (None, Some(v)) if method != Some("initialize") => {
-            h.push(("mcp-protocol-version".into(), v.clone()))
+            h.push(("mcp-protocol-version".into(), v.clone()));
         }
         _ => {}
     }

@@ -239,7 +239,7 @@ async fn read_event_stream(
                     return accept_response(&id, reply, want, status)
                 }
                 Ok(Incoming::Notification { method, params }) => {
-                    forward_progress(&method, params, progress)
+                    forward_progress(&method, params, progress);
                 }
                 // No client capability is advertised, so no server request is expected on
                 // a response stream; it is ignored rather than answered.

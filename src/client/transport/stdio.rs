@@ -200,11 +200,11 @@ impl StdioTransport {
                     // A late answer to an earlier, cancelled request: skipped by id.
                 }
                 Ok(Incoming::Notification { method, params }) => {
-                    forward_progress(&method, params, &progress)
+                    forward_progress(&method, params, &progress);
                 }
                 Ok(Incoming::Request { id, method }) => {
                     self.write_line(&answer_server_request(&id, &method))
-                        .await?
+                        .await?;
                 }
                 Err(e) => {
                     return Err(ClientError::transport(format!(

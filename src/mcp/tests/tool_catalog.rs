@@ -72,7 +72,7 @@ fn broken_catalogs_are_refused_at_load() {
         (
             "invalid schema",
             Box::new(|d| {
-                d["tools"][0]["inputSchema"]["properties"]["max_rows"]["minimum"] = json!("one")
+                d["tools"][0]["inputSchema"]["properties"]["max_rows"]["minimum"] = json!("one");
             }),
         ),
         ("malformed", Box::new(|d| d["tools"] = json!("none"))),

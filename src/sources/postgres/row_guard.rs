@@ -110,7 +110,7 @@ impl<S> RowGuard<S> {
                         }
                         // Notices are optional: an oversized one is dropped.
                         (b'N', n) if n > MAX_ERROR_MESSAGE => true,
-                        (b'D', _) | (b'E', _) | (b'N', _) => {
+                        (b'D' | b'E' | b'N', _) => {
                             self.pending.extend_from_slice(&header);
                             false
                         }

@@ -302,7 +302,7 @@ impl Resolver<'_> {
         for access in chain {
             match access {
                 AccessExpr::Subscript(Subscript::Index { index }) => {
-                    parts.push(self.operand(index)?)
+                    parts.push(self.operand(index)?);
                 }
                 AccessExpr::Subscript(Subscript::Slice {
                     lower_bound,

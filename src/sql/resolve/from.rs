@@ -30,16 +30,16 @@ impl Resolver<'_> {
             if join.global {
                 return unsupported("GLOBAL JOIN");
             }
-            let constraint = match &join.join_operator {
-                JoinOperator::Join(c)
-                | JoinOperator::Inner(c)
-                | JoinOperator::Left(c)
-                | JoinOperator::LeftOuter(c)
-                | JoinOperator::Right(c)
-                | JoinOperator::RightOuter(c)
-                | JoinOperator::FullOuter(c)
-                | JoinOperator::CrossJoin(c) => c,
-                _ => return unsupported("This join type"),
+            let (JoinOperator::Join(constraint)
+            | JoinOperator::Inner(constraint)
+            | JoinOperator::Left(constraint)
+            | JoinOperator::LeftOuter(constraint)
+            | JoinOperator::Right(constraint)
+            | JoinOperator::RightOuter(constraint)
+            | JoinOperator::FullOuter(constraint)
+            | JoinOperator::CrossJoin(constraint)) = &join.join_operator
+            else {
+                return unsupported("This join type");
             };
             let right = self.table_factor(&join.relation, Some(&left))?;
             left = self.join(left, right, constraint)?;
