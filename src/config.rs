@@ -38,6 +38,24 @@ pub struct Settings {
     pub approvals: ApprovalSettings,
     pub metrics: MetricsSettings,
     pub actors: ActorSettings,
+    pub fleet: FleetSettings,
+}
+
+/// Replicas sharing one control database (see `fleet`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSettings {
+    pub reconcile_interval_ms: u64,
+    pub degraded_cache_ttl_ms: u64,
+}
+
+impl FleetSettings {
+    pub fn config(&self) -> crate::fleet::FleetConfig {
+        crate::fleet::FleetConfig {
+            reconcile_every: std::time::Duration::from_millis(self.reconcile_interval_ms),
+            degraded_cache_ttl: std::time::Duration::from_millis(self.degraded_cache_ttl_ms),
+        }
+    }
 }
 
 /// Supervision of the actors (see `interlock_actors::supervise`).
@@ -429,6 +447,15 @@ impl Settings {
                 "breaker.half_open_probes"
             };
             return Err(invalid(key, problem));
+        }
+        if self.fleet.reconcile_interval_ms < 100 {
+            return Err(invalid(
+                "fleet.reconcile_interval_ms",
+                "must be at least 100",
+            ));
+        }
+        if self.fleet.degraded_cache_ttl_ms == 0 {
+            return Err(invalid("fleet.degraded_cache_ttl_ms", "must be at least 1"));
         }
         let a = &self.actors;
         if a.heartbeat_interval_ms < 10 {

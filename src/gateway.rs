@@ -41,6 +41,8 @@ pub struct AppState {
     pub instance: crate::approvals::instance::InstanceLock,
     /// The actors' supervisors and threads (see `interlock_actors::supervise`).
     pub supervision: Supervision,
+    /// This replica's membership of the fleet on the control database.
+    pub fleet: crate::fleet::Fleet,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -112,6 +114,7 @@ impl AppState {
             ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
         let cache = CacheHandle::start(&supervision, settings.cache.max_entries);
         let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
+        let fleet = crate::fleet::Fleet::new(control.clone(), settings.fleet.config());
         let runner = crate::approvals::runner::GatewayRunner {
             control: control.clone(),
             sources: sources.clone(),
@@ -120,6 +123,7 @@ impl AppState {
             events: events.clone(),
             instance: instance.id,
             instance_held: instance.flag(),
+            fleet: fleet.clone(),
             sql_limits: settings.sql.limits(),
         };
         let approvals = ApprovalHandle::start(
@@ -157,7 +161,26 @@ impl AppState {
             control,
             settings,
             supervision,
+            fleet,
         }))
+    }
+
+    /// Joins the fleet on the control database as the replica serving at `address`.
+    pub fn join_fleet(&self, address: String) -> Result<(), StartError> {
+        // Named after the replica, so an operator can tell the replicas' channels apart.
+        let name = format!("interlock-fleet {}", self.fleet.replica());
+        let listen = control::pool::connection_config(&self.settings.control, &name)?;
+        self.fleet.start(
+            crate::fleet::Runtime {
+                sources: self.sources.clone(),
+                cache: self.cache.clone(),
+                events: self.events.clone(),
+                instance: self.instance.id,
+                address,
+            },
+            listen,
+        );
+        Ok(())
     }
 }
 
@@ -184,6 +207,7 @@ impl Gateway {
             source,
         })?;
         let state = AppState::build(settings).await?;
+        state.join_fleet(addr.to_string())?;
         crate::http::metrics::spawn_sampler(state.clone());
         let server =
             crate::http::server(state.clone(), listener).map_err(|source| StartError::Bind {

@@ -11,6 +11,7 @@ pub mod config;
 pub mod control;
 pub mod demo;
 pub mod discovery;
+pub mod fleet;
 pub mod governance;
 pub mod http;
 pub mod mcp;

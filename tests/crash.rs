@@ -4,70 +4,12 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::env::{demo_env, DemoEnv};
+use common::env::demo_env;
 use common::http::client;
+use common::process::{sigkill, spawn_gateway};
 use serde_json::{json, Value};
-
-struct Killable {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Killable {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `interlock serve` as a separate process on the demo environment's control database.
-fn spawn_gateway(env: &DemoEnv, dir: &std::path::Path) -> Killable {
-    let port = interlock::pgcluster::free_port().expect("port");
-    let config = common::control_config_file(
-        dir,
-        &env.control_db,
-        &format!(
-            "[server]
-listen = \"127.0.0.1:{port}\"
-[identity]
-cache_ttl_ms = 300
-\
-             [sources]
-refresh_interval_ms = 200
-[approvals]
-sweep_interval_secs = 1
-"
-        ),
-    );
-    let child = Command::new(env!("CARGO_BIN_EXE_interlock"))
-        .arg("--config")
-        .arg(&config)
-        .arg("serve")
-        .env_remove("INTERLOCK_CONFIG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ready = std::net::TcpStream::connect(("127.0.0.1", port)).is_ok();
-        if ready {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the gateway never listened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Killable { child, base }
-}
-
-fn sigkill(k: &mut Killable) {
-    let _ = k.child.kill(); // SIGKILL
-    let _ = k.child.wait();
-}
 
 #[tokio::test]
 async fn every_response_a_client_received_was_audited_before_a_sigkill() {

@@ -2,12 +2,14 @@
 //! fanned out to `GET /admin/events` subscribers. Slow subscribers lose old events (they are
 //! told how many) rather than slowing the gateway down.
 
+use std::sync::{Arc, OnceLock};
+
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-use tokio::sync::broadcast;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{broadcast, mpsc};
 
 /// One event, serialized as the SSE `data` of its `type`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
 pub enum Event {
     #[serde(rename = "circuit.changed")]
@@ -71,6 +73,19 @@ impl Event {
         }
     }
 
+    /// Facts of the whole fleet (approvals live in the control database), as opposed to
+    /// the state of this replica's own machinery (its breakers, its actors): only these
+    /// are forwarded to the other replicas.
+    pub fn fleet_wide(&self) -> bool {
+        matches!(
+            self,
+            Event::ApprovalCreated { .. }
+                | Event::ApprovalDecided { .. }
+                | Event::ApprovalExecuted { .. }
+                | Event::ApprovalExpired { .. }
+        )
+    }
+
     /// Events about the gateway's machinery, for operators only.
     pub fn operator_only(&self) -> bool {
         matches!(
@@ -96,17 +111,40 @@ impl Event {
 #[derive(Debug, Clone)]
 pub struct EventBus {
     tx: broadcast::Sender<Event>,
+    /// Where fleet-wide events also go (the fleet channel), once a fleet is attached.
+    outbox: Arc<OnceLock<mpsc::Sender<Event>>>,
 }
 
 impl EventBus {
     pub fn new(capacity: usize) -> Self {
         let (tx, _) = broadcast::channel(capacity.max(16));
-        Self { tx }
+        Self {
+            tx,
+            outbox: Arc::default(),
+        }
     }
 
-    /// Publishes to current subscribers; having none is not an error.
+    /// Publishes an event of this replica to current subscribers (having none is not an
+    /// error) and, when it is fleet-wide, to the other replicas.
     pub fn publish(&self, event: Event) {
+        if let (true, Some(outbox)) = (event.fleet_wide(), self.outbox.get()) {
+            if outbox.try_send(event.clone()).is_err() {
+                metrics::counter!("interlock_fleet_events_dropped_total").increment(1);
+            }
+        }
         let _ = self.tx.send(event);
+    }
+
+    /// Delivers an event that happened on another replica, to this replica's subscribers
+    /// only.
+    pub fn deliver(&self, event: Event) {
+        let _ = self.tx.send(event);
+    }
+
+    /// Hands every fleet-wide event published from now on to `outbox` too. False when an
+    /// outbox was attached already.
+    pub fn forward_to(&self, outbox: mpsc::Sender<Event>) -> bool {
+        self.outbox.set(outbox).is_ok()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {

@@ -29,6 +29,8 @@ pub struct GatewayRunner {
     pub instance: i32,
     /// Whether this instance holds its liveness lock; no claims without it.
     pub instance_held: Arc<std::sync::atomic::AtomicBool>,
+    /// Tells the other replicas which tables an approved write changed.
+    pub fleet: crate::fleet::Fleet,
     pub sql_limits: SqlLimits,
 }
 
@@ -134,12 +136,13 @@ impl GatewayRunner {
                 } else {
                     Some(json!({"withheld": "RETURNING rows could not be masked safely"}))
                 };
-                let tables = allowed
+                let tables: Vec<(String, String)> = allowed
                     .tables_written
                     .iter()
                     .map(|t| (t.schema.clone(), t.name.clone()))
                     .collect();
-                self.cache.invalidate(&c.source_id, tables).await;
+                self.cache.invalidate(&c.source_id, tables.clone()).await;
+                self.fleet.invalidated(&c.source_id, &tables).await;
                 ("executed".into(), affected, returning, None)
             }
             Err(e) => failed(e.to_string()),

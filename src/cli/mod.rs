@@ -310,6 +310,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Client(_) => anyhow::bail!("the client runs through cli::main"),
         Command::Stdio => {
             let state = crate::AppState::build(settings).await?;
+            state.join_fleet("stdio".into())?;
             let key = std::env::var("INTERLOCK_API_KEY")
                 .ok()
                 .filter(|k| !k.trim().is_empty());

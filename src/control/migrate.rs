@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0004_audit_expected_head",
         sql: include_str!("../../migrations/0004_audit_expected_head.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_fleet",
+        sql: include_str!("../../migrations/0005_fleet.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -7,6 +7,7 @@ pub mod approval_lifecycle;
 pub mod approvals;
 pub mod audit;
 pub mod catalog;
+pub mod fleet;
 pub mod identities;
 pub mod instances;
 pub mod keys;

@@ -30,11 +30,12 @@ pub fn audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupEr
     build(settings, 2, "interlock-audit")
 }
 
-fn build(
+/// How to connect to the control database, as `application_name` (for a connection of
+/// its own, outside any pool: the fleet channel's `LISTEN`).
+pub fn connection_config(
     settings: &ControlSettings,
-    size: usize,
     application_name: &str,
-) -> Result<ControlPool, PoolSetupError> {
+) -> Result<tokio_postgres::Config, PoolSetupError> {
     let mut pg = tokio_postgres::Config::new();
     pg.host(&settings.host)
         .port(settings.port)
@@ -47,6 +48,15 @@ fn build(
     if let Some(p) = password {
         pg.password(p);
     }
+    Ok(pg)
+}
+
+fn build(
+    settings: &ControlSettings,
+    size: usize,
+    application_name: &str,
+) -> Result<ControlPool, PoolSetupError> {
+    let pg = connection_config(settings, application_name)?;
     let manager = Manager::from_config(
         pg,
         tokio_postgres::NoTls,

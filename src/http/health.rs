@@ -17,10 +17,14 @@ pub async fn healthz() -> HttpResponse {
 /// source ids are for callers who may see them, in `GET /admin/actors`).
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let actors = actors_detail(&state.supervision.statuses());
+    let fleet = json!({
+        "replica": state.fleet.replica(),
+        "channel": if state.fleet.channel_up() { "up" } else { "down: result cache TTL capped" },
+    });
     let down = actors["down"].as_array().map_or(0, Vec::len);
     match migrate::pending_reason(&state.control).await {
         Ok(None) if down == 0 => {
-            HttpResponse::Ok().json(json!({"status": "ready", "actors": actors}))
+            HttpResponse::Ok().json(json!({"status": "ready", "actors": actors, "fleet": fleet}))
         }
         Ok(None) => {
             let names: Vec<&str> = actors["down"]

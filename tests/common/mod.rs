@@ -8,6 +8,7 @@
 pub mod env;
 pub mod http;
 pub mod mcp;
+pub mod process;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -88,6 +88,9 @@ pub(crate) struct Shared {
     generations: DashMap<(String, String, String), u64>,
     /// Moved when the cache is emptied wholesale (the actor restarted).
     epoch: AtomicU64,
+    /// Longest time-to-live of a new entry, in ms (0: the source's own), while the
+    /// fleet channel is down and invalidations from other replicas may be missed.
+    ttl_cap_ms: AtomicU64,
 }
 
 impl Shared {
@@ -133,6 +136,7 @@ impl CacheHandle {
                 .build(),
             generations: DashMap::new(),
             epoch: AtomicU64::new(0),
+            ttl_cap_ms: AtomicU64::new(0),
         });
         let s = shared.clone();
         let slot = supervision.supervise("result_cache".into(), Home::PerCall, 1024, move |n| {
@@ -165,11 +169,28 @@ impl CacheHandle {
     }
 
     /// Inserts unless the epoch or a table's generation moved since `seen`.
-    pub async fn insert(&self, key: [u8; 32], value: CachedResult, seen: &Generations) {
+    pub async fn insert(&self, key: [u8; 32], mut value: CachedResult, seen: &Generations) {
+        let cap = self.shared.ttl_cap_ms.load(Ordering::Acquire);
+        if cap > 0 {
+            value.ttl = value.ttl.min(Duration::from_millis(cap));
+        }
         if value.ttl.is_zero() || self.generations(&value.source, &value.tables) != *seen {
             return;
         }
         self.shared.cache.insert(key, Arc::new(value)).await;
+    }
+
+    /// Empties the cache and, with `Some`, caps the time-to-live of new entries until
+    /// called again with `None` (the fleet channel is down: invalidations from other
+    /// replicas may be missed, so nothing is served from the cache for long).
+    pub fn degrade(&self, ttl_cap: Option<Duration>) {
+        let ms = ttl_cap.map_or(0, |d| {
+            u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+        });
+        self.shared.ttl_cap_ms.store(ms, Ordering::Release);
+        if ttl_cap.is_some() {
+            self.shared.clear();
+        }
     }
 
     /// Drops every entry of `source` that read one of `tables` (after an approved write).

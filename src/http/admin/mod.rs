@@ -6,7 +6,7 @@
 //! | `POST /admin/approvals/{id}/approve`, `/reject` | approvers scoped to the source |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
-//! | sources, circuits, actors, identities, audit | operators |
+//! | sources, circuits, actors, replicas, identities, audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
@@ -19,6 +19,7 @@ mod auth;
 mod events;
 mod gate;
 mod identities;
+mod replicas;
 mod sources;
 
 use actix_web::web;
@@ -57,6 +58,7 @@ pub fn routes() -> actix_web::Scope<
         .route("/events", web::get().to(events::stream))
         .route("/whoami", web::get().to(auth::whoami))
         .route("/actors", web::get().to(actors::list))
+        .route("/replicas", web::get().to(replicas::list))
         .route("/sources", web::get().to(sources::list))
         .route("/sources", web::post().to(sources::create))
         .route("/sources/{id}", web::get().to(sources::show))

@@ -56,10 +56,17 @@ pub async fn show(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    match state.sources.get(&path) {
-        Some(rt) => HttpResponse::Ok().json(source_json(&rt, state.cache.entry_count())),
-        None => error(StatusCode::NOT_FOUND, "not_found", "no source with that id"),
+    let Some(rt) = state.sources.get(&path) else {
+        return error(StatusCode::NOT_FOUND, "not_found", "no source with that id");
+    };
+    let mut body = source_json(&rt, state.cache.entry_count());
+    if let Value::Object(m) = &mut body {
+        m.insert(
+            "fleet".into(),
+            super::replicas::circuit_view(&state, &rt.source.id).await,
+        );
     }
+    HttpResponse::Ok().json(body)
 }
 
 /// Reloads registrations now so the change is visible on this replica at once.
@@ -193,6 +200,24 @@ pub async fn circuit(
             StatusCode::BAD_REQUEST,
             "reason_required",
             "say why: {\"action\": \"open\", \"reason\": \"...\"}",
+        );
+    }
+    // Fleet-wide first: every replica applies it (and reconciles it from the table).
+    if let Err(e) = state
+        .fleet
+        .circuit(
+            &rt.source.id,
+            body.action,
+            body.reason.trim(),
+            &caller.identity.name,
+        )
+        .await
+    {
+        tracing::error!(error = %e, "a forced circuit state could not be stored fleet-wide");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the circuit state could not be stored for the fleet (control database unavailable); nothing was changed",
         );
     }
     let reason = format!("{} ({})", body.reason.trim(), caller.identity.name);
