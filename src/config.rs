@@ -191,6 +191,39 @@ pub struct RateLimitSettings {
     /// (rate checks no longer queue in a mailbox).
     #[serde(default)]
     pub mailbox: usize,
+    /// Where budgets live: this replica (`local`) or Redis, shared by the fleet (`redis`).
+    pub backend: RateLimitBackend,
+    /// `redis://host:port[/db]` when `backend = "redis"`.
+    pub redis_url: String,
+    /// What a check does when Redis does not answer.
+    pub redis_unavailable: RedisUnavailable,
+    /// How long a check waits for Redis before the fallback applies.
+    pub redis_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateLimitBackend {
+    Local,
+    Redis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RedisUnavailable {
+    /// Local buckets with every budget divided by the live replica count.
+    Divide,
+    /// Refuse the call (503): fail closed.
+    Refuse,
+}
+
+impl RedisUnavailable {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RedisUnavailable::Divide => "divide",
+            RedisUnavailable::Refuse => "refuse",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -447,6 +480,17 @@ impl Settings {
                 "breaker.half_open_probes"
             };
             return Err(invalid(key, problem));
+        }
+        if r.backend == RateLimitBackend::Redis {
+            if !(r.redis_url.starts_with("redis://") || r.redis_url.starts_with("rediss://")) {
+                return Err(invalid(
+                    "rate_limit.redis_url",
+                    "must be a redis:// or rediss:// URL when rate_limit.backend = \"redis\"",
+                ));
+            }
+            if r.redis_timeout_ms == 0 {
+                return Err(invalid("rate_limit.redis_timeout_ms", "must be at least 1"));
+            }
         }
         if self.fleet.reconcile_interval_ms < 100 {
             return Err(invalid(

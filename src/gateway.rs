@@ -10,6 +10,8 @@ use interlock_actors::audit::{AuditConfig, AuditHandle};
 use interlock_actors::cache::CacheHandle;
 use interlock_actors::events::EventBus;
 use interlock_actors::ratelimit::RateLimitHandle;
+
+use crate::limits::RateLimits;
 use interlock_actors::supervise::Supervision;
 
 use crate::config::Settings;
@@ -28,7 +30,7 @@ pub struct AppState {
     pub identities: IdentityResolver,
     pub profiles: ProfileCache,
     pub sources: Arc<SourceRegistry>,
-    pub rate: RateLimitHandle,
+    pub rate: RateLimits,
     pub cache: CacheHandle,
     pub audit: AuditHandle,
     pub approvals: ApprovalHandle,
@@ -62,6 +64,8 @@ pub enum StartError {
     },
     #[error("invalid configuration: {0}")]
     Config(#[from] crate::config::ConfigError),
+    #[error("rate_limit.redis_url is unusable: {0}")]
+    RateLimits(String),
 }
 
 impl AppState {
@@ -131,6 +135,12 @@ impl AppState {
             Duration::from_secs(settings.approvals.sweep_interval_secs),
             &supervision,
         );
+        let rate = RateLimits::new(
+            &settings.rate_limit,
+            RateLimitHandle::start(&supervision),
+            fleet.clone(),
+        )
+        .map_err(|e| StartError::RateLimits(e.to_string()))?;
         let refusals = crate::pipeline::refusal_audit::RefusalAudit::start(
             audit.clone(),
             Duration::from_millis(settings.audit.refusal_window_ms),
@@ -139,7 +149,7 @@ impl AppState {
             refusals,
             identities: IdentityResolver::new(control.clone(), ttl),
             profiles: ProfileCache::new(control.clone(), ttl),
-            rate: RateLimitHandle::start(&supervision),
+            rate,
             cache,
             audit,
             approvals,

@@ -14,6 +14,7 @@ pub mod discovery;
 pub mod fleet;
 pub mod governance;
 pub mod http;
+pub mod limits;
 pub mod mcp;
 pub mod pgcluster;
 pub mod pipeline;

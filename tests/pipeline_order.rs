@@ -24,6 +24,7 @@ use interlock::control::identities::{Identity, IdentityKind};
 use interlock::control::sources::{Source, SourceKind, TlsMode};
 use interlock::control::{ControlError, ControlPool};
 use interlock::governance::{AccessProfile, SqlLimits};
+use interlock::limits::RateRefusal;
 use interlock::mcp::{ToolArgs, ToolKind};
 use interlock::pipeline::profiles::LoadedProfile;
 use interlock::pipeline::steps::{declared, GovernanceStep as S};
@@ -201,15 +202,19 @@ impl Ports for Fake {
         async move { Ok(loaded) }
     }
 
-    fn rate_check(&self, _request: &RateRequest) -> Result<(), RateLimited> {
+    fn rate_check(
+        &self,
+        _request: &RateRequest,
+    ) -> impl Future<Output = Result<(), RateRefusal>> + Send {
         self.reach(Port::RateCheck);
-        if self.make == Make::RateSpent {
-            return Err(RateLimited {
+        let answer = match self.make {
+            Make::RateSpent => Err(RateRefusal::Limited(RateLimited {
                 scope: "identity",
                 retry_after: Duration::from_secs(1),
-            });
-        }
-        Ok(())
+            })),
+            _ => Ok(()),
+        };
+        async move { answer }
     }
 
     fn rate_settings(&self) -> &RateLimitSettings {

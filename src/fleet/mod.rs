@@ -25,7 +25,7 @@ pub mod message;
 mod reconcile;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -71,6 +71,8 @@ struct Inner {
     control: ControlPool,
     config: FleetConfig,
     channel_up: AtomicBool,
+    /// Replicas that heartbeated recently, this one included.
+    live: AtomicUsize,
     /// The fleet-wide generation of each (source, schema, table) this replica has applied.
     applied: Mutex<HashMap<(String, String, String), i64>>,
     /// Serializes applying circuit states (a reconcile and a notification never interleave).
@@ -86,6 +88,7 @@ impl Fleet {
                 control,
                 config,
                 channel_up: AtomicBool::new(false),
+                live: AtomicUsize::new(1),
                 applied: Mutex::new(HashMap::new()),
                 circuits: tokio::sync::Mutex::new(()),
             }),
@@ -95,6 +98,12 @@ impl Fleet {
     /// This replica's id in the registry.
     pub fn replica(&self) -> Uuid {
         self.inner.replica
+    }
+
+    /// Replicas that heartbeated within three reconcile intervals, this one included (at
+    /// least 1).
+    pub fn live_replicas(&self) -> usize {
+        self.inner.live.load(Ordering::Acquire).max(1)
     }
 
     /// Whether this replica hears the fleet channel now.

@@ -52,6 +52,16 @@ pub(super) async fn once(fleet: &Fleet, runtime: &Runtime) {
         tracing::warn!(error = %e, "fleet heartbeat not recorded");
     }
     if let Ok(all) = tables::replicas(&**client).await {
+        let recent = chrono::Duration::from_std(fleet.inner.config.reconcile_every * 3)
+            .unwrap_or_else(|_| chrono::Duration::seconds(3));
+        let live = all
+            .iter()
+            .filter(|r| chrono::Utc::now() - r.heartbeat_at <= recent)
+            .count();
+        fleet
+            .inner
+            .live
+            .store(live.max(1), std::sync::atomic::Ordering::Release);
         for r in all {
             let silent = (chrono::Utc::now() - r.heartbeat_at).num_seconds();
             if r.id != me.id

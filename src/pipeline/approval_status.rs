@@ -40,7 +40,7 @@ pub async fn approval_status(
     identity: &Identity,
     args: &ApprovalStatusArgs,
 ) -> Result<Work, Outcome> {
-    rate_limit(ports, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false).await?;
     draft.enter(GovernanceStep::Execution);
     // A malformed id and someone else's approval are refused alike: not found.
     let not_found = || {

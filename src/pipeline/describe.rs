@@ -27,7 +27,7 @@ pub async fn describe_access(
     identity: &Identity,
     args: &DescribeAccessArgs,
 ) -> Result<Work, Outcome> {
-    rate_limit(ports, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false).await?;
     draft.enter(GovernanceStep::Execution);
     let only = args.source_id.as_deref();
     let mut out = Map::new();
@@ -149,7 +149,7 @@ pub async fn describe_source(
             Value::Array(rows)
         }
     };
-    rate_limit(ports, draft, identity, Some(source_id), false)?;
+    rate_limit(ports, draft, identity, Some(source_id), false).await?;
     draft.enter(GovernanceStep::Execution);
     draft.allowed("describe", &[]);
     Ok(Work::Done(Outcome::Json(answer)))

@@ -70,7 +70,7 @@ pub async fn discover(
     if !discovery::may_discover(&profile.profile) {
         return Err(discovery_failure(draft, DiscoveryError::Forbidden));
     }
-    rate_limit(ports, draft, identity, Some(source_id), false)?;
+    rate_limit(ports, draft, identity, Some(source_id), false).await?;
     draft.enter(GovernanceStep::Execution);
     let client = ports.control().get().await.map_err(|e| {
         draft.error = Some(e.to_string());
@@ -95,7 +95,7 @@ pub async fn related(
     let q = RelatedQuery::from_arguments(&args.fields)
         .map_err(|m| discovery_failure(draft, DiscoveryError::Invalid(m)))?;
     draft.action = Some("discover");
-    rate_limit(ports, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false).await?;
     draft.enter(GovernanceStep::Execution);
     let client = ports.control().get().await.map_err(|e| {
         draft.error = Some(e.to_string());

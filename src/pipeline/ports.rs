@@ -9,7 +9,7 @@ use std::sync::Arc;
 use interlock_actors::audit::{AuditError, AuditRecord};
 use interlock_actors::cache::{CachedResult, Generations};
 use interlock_actors::events::Event;
-use interlock_actors::ratelimit::{RateLimited, RateRequest};
+use interlock_actors::ratelimit::RateRequest;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -19,6 +19,7 @@ use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::{ControlError, ControlPool};
 use crate::governance::SqlLimits;
+use crate::limits::RateRefusal;
 use crate::sources::catalog::RefreshError;
 use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, Rows, TextParam};
 use crate::sources::registry::{CatalogSnapshot, SourceRuntime};
@@ -58,7 +59,10 @@ pub trait Ports: Send + Sync {
     ) -> impl Future<Output = Result<Option<Arc<LoadedProfile>>, Arc<ControlError>>> + Send;
 
     /// Rate limit: takes one call from the caller's budgets.
-    fn rate_check(&self, request: &RateRequest) -> Result<(), RateLimited>;
+    fn rate_check(
+        &self,
+        request: &RateRequest,
+    ) -> impl Future<Output = Result<(), RateRefusal>> + Send;
     fn rate_settings(&self) -> &RateLimitSettings;
     /// Policy: the SQL limits.
     fn sql_limits(&self) -> SqlLimits;
@@ -137,7 +141,10 @@ impl Ports for AppState {
         self.profiles.get(identity, source)
     }
 
-    fn rate_check(&self, request: &RateRequest) -> Result<(), RateLimited> {
+    fn rate_check(
+        &self,
+        request: &RateRequest,
+    ) -> impl Future<Output = Result<(), RateRefusal>> + Send {
         self.rate.check(request)
     }
 

@@ -23,6 +23,7 @@ use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
 use crate::governance::{decide, Allowed, AllowedClass};
+use crate::limits::RateRefusal;
 use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
@@ -116,7 +117,7 @@ pub async fn source_and_profile(
 }
 
 /// Checks the caller's rate budgets.
-pub fn rate_limit(
+pub async fn rate_limit(
     ports: &impl Ports,
     draft: &mut AuditDraft,
     identity: &Identity,
@@ -145,9 +146,17 @@ pub fn rate_limit(
             burst: s.write_burst,
         },
     };
-    match ports.rate_check(&request) {
+    match ports.rate_check(&request).await {
         Ok(()) => Ok(()),
-        Err(limited) => {
+        Err(RateRefusal::Unavailable) => Err(Refusal::unavailable(
+            "rate_limit",
+            "rate_limits_unavailable",
+            "shared rate limits",
+            "rate limits unavailable",
+            "rate limits unavailable",
+        )
+        .apply(draft)),
+        Err(RateRefusal::Limited(limited)) => {
             let secs = limited.retry_after.as_secs_f64().max(0.001);
             Err(Refusal::denied(
                 "rate_limit",
@@ -234,7 +243,7 @@ pub async fn prepare(
         if write { "write" } else { "read" },
         &allowed.deciding_rules,
     );
-    rate_limit(ports, draft, identity, Some(source_id), write)?;
+    rate_limit(ports, draft, identity, Some(source_id), write).await?;
     draft.enter(GovernanceStep::WriteSafety);
     if write {
         return Ok(Work::Write(Box::new(WritePlan {

@@ -15,7 +15,7 @@ pub async fn list_sources(
     draft: &mut AuditDraft,
     identity: &Identity,
 ) -> Result<Work, Outcome> {
-    rate_limit(ports, draft, identity, None, false)?;
+    rate_limit(ports, draft, identity, None, false).await?;
     draft.enter(GovernanceStep::Execution);
     let mut out = Map::new();
     for rt in ports.sources() {

@@ -1,0 +1,138 @@
+//! Rate limits, per replica or shared by the fleet (`rate_limit.backend`).
+//!
+//! - `local` (the default): GCRA buckets in this process ([`RateLimitHandle`]). With several
+//!   replicas behind a load balancer every replica grants the whole budget, so an identity
+//!   gets up to the replica count times its limit (as with Envoy's local rate limits).
+//! - `redis`: GCRA in Redis (`rate_limit.redis_url`), one atomic script per check
+//!   ([`redis::RedisLimits`]), so a budget holds across the fleet. When Redis does not
+//!   answer, `rate_limit.redis_unavailable` decides: `divide` (the default) checks the local
+//!   buckets with every budget divided by the number of live replicas; `refuse` refuses the
+//!   call (503, fail closed). Either way it is counted in
+//!   `interlock_rate_limit_fallback_total` and logged when it starts and ends.
+
+pub mod redis;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use interlock_actors::ratelimit::{Quota, RateLimitHandle, RateLimited, RateRequest};
+
+use crate::config::{RateLimitBackend, RateLimitSettings, RedisUnavailable};
+use crate::fleet::Fleet;
+
+/// Why a call may not go on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RateRefusal {
+    /// A budget is spent.
+    Limited(RateLimited),
+    /// The shared store did not answer and the settings say to fail closed.
+    Unavailable,
+}
+
+pub struct RateLimits {
+    local: RateLimitHandle,
+    shared: Option<redis::RedisLimits>,
+    when_unavailable: RedisUnavailable,
+    fleet: Fleet,
+    falling_back: AtomicBool,
+}
+
+impl RateLimits {
+    pub fn new(
+        settings: &RateLimitSettings,
+        local: RateLimitHandle,
+        fleet: Fleet,
+    ) -> Result<Self, ::redis::RedisError> {
+        let shared = match settings.backend {
+            RateLimitBackend::Local => None,
+            RateLimitBackend::Redis => Some(redis::RedisLimits::new(
+                &settings.redis_url,
+                Duration::from_millis(settings.redis_timeout_ms),
+            )?),
+        };
+        Ok(RateLimits {
+            local,
+            shared,
+            when_unavailable: settings.redis_unavailable,
+            fleet,
+            falling_back: AtomicBool::new(false),
+        })
+    }
+
+    /// Takes one call from each budget of `request`.
+    pub async fn check(&self, request: &RateRequest) -> Result<(), RateRefusal> {
+        let Some(shared) = &self.shared else {
+            return self.local.check(request).map_err(RateRefusal::Limited);
+        };
+        match shared.check(request).await {
+            Ok(answer) => {
+                if self.falling_back.swap(false, Ordering::AcqRel) {
+                    tracing::warn!("shared rate limits answer again; fallback ended");
+                }
+                answer.map_err(RateRefusal::Limited)
+            }
+            Err(e) => {
+                metrics::counter!("interlock_rate_limit_fallback_total", "mode" => self.when_unavailable.as_str())
+                    .increment(1);
+                if !self.falling_back.swap(true, Ordering::AcqRel) {
+                    tracing::error!(error = %e, mode = self.when_unavailable.as_str(), "shared rate limits unavailable; falling back");
+                }
+                match self.when_unavailable {
+                    RedisUnavailable::Refuse => Err(RateRefusal::Unavailable),
+                    RedisUnavailable::Divide => {
+                        let share = divided(request, self.fleet.live_replicas());
+                        self.local.check(&share).map_err(RateRefusal::Limited)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `request` with every budget divided among `replicas` (at least one call of burst each).
+fn divided(request: &RateRequest, replicas: usize) -> RateRequest {
+    let n = replicas.max(1) as f64;
+    let share = |q: Quota| Quota {
+        per_second: q.per_second / n,
+        burst: ((f64::from(q.burst) / n).floor() as u32).max(1),
+    };
+    RateRequest {
+        quota: share(request.quota),
+        write_quota: share(request.write_quota),
+        ..request.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::divided;
+    use interlock_actors::ratelimit::{Quota, RateRequest};
+
+    #[test]
+    fn budgets_are_divided_among_live_replicas() {
+        let r = RateRequest {
+            identity: uuid::Uuid::nil(),
+            source: Some("shop".into()),
+            write: true,
+            quota: Quota {
+                per_second: 5.0,
+                burst: 5,
+            },
+            write_quota: Quota {
+                per_second: 1.0,
+                burst: 1,
+            },
+        };
+        for (replicas, per_second, burst, write_burst) in [
+            (0, 5.0, 5, 1),
+            (1, 5.0, 5, 1),
+            (2, 2.5, 2, 1),
+            (3, 5.0 / 3.0, 1, 1),
+        ] {
+            let d = divided(&r, replicas);
+            assert!((d.quota.per_second - per_second).abs() < 1e-9, "{replicas}");
+            assert_eq!(d.quota.burst, burst, "{replicas}");
+            assert_eq!(d.write_quota.burst, write_burst, "{replicas}");
+        }
+    }
+}
