@@ -481,7 +481,9 @@ impl Settings {
             };
             return Err(invalid(key, problem));
         }
-        if r.backend == RateLimitBackend::Redis {
+        // An empty URL is refused at start-up (`interlock dev` fills it with a private
+        // redis-server first).
+        if r.backend == RateLimitBackend::Redis && !r.redis_url.is_empty() {
             if !(r.redis_url.starts_with("redis://") || r.redis_url.starts_with("rediss://")) {
                 return Err(invalid(
                     "rate_limit.redis_url",

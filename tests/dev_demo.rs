@@ -16,11 +16,16 @@ struct Dev {
 }
 
 fn start_dev(data_dir: &Path, port: u16) -> Dev {
+    start_dev_with(data_dir, port, &[])
+}
+
+fn start_dev_with(data_dir: &Path, port: u16, extra: &[&str]) -> Dev {
     let creds = data_dir.join("creds.json");
     let _ = std::fs::remove_file(&creds);
     let child = Command::new(BIN)
         .args(["dev", "--port", &port.to_string(), "--data-dir"])
         .arg(data_dir.join("dev"))
+        .args(extra)
         .arg("--credentials-file")
         .arg(&creds)
         .env_remove("INTERLOCK_CONFIG")
@@ -187,12 +192,46 @@ async fn dev_demo_runs_stops_cleanly_and_recovers_from_a_crash() {
         "no postgres may be left behind"
     );
 
-    // Second run reuses the cluster and mints fresh keys.
-    let mut dev = start_dev(dir.path(), port);
+    // Second run reuses the cluster, mints fresh keys, and runs a fleet of two replicas.
+    let mut dev = start_dev_with(dir.path(), port, &["--replicas", "2"]);
     let creds2 = wait_for_credentials(&mut dev);
     assert_ne!(creds2["agent_key"], creds["agent_key"]);
-    let (status, _) = get_json(&format!("http://127.0.0.1:{port}/readyz")).await;
-    assert_eq!(status, 200);
+    let second = port + 1;
+    assert_eq!(
+        creds2["replicas"],
+        serde_json::json!([
+            format!("http://127.0.0.1:{port}/mcp"),
+            format!("http://127.0.0.1:{second}/mcp")
+        ])
+    );
+    for p in [port, second] {
+        let (status, _) = get_json(&format!("http://127.0.0.1:{p}/readyz")).await;
+        assert_eq!(status, 200, "replica on {p}");
+    }
+    let operator = creds2["operator_key"].as_str().expect("operator key");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed: Value = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .expect("client")
+            .get(format!("http://127.0.0.1:{second}/admin/replicas"))
+            .bearer_auth(operator)
+            .send()
+            .await
+            .expect("replicas")
+            .json()
+            .await
+            .unwrap_or(Value::Null);
+        if listed["replicas"].as_array().map(Vec::len) == Some(2) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "both replicas register: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // A crash (SIGKILL) leaves PostgreSQL running; the next run adopts it.
     signal(&dev.child, libc::SIGKILL);

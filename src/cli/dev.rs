@@ -31,6 +31,7 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
     demo::control_settings(&mut settings, &cluster);
     settings.server.listen = format!("127.0.0.1:{}", args.port);
     settings.control.migrate_on_start = true;
+    let _redis = shared_limits(&mut settings, cluster.base_dir())?;
 
     let gateway = crate::Gateway::start(settings.clone()).await?;
     let keys = demo::seed(&gateway.state().control, &cluster).await?;
@@ -41,6 +42,17 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
         tracing::warn!(error = %e, "the demo catalog could not be scanned yet");
     }
     let endpoint = format!("http://{}/mcp", gateway.addr());
+    let mut endpoints = vec![endpoint.clone()];
+    for i in 1..args.replicas {
+        let mut replica = settings.clone();
+        replica.server.listen = format!("127.0.0.1:{}", args.port.saturating_add(i));
+        let started = crate::Gateway::start(replica)
+            .await
+            .with_context(|| format!("starting replica {}", i + 1))?;
+        endpoints.push(format!("http://{}/mcp", started.addr()));
+        // Serves until the signal that stops the first gateway stops it too.
+        started.spawn();
+    }
     let config_path = cluster.base_dir().join("interlock.toml");
     write_cli_config(&config_path, &settings)?;
 
@@ -51,10 +63,21 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
             "approver_key": keys.approver_key,
             "operator_key": keys.operator_key,
             "sources": {"shop": {"dsn": cluster.admin_dsn(demo::SHOP_DB)}},
+            "replicas": endpoints,
         });
         write_private(path, &serde_json::to_string_pretty(&creds)?)?;
     }
     print_quick_start(&endpoint, &keys, &config_path, gateway.addr().port());
+    if endpoints.len() > 1 {
+        println!(
+            "A fleet of {} replicas on one control database:",
+            endpoints.len()
+        );
+        for e in &endpoints {
+            println!("  {e}");
+        }
+        println!("  (GET /admin/replicas with the operator key lists them)\n");
+    }
 
     let served = gateway.wait().await;
     tracing::info!("gateway stopped; stopping PostgreSQL");
@@ -63,6 +86,40 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
         .await
         .context("stopping PostgreSQL")??;
     served.context("serving")
+}
+
+/// A private `redis-server` for the demo's shared rate limits, stopped when dropped.
+struct PrivateRedis(std::process::Child);
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// With the redis backend chosen and no `redis_url`, starts a private `redis-server` (when
+/// the binary exists) and points the settings at it.
+fn shared_limits(settings: &mut Settings, dir: &Path) -> anyhow::Result<Option<PrivateRedis>> {
+    use crate::config::RateLimitBackend;
+    let limits = &mut settings.rate_limit;
+    if limits.backend != RateLimitBackend::Redis || !limits.redis_url.is_empty() {
+        return Ok(None);
+    }
+    let port = crate::pgcluster::free_port()?;
+    let child = std::process::Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no", "--dir"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .context("rate_limit.backend is redis without a redis_url, and redis-server could not be started (apt-get install redis-server, or set rate_limit.redis_url)")?;
+    limits.redis_url = format!("redis://127.0.0.1:{port}");
+    println!(
+        "Shared rate limits: a private redis-server at {}",
+        limits.redis_url
+    );
+    Ok(Some(PrivateRedis(child)))
 }
 
 /// A config file for running CLI commands against the demo's control database.

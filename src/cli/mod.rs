@@ -155,6 +155,12 @@ pub struct DevArgs {
     /// Write endpoint, demo keys and the demo source DSN to this JSON file (mode 0600).
     #[arg(long, value_name = "PATH")]
     pub credentials_file: Option<PathBuf>,
+    /// Gateways to run over the one cluster, on consecutive ports from `--port` (a fleet:
+    /// shared caches invalidation, forced circuits, events; with
+    /// `INTERLOCK__RATE_LIMIT__BACKEND=redis` and no `redis_url`, a private `redis-server`
+    /// is started for shared rate limits when the binary exists).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub replicas: u16,
 }
 
 #[derive(Debug, Subcommand)]

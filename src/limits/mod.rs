@@ -45,6 +45,12 @@ impl RateLimits {
     ) -> Result<Self, ::redis::RedisError> {
         let shared = match settings.backend {
             RateLimitBackend::Local => None,
+            RateLimitBackend::Redis if settings.redis_url.is_empty() => {
+                return Err(::redis::RedisError::from((
+                    ::redis::ErrorKind::InvalidClientConfig,
+                    "rate_limit.backend is redis but rate_limit.redis_url is empty",
+                )));
+            }
             RateLimitBackend::Redis => Some(redis::RedisLimits::new(
                 &settings.redis_url,
                 Duration::from_millis(settings.redis_timeout_ms),
