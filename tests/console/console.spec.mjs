@@ -440,6 +440,8 @@ async function phaseOperatorOpen(context) {
   check("the Sources page lists shop", true);
   await page.waitForSelector('#actors-body tr[data-actor="audit_writer"]', { timeout: 10000 });
   const actors = await page.$$eval("#actors-body tr", (rows) => rows.map((r) => [r.dataset.actor, r.dataset.up]));
+  const replicas = await page.$$eval("#replicas-body tr", (rows) => rows.map((r) => r.textContent));
+  check("the Sources page lists this replica with its shop circuit", replicas.length >= 1 && replicas.some((t) => /shop: /.test(t) && /serves this console/.test(t)), JSON.stringify(replicas));
   check("the Sources page lists the supervised actors, all up",
     ["audit_writer", "approval_queue", "rate_limiter", "result_cache", "circuit_breaker:shop"].every((a) => actors.some(([name, up]) => name === a && up === "true")),
     JSON.stringify(actors));

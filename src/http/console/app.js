@@ -21,6 +21,7 @@
     page: null,
     sources: new Map(), // id -> source_json
     actors: [], // GET /admin/actors
+    replicas: [], // GET /admin/replicas (live)
     sourceRows: new Map(), // id -> row refs
     sourcesLoadedAt: null,
     pending: new Map(), // id -> approval
@@ -399,10 +400,11 @@
     for (const t of state.timers) clearInterval(t);
     state.timers = [];
     sessionStorage.removeItem(KEY_STORAGE);
-    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null, actors: [] });
+    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null, actors: [], replicas: [] });
     for (const m of [state.sources, state.sourceRows, state.pending, state.pendingCards, state.history, state.historyItems]) m.clear();
     clear($("sources-body"));
     clear($("actors-body"));
+    clear($("replicas-body"));
     clear($("pending-list"));
     clear($("history-list"));
     clear($("audit-body"));
@@ -615,9 +617,11 @@
     if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 8 } }, "Loading sources…")));
     sourcesLoading = (async () => {
       try {
-        const [data, actors] = await Promise.all([api("/admin/sources"), api("/admin/actors")]);
+        const [data, actors, replicas] = await Promise.all([api("/admin/sources"), api("/admin/actors"), api("/admin/replicas")]);
         state.actors = actors.actors || [];
+        state.replicas = replicas.replicas || [];
         renderActors();
+        renderReplicas();
         const list = (data.sources || []).slice().sort((a, b) => a.id.localeCompare(b.id));
         const seen = new Set();
         for (const s of list) {
@@ -669,6 +673,19 @@
     if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "empty-cell" }, "No sources are registered.")));
     renderSourcesSummary();
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
+  }
+
+  function renderReplicas() {
+    const rows = (state.replicas || []).map((r) => {
+      const circuits = Object.entries(r.circuits || {}).sort(([a], [b]) => a.localeCompare(b))
+        .map(([source, c]) => h("span", { className: "tag", dataset: { circuit: c.state } }, `${source}: ${String(c.state).replace("_", " ")}${c.forced ? " (forced)" : ""}`));
+      return h("tr", { dataset: { replica: r.id } },
+        h("th", { attrs: { scope: "row" }, className: "mono" }, r.id.slice(0, 8), r.this ? h("span", { className: "tag" }, "serves this console") : null),
+        h("td", { className: "mono small" }, r.address),
+        h("td", {}, ...circuits),
+        h("td", { className: "small muted" }, absTime(r.heartbeat_at)));
+    });
+    replaceChildren($("replicas-body"), ...rows);
   }
 
   function renderActors() {
