@@ -185,6 +185,8 @@ impl AppState {
                 sources: self.sources.clone(),
                 cache: self.cache.clone(),
                 events: self.events.clone(),
+                identities: self.identities.clone(),
+                profiles: self.profiles.clone(),
                 instance: self.instance.id,
                 address,
             },

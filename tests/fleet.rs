@@ -337,3 +337,58 @@ async fn a_missed_notification_heals_at_the_next_reconcile() {
     .await;
     assert!(took <= interval + Duration::from_millis(500), "{took:?}");
 }
+
+#[tokio::test]
+async fn a_key_revoked_or_a_grant_removed_on_one_replica_stops_working_on_the_other_at_once() {
+    // Identities and profiles are cached for a minute: only the fleet notice can make the
+    // other replica drop them this fast.
+    let env = demo_env_with(|s| s.identity.cache_ttl_ms = 60_000, |_| {}).await;
+    let b = TestGateway::start(env.gateway.settings.clone());
+    for gw in [&env.gateway, &b] {
+        wait_until(Duration::from_secs(10), || async {
+            gw.state.fleet.channel_up()
+        })
+        .await;
+    }
+    let answers = |key: String| {
+        let url = b.url("");
+        async move {
+            let a = call(
+                &url,
+                Some(&key),
+                MODERN,
+                "interlock_query",
+                json!({"source_id": "shop", "sql": "SELECT 1 AS one"}),
+            )
+            .await;
+            a.body["error"]["data"]["status"].as_u64()
+        }
+    };
+    let key = env.new_agent("fleet-revoked", None).await;
+    env.grant_analyst("fleet-revoked").await;
+    assert_eq!(answers(key.clone()).await, None, "B serves the key");
+
+    let revoked = client()
+        .delete(
+            env.gateway
+                .url("/admin/identities/fleet-revoked/grants/shop/analyst"),
+        )
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .expect("revoke grant");
+    assert_eq!(revoked.status(), 200);
+    wait_until(WITHIN, || async { answers(key.clone()).await == Some(403) }).await;
+
+    let revoked = client()
+        .post(
+            env.gateway
+                .url(&format!("/admin/keys/{}/revoke", &key[..12])),
+        )
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .expect("revoke key");
+    assert_eq!(revoked.status(), 200);
+    wait_until(WITHIN, || async { answers(key.clone()).await == Some(401) }).await;
+}

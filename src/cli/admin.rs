@@ -8,6 +8,7 @@ use crate::config::Settings;
 use crate::control::{
     self, identities, keys, migrate as migrations, policy_file, sources, ControlPool,
 };
+use crate::fleet::Changed;
 
 fn pool(settings: &Settings) -> anyhow::Result<ControlPool> {
     control::connect_pool(&settings.control).context("connecting to the control database")
@@ -67,6 +68,7 @@ pub async fn keys(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<()> {
         }
         KeysCommand::Revoke { prefix } => {
             let k = keys::revoke_key(&pool, &prefix).await?;
+            crate::fleet::announce(&pool, Changed::Keys).await;
             println!(
                 "revoked {} of {}; it stops working within {} ms on every replica",
                 k.prefix, k.identity, settings.identity.cache_ttl_ms
@@ -81,6 +83,7 @@ pub async fn sources(settings: &Settings, cmd: SourcesCommand) -> anyhow::Result
     match cmd {
         SourcesCommand::Add(args) => {
             let s = sources::add_source(&pool, &new_source(*args)).await?;
+            crate::fleet::announce(&pool, Changed::Sources).await;
             println!(
                 "registered source {} ({}:{})",
                 s.id,
@@ -118,10 +121,12 @@ pub async fn sources(settings: &Settings, cmd: SourcesCommand) -> anyhow::Result
         }
         SourcesCommand::Enable { id } => {
             sources::set_enabled(&pool, &id, true).await?;
+            crate::fleet::announce(&pool, Changed::Sources).await;
             println!("source {id} enabled");
         }
         SourcesCommand::Disable { id } => {
             sources::set_enabled(&pool, &id, false).await?;
+            crate::fleet::announce(&pool, Changed::Sources).await;
             println!("source {id} disabled; governed calls to it are refused as unavailable");
         }
         SourcesCommand::Status { remote } => super::remote::sources_status(&remote).await?,
@@ -168,7 +173,10 @@ pub async fn policy(settings: &Settings, cmd: PolicyCommand) -> anyhow::Result<(
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let parsed = policy_file::AccessFile::parse(&text)?;
-            let applied = policy_file::apply(&pool(settings)?, &parsed).await?;
+            let pool = pool(settings)?;
+            let applied = policy_file::apply(&pool, &parsed).await?;
+            crate::fleet::announce(&pool, Changed::Keys).await;
+            crate::fleet::announce(&pool, Changed::Grants).await;
             print_json(&applied)?;
         }
     }
@@ -194,6 +202,7 @@ pub async fn grants(settings: &Settings, cmd: GrantsCommand) -> anyhow::Result<(
             role,
         } => {
             crate::control::roles::grant_role(&client, &identity, &source, &role).await?;
+            crate::fleet::announce(&pool, Changed::Grants).await;
             println!("granted {role} on {source} to {identity}");
         }
         GrantsCommand::Remove {
@@ -202,6 +211,7 @@ pub async fn grants(settings: &Settings, cmd: GrantsCommand) -> anyhow::Result<(
             role,
         } => {
             if crate::control::roles::revoke_role(&client, &identity, &source, &role).await? {
+                crate::fleet::announce(&pool, Changed::Grants).await;
                 println!("revoked {role} on {source} from {identity}");
             } else {
                 anyhow::bail!("{identity} holds no role {role} on {source}");

@@ -3,7 +3,7 @@
 
 use interlock_actors::breaker::ForceAction;
 
-use super::message::{Envelope, FleetMessage};
+use super::message::{Changed, Envelope, FleetMessage};
 use super::{Fleet, Runtime};
 use crate::control::fleet::{CircuitOverride, TableGeneration};
 
@@ -46,6 +46,15 @@ impl Fleet {
                 }
             }
             FleetMessage::Event { event } => runtime.events.deliver(event),
+            FleetMessage::Changed { what } => match what {
+                Changed::Keys => runtime.identities.invalidate_all(),
+                Changed::Grants => runtime.profiles.invalidate_all(),
+                Changed::Sources => {
+                    if let Err(e) = runtime.sources.reload().await {
+                        tracing::warn!(error = %e, "sources not reloaded after a fleet notice; the periodic reload retries");
+                    }
+                }
+            },
         }
     }
 

@@ -31,4 +31,19 @@ pub enum FleetMessage {
     },
     /// A fleet-wide event, for this replica's `/admin/events` subscribers.
     Event { event: Event },
+    /// Access or sources changed in the control database: drop what is cached of it now
+    /// (rather than within `identity.cache_ttl_ms` / `sources.refresh_interval_ms`).
+    Changed { what: Changed },
+}
+
+/// What an operator changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Changed {
+    /// Identities or keys (created, revoked, rates).
+    Keys,
+    /// Grants, roles, policies, redactions, approver scopes.
+    Grants,
+    /// Source registrations (added, updated, enabled, disabled).
+    Sources,
 }

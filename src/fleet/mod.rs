@@ -37,7 +37,10 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::control::{fleet as tables, ControlError, ControlPool};
+use crate::pipeline::identity::IdentityResolver;
+use crate::pipeline::profiles::ProfileCache;
 use crate::sources::registry::SourceRegistry;
+pub use message::Changed;
 use message::{Envelope, FleetMessage};
 
 /// Timing of the fleet.
@@ -53,6 +56,8 @@ pub struct Runtime {
     pub sources: Arc<SourceRegistry>,
     pub cache: CacheHandle,
     pub events: EventBus,
+    pub identities: IdentityResolver,
+    pub profiles: ProfileCache,
     /// This replica's instance lock id (its liveness, see `approvals::instance`).
     pub instance: i32,
     /// Where this replica serves, for the registry.
@@ -181,19 +186,14 @@ impl Fleet {
         Ok(())
     }
 
+    /// This replica changed `what` in the control database (and dropped its own cached
+    /// copy): the other replicas drop theirs now.
+    pub async fn changed(&self, what: Changed) {
+        self.send(FleetMessage::Changed { what }).await;
+    }
+
     async fn send(&self, message: FleetMessage) {
-        let envelope = Envelope {
-            from: self.inner.replica,
-            message,
-        };
-        let Ok(payload) = serde_json::to_string(&envelope) else {
-            return;
-        };
-        if let Err(e) = tables::notify(&self.inner.control, &payload).await {
-            // The tables still carry generations and forced circuits; events are lost.
-            tracing::warn!(error = %e, "fleet notification not sent");
-            metrics::counter!("interlock_fleet_errors_total", "what" => "notify").increment(1);
-        }
+        send(&self.inner.control, self.inner.replica, message).await;
     }
 
     fn note_applied(&self, generations: &[tables::TableGeneration]) {
@@ -223,5 +223,22 @@ impl Fleet {
                 .cache
                 .degrade(Some(self.inner.config.degraded_cache_ttl));
         }
+    }
+}
+
+/// Tells every replica that `what` changed, from a process that is not one (the CLI).
+pub async fn announce(control: &ControlPool, what: Changed) {
+    send(control, Uuid::nil(), FleetMessage::Changed { what }).await;
+}
+
+async fn send(control: &ControlPool, from: Uuid, message: FleetMessage) {
+    let Ok(payload) = serde_json::to_string(&Envelope { from, message }) else {
+        return;
+    };
+    if let Err(e) = tables::notify(control, &payload).await {
+        // The tables still carry generations and forced circuits; notices and events are
+        // lost (caches then expire by their TTL).
+        tracing::warn!(error = %e, "fleet notification not sent");
+        metrics::counter!("interlock_fleet_errors_total", "what" => "notify").increment(1);
     }
 }

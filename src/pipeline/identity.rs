@@ -42,6 +42,11 @@ impl IdentityResolver {
             })
             .await
     }
+
+    /// Forgets every cached key (after keys or identities changed, on any replica).
+    pub fn invalidate_all(&self) {
+        self.cache.invalidate_all();
+    }
 }
 
 /// The bearer token of an `Authorization` header value, if it is one.

@@ -60,7 +60,7 @@ impl ProfileCache {
             .await
     }
 
-    /// Forgets every cached profile (after an operator changes grants on this replica).
+    /// Forgets every cached profile (after grants or policies changed, on any replica).
     pub fn invalidate_all(&self) {
         self.cache.invalidate_all();
     }

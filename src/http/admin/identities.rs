@@ -9,6 +9,7 @@ use super::audit_log;
 use super::auth::{control_error, error, Admin, Operators};
 use crate::control::identities::{ensure_identity, list_identities, IdentityKind, RateLimit};
 use crate::control::{keys, roles, ControlError};
+use crate::fleet::Changed;
 use crate::AppState;
 
 pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
@@ -73,6 +74,8 @@ pub async fn create(
     };
     match ensure_identity(&state.control, &body.name, body.kind, rate).await {
         Ok(i) => {
+            state.identities.invalidate_all();
+            state.fleet.changed(Changed::Keys).await;
             audit_log::record(
                 &state,
                 &caller,
@@ -127,6 +130,8 @@ pub async fn revoke_key(
 ) -> HttpResponse {
     match keys::revoke_key(&state.control, &path).await {
         Ok(k) => {
+            state.identities.invalidate_all();
+            state.fleet.changed(Changed::Keys).await;
             audit_log::record(
                 &state,
                 &caller,
@@ -162,6 +167,7 @@ pub async fn grant(
     match result {
         Ok(()) => {
             state.profiles.invalidate_all();
+            state.fleet.changed(Changed::Grants).await;
             audit_log::record(
                 &state,
                 &caller,
@@ -190,6 +196,7 @@ pub async fn revoke_grant(
     match result {
         Ok(true) => {
             state.profiles.invalidate_all();
+            state.fleet.changed(Changed::Grants).await;
             audit_log::record(
                 &state,
                 &caller,

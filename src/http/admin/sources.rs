@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::audit_log;
 use super::auth::{control_error, error, Admin, Operators};
 use crate::control::sources;
+use crate::fleet::Changed;
 use crate::sources::registry::SourceRuntime;
 use crate::AppState;
 
@@ -69,11 +70,13 @@ pub async fn show(
     HttpResponse::Ok().json(body)
 }
 
-/// Reloads registrations now so the change is visible on this replica at once.
+/// Reloads registrations now so the change is visible on this replica at once, and tells
+/// the other replicas to reload theirs.
 async fn reload(state: &AppState, id: &str) -> HttpResponse {
     if let Err(e) = state.sources.reload().await {
         return control_error(e);
     }
+    state.fleet.changed(Changed::Sources).await;
     match state.sources.get(id) {
         Some(rt) => HttpResponse::Ok().json(source_json(&rt, state.cache.entry_count())),
         None => error(StatusCode::NOT_FOUND, "not_found", "no source with that id"),
