@@ -15,12 +15,14 @@ CREATE TABLE fleet_cache_generations (
 );
 
 -- Circuits an operator forced open, fleet-wide: every replica refuses calls to the source
--- until the row is gone (force close or reset). Automatic breakers stay per replica.
+-- until the row is gone (force close, reset, or `until` passed). Automatic breakers stay
+-- per replica.
 CREATE TABLE circuit_overrides (
     source_id  text PRIMARY KEY REFERENCES sources (id) ON DELETE CASCADE,
     reason     text NOT NULL,
     forced_by  text NOT NULL,
-    forced_at  timestamptz NOT NULL DEFAULT now()
+    forced_at  timestamptz NOT NULL DEFAULT now(),
+    until      timestamptz
 );
 
 -- The live replicas: each registers at start and heartbeats; its liveness is its instance

@@ -592,6 +592,18 @@ mod tests {
         assert_eq!(s.server.listen, "127.0.0.1:9999");
         assert_eq!(s.server.allowed_hosts, vec!["gw.internal", "gw.example"]);
         assert_eq!(s.control.port, 6543);
+        let s = Settings::load_with_env(
+            None,
+            env(&[
+                ("INTERLOCK__RATE_LIMIT__BACKEND", "redis"),
+                ("INTERLOCK__RATE_LIMIT__REDIS_URL", "redis://127.0.0.1:6379"),
+                ("INTERLOCK__RATE_LIMIT__REDIS_UNAVAILABLE", "refuse"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(s.rate_limit.backend, RateLimitBackend::Redis);
+        assert_eq!(s.rate_limit.redis_url, "redis://127.0.0.1:6379");
+        assert_eq!(s.rate_limit.redis_unavailable, RedisUnavailable::Refuse);
     }
 
     #[test]
@@ -612,6 +624,25 @@ mod tests {
                 "sql.max_sql_bytes",
             ),
             (&[("INTERLOCK__SERVER__NO_SUCH_KEY", "1")], "no_such_key"),
+            (
+                &[("INTERLOCK__RATE_LIMIT__BACKEND", "memcached")],
+                "backend",
+            ),
+            (
+                &[
+                    ("INTERLOCK__RATE_LIMIT__BACKEND", "redis"),
+                    ("INTERLOCK__RATE_LIMIT__REDIS_URL", "http://127.0.0.1:6379"),
+                ],
+                "rate_limit.redis_url",
+            ),
+            (
+                &[("INTERLOCK__FLEET__RECONCILE_INTERVAL_MS", "5")],
+                "fleet.reconcile_interval_ms",
+            ),
+            (
+                &[("INTERLOCK__ACTORS__STALL_AFTER_MS", "5")],
+                "actors.stall_after_ms",
+            ),
             (
                 &[
                     ("INTERLOCK__CONTROL__PASSWORD_ENV", "A"),

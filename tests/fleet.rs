@@ -133,6 +133,19 @@ async fn force(env: &DemoEnv, gw: &TestGateway, action: &str) {
     );
 }
 
+/// `GET /admin/sources/shop` on `gw`.
+async fn shop_detail(env: &DemoEnv, gw: &TestGateway) -> Value {
+    client()
+        .get(gw.url("/admin/sources/shop"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .expect("source")
+        .json()
+        .await
+        .expect("json")
+}
+
 async fn refused_open(gw: &TestGateway, key: &str) -> bool {
     let a = call(
         &gw.url(""),
@@ -169,30 +182,33 @@ async fn a_circuit_forced_open_on_one_replica_refuses_on_the_other() {
     force(&env, &env.gateway, "open").await;
     wait_until(WITHIN, || refused_open(&b, &env.agent_key)).await;
     // The admin API shows the fleet-wide forced state and each replica's own breaker.
-    let detail: Value = client()
-        .get(b.url("/admin/sources/shop"))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .expect("source")
-        .json()
-        .await
-        .expect("json");
+    let detail = shop_detail(&env, &b).await;
     assert_eq!(detail["fleet"]["forced"]["source"], "shop", "{detail}");
     let replicas = detail["fleet"]["replicas"].as_array().expect("replicas");
     assert_eq!(replicas.len(), 2, "{detail}");
     force(&env, &env.gateway, "close").await;
     wait_until(WITHIN, || async { !refused_open(&b, &env.agent_key).await }).await;
-    let detail: Value = client()
-        .get(b.url("/admin/sources/shop"))
+    let detail = shop_detail(&env, &b).await;
+    assert_eq!(detail["fleet"]["forced"], Value::Null, "{detail}");
+
+    // A force with a lapse ends by itself on every replica.
+    let res = client()
+        .post(env.gateway.url("/admin/sources/shop/circuit"))
         .bearer_auth(&env.operator_key)
+        .json(&json!({"action": "open", "reason": "maintenance", "for_secs": 1}))
         .send()
         .await
-        .expect("source")
-        .json()
-        .await
-        .expect("json");
-    assert_eq!(detail["fleet"]["forced"], Value::Null, "{detail}");
+        .expect("force");
+    assert_eq!(res.status(), 200);
+    wait_until(WITHIN, || refused_open(&b, &env.agent_key)).await;
+    let detail = shop_detail(&env, &b).await;
+    assert!(detail["fleet"]["forced"]["until"].is_string(), "{detail}");
+    for gw in [&env.gateway, &b] {
+        wait_until(Duration::from_secs(4), || async {
+            !refused_open(gw, &env.agent_key).await
+        })
+        .await;
+    }
 }
 
 #[tokio::test]
@@ -217,19 +233,7 @@ async fn an_approval_event_on_one_replica_reaches_subscribers_of_the_other() {
         .as_str()
         .expect("queued")
         .to_string();
-    let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !seen.contains(&id) {
-        assert!(
-            Instant::now() < deadline,
-            "B never told its subscriber: {seen}"
-        );
-        if let Ok(Ok(Some(chunk))) =
-            tokio::time::timeout(Duration::from_millis(500), stream.chunk()).await
-        {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    }
+    let seen = common::http::read_until(&mut stream, &id, Duration::from_secs(5)).await;
     assert!(seen.contains("event: approval.created"), "{seen}");
 }
 

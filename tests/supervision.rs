@@ -561,19 +561,12 @@ async fn a_stalled_actor_is_restarted_and_operators_see_it() {
     let (_, actors) = admin_get(&env, "/admin/actors").await;
     assert!(actors.contains("circuit_breaker:shop"), "{actors}");
 
-    let mut seen = String::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !seen.contains("event: actor.restarted") {
-        assert!(
-            Instant::now() < deadline,
-            "no actor.restarted event: {seen}"
-        );
-        if let Ok(Ok(Some(chunk))) =
-            tokio::time::timeout(Duration::from_millis(500), events.chunk()).await
-        {
-            seen.push_str(&String::from_utf8_lossy(&chunk));
-        }
-    }
+    let seen = common::http::read_until(
+        &mut events,
+        "event: actor.restarted",
+        Duration::from_secs(5),
+    )
+    .await;
     assert!(seen.contains("\"actor\":\"audit_writer\""), "{seen}");
 }
 

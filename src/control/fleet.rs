@@ -79,22 +79,27 @@ pub struct CircuitOverride {
     pub reason: String,
     pub forced_by: String,
     pub forced_at: DateTime<Utc>,
+    /// When the force lapses by itself (`None`: until released).
+    pub until: Option<DateTime<Utc>>,
 }
 
-/// Forces `source` open fleet-wide (replacing an earlier override).
+/// Forces `source` open fleet-wide (replacing an earlier override), until released or,
+/// with `until`, until then.
 pub async fn force_open(
     pool: &ControlPool,
     source: &str,
     reason: &str,
     by: &str,
+    until: Option<DateTime<Utc>>,
 ) -> Result<(), ControlError> {
     pool.get()
         .await?
         .execute(
-            "INSERT INTO circuit_overrides (source_id, reason, forced_by) VALUES ($1, $2, $3)
+            "INSERT INTO circuit_overrides (source_id, reason, forced_by, until) VALUES ($1, $2, $3, $4)
              ON CONFLICT (source_id) DO UPDATE
-                SET reason = EXCLUDED.reason, forced_by = EXCLUDED.forced_by, forced_at = now()",
-            &[&source, &reason, &by],
+                SET reason = EXCLUDED.reason, forced_by = EXCLUDED.forced_by, forced_at = now(),
+                    until = EXCLUDED.until",
+            &[&source, &reason, &by, &until],
         )
         .await?;
     Ok(())
@@ -112,11 +117,17 @@ pub async fn release(pool: &ControlPool, source: &str) -> Result<(), ControlErro
     Ok(())
 }
 
-/// Every fleet-wide forced circuit.
+/// Every fleet-wide forced circuit still in force (lapsed ones are deleted on the way).
 pub async fn overrides(client: &impl GenericClient) -> Result<Vec<CircuitOverride>, ControlError> {
+    client
+        .execute(
+            "DELETE FROM circuit_overrides WHERE until IS NOT NULL AND until <= now()",
+            &[],
+        )
+        .await?;
     let rows = client
         .query(
-            "SELECT source_id, reason, forced_by, forced_at FROM circuit_overrides",
+            "SELECT source_id, reason, forced_by, forced_at, until FROM circuit_overrides",
             &[],
         )
         .await?;
@@ -127,6 +138,7 @@ pub async fn overrides(client: &impl GenericClient) -> Result<Vec<CircuitOverrid
             reason: r.get(1),
             forced_by: r.get(2),
             forced_at: r.get(3),
+            until: r.get(4),
         })
         .collect())
 }

@@ -168,10 +168,11 @@ impl Fleet {
         action: ForceAction,
         reason: &str,
         by: &str,
+        until: Option<DateTime<Utc>>,
     ) -> Result<(), ControlError> {
         match action {
             ForceAction::Open => {
-                tables::force_open(&self.inner.control, source, reason, by).await?;
+                tables::force_open(&self.inner.control, source, reason, by, until).await?;
             }
             ForceAction::Close | ForceAction::Reset => {
                 tables::release(&self.inner.control, source).await?;

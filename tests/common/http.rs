@@ -23,3 +23,26 @@ pub fn client() -> reqwest::Client {
         .build()
         .expect("client")
 }
+
+/// Reads a streaming response (server-sent events) until its text contains `needle`;
+/// returns everything read. Fails the test after `within`.
+pub async fn read_until(
+    response: &mut reqwest::Response,
+    needle: &str,
+    within: Duration,
+) -> String {
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + within;
+    while !seen.contains(needle) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{needle:?} never arrived: {seen}"
+        );
+        if let Ok(Ok(Some(chunk))) =
+            tokio::time::timeout(Duration::from_millis(500), response.chunk()).await
+        {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+    seen
+}

@@ -187,6 +187,9 @@ pub struct CircuitBody {
     action: ForceAction,
     #[serde(default)]
     reason: String,
+    /// With `open`: the force lapses by itself after this many seconds (fleet-wide).
+    #[serde(default)]
+    for_secs: Option<u64>,
 }
 
 pub async fn circuit(
@@ -205,6 +208,29 @@ pub async fn circuit(
             "say why: {\"action\": \"open\", \"reason\": \"...\"}",
         );
     }
+    let until = match (body.action, body.for_secs) {
+        (ForceAction::Open, Some(secs)) => {
+            let lapse = i64::try_from(secs)
+                .ok()
+                .filter(|s| (1..=31 * 24 * 3600).contains(s));
+            let Some(lapse) = lapse else {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    "for_secs must be between 1 and 2678400 (31 days)",
+                );
+            };
+            Some(chrono::Utc::now() + chrono::Duration::seconds(lapse))
+        }
+        (_, Some(_)) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                "for_secs applies only to action open",
+            )
+        }
+        (_, None) => None,
+    };
     // Fleet-wide first: every replica applies it (and reconciles it from the table).
     if let Err(e) = state
         .fleet
@@ -213,6 +239,7 @@ pub async fn circuit(
             body.action,
             body.reason.trim(),
             &caller.identity.name,
+            until,
         )
         .await
     {
