@@ -271,6 +271,19 @@ pub struct SourcesSettings {
 #[serde(deny_unknown_fields)]
 pub struct ApprovalSettings {
     pub sweep_interval_secs: u64,
+    /// A dry-run preview's statement timeout, in milliseconds.
+    pub preview_statement_timeout_ms: u32,
+    /// A dry-run preview's lock timeout, in milliseconds.
+    pub preview_lock_timeout_ms: u32,
+}
+
+impl ApprovalSettings {
+    pub fn preview_timeouts(&self) -> crate::sources::postgres::execute::PreviewTimeouts {
+        crate::sources::postgres::execute::PreviewTimeouts {
+            statement_ms: self.preview_statement_timeout_ms,
+            lock_ms: self.preview_lock_timeout_ms,
+        }
+    }
 }
 
 impl BreakerSettings {
@@ -527,6 +540,14 @@ impl Settings {
         }
         if self.catalog.max_relations == 0 {
             return Err(invalid("catalog.max_relations", "must be at least 1"));
+        }
+        if self.approvals.preview_statement_timeout_ms == 0
+            || self.approvals.preview_lock_timeout_ms == 0
+        {
+            return Err(invalid(
+                "approvals.preview_statement_timeout_ms",
+                "the preview timeouts must be at least 1 ms (0 would mean no timeout)",
+            ));
         }
         if self.approvals.sweep_interval_secs == 0 {
             return Err(invalid(

@@ -45,6 +45,8 @@ pub struct AppState {
     pub supervision: Supervision,
     /// This replica's membership of the fleet on the control database.
     pub fleet: crate::fleet::Fleet,
+    /// Effect previews of queued writes.
+    pub previews: Arc<crate::approvals::preview::Previewer>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +147,14 @@ impl AppState {
             audit.clone(),
             Duration::from_millis(settings.audit.refusal_window_ms),
         );
+        let previews = Arc::new(crate::approvals::preview::Previewer {
+            control: control.clone(),
+            sources: sources.clone(),
+            sql_limits: settings.sql.limits(),
+            timeouts: settings.approvals.preview_timeouts(),
+        });
         Ok(Arc::new(AppState {
+            previews,
             refusals,
             identities: IdentityResolver::new(control.clone(), ttl),
             profiles: ProfileCache::new(control.clone(), ttl),

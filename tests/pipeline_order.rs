@@ -290,6 +290,10 @@ impl Ports for Fake {
         async { Ok(Uuid::new_v4()) }
     }
 
+    fn preview(&self, _approval: Uuid) {
+        self.reach(Port::Enqueue);
+    }
+
     fn publish(&self, _event: Event) {}
 
     fn control(&self) -> &ControlPool {
@@ -337,6 +341,7 @@ fn shop_source() -> Source {
         cache_ttl_ms: 60_000,
         approval_ttl_secs: 3600,
         approvals_required: 1,
+        approval_preview: interlock::control::sources::PreviewMode::Explain,
         mask_key: vec![7; 32],
         created_at: Utc::now(),
         updated_at: Utc::now(),

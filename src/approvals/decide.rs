@@ -43,6 +43,7 @@ pub async fn decide(
     id: Uuid,
     verdict: ApproverChoice,
     reason: &str,
+    max_rows: Option<u64>,
 ) -> Result<Approval, DecideError> {
     if approver.kind != IdentityKind::Approver {
         return Err(DecideError::Forbidden(
@@ -94,6 +95,10 @@ pub async fn decide(
         ApproverChoice::Reject => "reject",
     };
     lifecycle::record_decision(&tx, id, approver.id, decision, reason).await?;
+    let bound = max_rows.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+    if let (ApproverChoice::Approve, Some(bound)) = (verdict, bound) {
+        lifecycle::set_bound(&tx, id, bound).await?;
+    }
     if next != current_state {
         lifecycle::set_state(&tx, id, next.as_str()).await?;
     }
@@ -105,7 +110,8 @@ pub async fn decide(
     draft.source = Some(source.clone());
     draft.approval_id = Some(id);
     draft.action = Some("approve");
-    draft.decision = json!({"decision": decision, "reason": reason, "state": next.as_str()});
+    draft.decision =
+        json!({"decision": decision, "reason": reason, "state": next.as_str(), "max_rows": bound});
     if let Err(e) =
         audit::append(&state.audit, draft, &Outcome::Json(serde_json::Value::Null)).await
     {

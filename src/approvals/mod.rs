@@ -13,6 +13,8 @@
 pub mod decide;
 pub mod display;
 pub mod instance;
+pub mod preview;
+pub mod recheck;
 pub mod runner;
 
 pub use decide::{decide, DecideError};

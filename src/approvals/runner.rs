@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::recheck::{allowed_now, Queued};
 use crate::control::approval_lifecycle::{self as lifecycle, LostExecution};
-use crate::control::{instances, profiles::load_profile, ControlError, ControlPool};
-use crate::governance::{decide, AllowedClass, SqlLimits};
+use crate::control::{instances, ControlError, ControlPool};
+use crate::governance::SqlLimits;
 use crate::pipeline::{audit, mask, AuditDraft, Outcome};
 use crate::sources::postgres::execute::{self, Limits, Mode};
 use crate::sources::registry::SourceRegistry;
@@ -40,6 +41,7 @@ struct Claimed {
     requester_id: Uuid,
     requester: String,
     statement: String,
+    max_rows: Option<i64>,
 }
 
 impl GatewayRunner {
@@ -72,6 +74,7 @@ impl GatewayRunner {
             requester_id: r.requester_id,
             requester: r.requester,
             statement: r.statement,
+            max_rows: r.max_rows,
         }))
     }
 
@@ -89,33 +92,17 @@ impl GatewayRunner {
     /// Re-checks grants and policy as they are now, then runs the write.
     async fn run(&self, c: &Claimed) -> (String, Option<i64>, Option<Value>, Option<String>) {
         let failed = |reason: String| ("failed".to_string(), None, None, Some(reason));
-        let Some(rt) = self.sources.get(&c.source_id) else {
-            return failed(format!("source {} is no longer registered", c.source_id));
+        let queued = Queued {
+            source_id: &c.source_id,
+            requester_id: c.requester_id,
+            requester: &c.requester,
+            statement: &c.statement,
         };
-        if !rt.source.enabled {
-            return failed(format!("source {} is disabled", c.source_id));
-        }
-        let profile = match load_profile(&self.control, c.requester_id, &c.source_id).await {
-            Ok(Some(p)) => p,
-            Ok(None) => {
-                return failed(format!(
-                    "{} no longer holds a role on {}; the write was not run",
-                    c.requester, c.source_id
-                ))
-            }
-            Err(e) => return failed(format!("grants could not be checked: {e}")),
-        };
-        let catalog = match self.sources.catalog(&rt).await {
-            Ok(c) => c,
-            Err(e) => return failed(format!("the source catalog is unavailable: {e}")),
-        };
-        let limits = self.sql_limits;
-        let decision = decide(&c.statement, 0, &catalog.catalog, &profile, &limits);
-        let allowed = match (decision.allowed(), decision.refusal()) {
-            (Some(a), _) if a.class == AllowedClass::Write => a.clone(),
-            (_, Some(r)) => return failed(format!("refused at execution time: {}", r.reason)),
-            _ => return failed("the statement is no longer classified as a write".into()),
-        };
+        let (rt, allowed) =
+            match allowed_now(&self.control, &self.sources, &self.sql_limits, &queued).await {
+                Ok(now) => now,
+                Err(reason) => return failed(reason),
+            };
         let Some(pools) = rt.pools.as_ref() else {
             return failed("the source's connection settings are unusable".into());
         };
@@ -124,7 +111,17 @@ impl GatewayRunner {
             max_rows: u64::from(rt.source.max_rows),
             max_bytes: rt.source.max_bytes,
         };
-        match execute::run(pools, Mode::Write, &allowed.statement, &[], limits, &never).await {
+        let bound = c.max_rows.and_then(|m| u64::try_from(m).ok());
+        match execute::run(
+            pools,
+            Mode::Write { bound },
+            &allowed.statement,
+            &[],
+            limits,
+            &never,
+        )
+        .await
+        {
             Ok(mut rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
                 let returning = if rows.columns.is_empty() {

@@ -163,6 +163,7 @@ fn new_source(a: SourceAddArgs) -> sources::NewSource {
         max_rows: a.max_rows,
         cache_ttl_ms: a.cache_ttl_ms,
         approvals_required: a.approvals_required,
+        approval_preview: a.approval_preview,
         ..Default::default()
     }
 }

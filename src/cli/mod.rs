@@ -110,7 +110,13 @@ pub enum ApprovalsCommand {
         id: String,
         #[arg(long, default_value = "")]
         reason: String,
+        /// The most rows the write may affect when it runs (it is rolled back and fails
+        /// beyond that); by default the previewed row count.
+        #[arg(long)]
+        max_rows: Option<u64>,
     },
+    /// Compute the effect preview of a pending approval again.
+    Preview { id: String },
     /// Reject with a reason; the write never runs.
     Reject {
         id: String,
@@ -261,6 +267,10 @@ pub struct SourceAddArgs {
     /// Approvals needed before a write runs (1 to 5).
     #[arg(long)]
     pub approvals_required: Option<u32>,
+    /// How a queued write is previewed for approvers: explain (default), dry_run (executed
+    /// and rolled back) or off.
+    #[arg(long, value_parser = |s: &str| crate::control::sources::PreviewMode::parse(s).map_err(|e| e.to_string()))]
+    pub approval_preview: Option<crate::control::sources::PreviewMode>,
     #[arg(long, default_value = "")]
     pub description: String,
 }

@@ -93,12 +93,31 @@ pub async fn approvals(remote: &RemoteArgs, cmd: ApprovalsCommand) -> anyhow::Re
                 &request(remote, Method::GET, &format!("/admin/approvals/{id}"), None).await?,
             )?;
         }
-        ApprovalsCommand::Approve { id, reason } => {
+        ApprovalsCommand::Preview { id } => {
+            print_json(
+                &request(
+                    remote,
+                    Method::POST,
+                    &format!("/admin/approvals/{id}/preview"),
+                    None,
+                )
+                .await?,
+            )?;
+        }
+        ApprovalsCommand::Approve {
+            id,
+            reason,
+            max_rows,
+        } => {
+            let mut body = json!({"reason": reason});
+            if let Some(m) = max_rows {
+                body["max_rows"] = json!(m);
+            }
             let v = request(
                 remote,
                 Method::POST,
                 &format!("/admin/approvals/{id}/approve"),
-                Some(json!({"reason": reason})),
+                Some(body),
             )
             .await?;
             println!("approval {id}: {}", v["state"].as_str().unwrap_or("?"));

@@ -95,6 +95,8 @@ pub struct ClaimedRow {
     pub requester_id: Uuid,
     pub requester: String,
     pub statement: String,
+    /// The most rows the write may affect (the approved effect); `None`: unbounded.
+    pub max_rows: Option<i64>,
 }
 
 /// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
@@ -109,7 +111,7 @@ pub async fn claim(
             "UPDATE approvals a SET state = 'executing', executing_by = $2, executing_at = now()
               FROM identities i
              WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
-             RETURNING a.source_id, a.requester_id, i.name, a.statement",
+             RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows",
             &[&id, &instance],
         )
         .await?;
@@ -118,7 +120,41 @@ pub async fn claim(
         requester_id: r.get(1),
         requester: r.get(2),
         statement: r.get(3),
+        max_rows: r.get(4),
     }))
+}
+
+/// Stores the preview of approval `id`; unless a bound was set already, the bound becomes
+/// `default_bound` (the previewed or estimated row count).
+pub async fn store_preview(
+    pool: &ControlPool,
+    id: Uuid,
+    preview: &Value,
+    default_bound: Option<i64>,
+) -> Result<(), ControlError> {
+    pool.get()
+        .await?
+        .execute(
+            "UPDATE approvals SET preview = $2, max_rows = coalesce(max_rows, $3) WHERE id = $1",
+            &[&id, preview, &default_bound],
+        )
+        .await?;
+    Ok(())
+}
+
+/// An approver's bound on the rows the write may affect (while it is pending).
+pub async fn set_bound(
+    client: &impl GenericClient,
+    id: Uuid,
+    max_rows: i64,
+) -> Result<(), ControlError> {
+    client
+        .execute(
+            "UPDATE approvals SET max_rows = $2 WHERE id = $1",
+            &[&id, &max_rows],
+        )
+        .await?;
+    Ok(())
 }
 
 /// Ends the execution of claimed approval `id` in `state`, with its result.

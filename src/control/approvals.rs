@@ -68,12 +68,16 @@ pub struct Approval {
     pub rows_affected: Option<i64>,
     pub result: Option<Value>,
     pub error: Option<String>,
+    /// The effect preview (`approvals::preview`), when it has been computed.
+    pub preview: Option<Value>,
+    /// The most rows the write may affect when it runs.
+    pub max_rows: Option<i64>,
     pub decisions: Vec<ApprovalDecision>,
 }
 
 pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.source_id, a.requester_id, i.name AS requester, a.statement,
     a.fingerprint, a.touches, a.state, a.approvals_required, a.created_at, a.expires_at, a.executed_at,
-    a.rows_affected, a.result, a.error";
+    a.rows_affected, a.result, a.error, a.preview, a.max_rows";
 
 pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
     Approval {
@@ -92,6 +96,8 @@ pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
         rows_affected: r.get("rows_affected"),
         result: r.get("result"),
         error: r.get("error"),
+        preview: r.get("preview"),
+        max_rows: r.get("max_rows"),
         decisions: Vec::new(),
     }
 }

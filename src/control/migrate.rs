@@ -45,6 +45,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0005_fleet",
         sql: include_str!("../../migrations/0005_fleet.sql"),
     },
+    Migration {
+        version: 6,
+        name: "0006_approval_effects",
+        sql: include_str!("../../migrations/0006_approval_effects.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

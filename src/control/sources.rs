@@ -61,6 +61,41 @@ pub struct Login {
     pub password: SecretRef,
 }
 
+/// How a queued write is previewed for its approvers (`approval_preview`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreviewMode {
+    /// Executed in a transaction that is always rolled back: the rows affected, and the
+    /// rows `RETURNING` gives. Opt-in: a rolled-back run still consumes sequence values
+    /// and runs triggers, whose effects outside the database are not rolled back.
+    DryRun,
+    /// `EXPLAIN (FORMAT JSON)`: the plan and the planner's row estimate; nothing runs.
+    #[default]
+    Explain,
+    Off,
+}
+
+impl PreviewMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreviewMode::DryRun => "dry_run",
+            PreviewMode::Explain => "explain",
+            PreviewMode::Off => "off",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, ControlError> {
+        match s {
+            "dry_run" => Ok(PreviewMode::DryRun),
+            "explain" => Ok(PreviewMode::Explain),
+            "off" => Ok(PreviewMode::Off),
+            other => Err(ControlError::Invalid(format!(
+                "unknown approval preview {other:?} (dry_run, explain or off)"
+            ))),
+        }
+    }
+}
+
 /// A registered source as stored in the control database.
 #[derive(Debug, Clone, Serialize)]
 pub struct Source {
@@ -85,6 +120,8 @@ pub struct Source {
     pub cache_ttl_ms: u32,
     pub approval_ttl_secs: u32,
     pub approvals_required: u32,
+    /// How a queued write is previewed for its approvers.
+    pub approval_preview: PreviewMode,
     #[serde(skip)]
     pub mask_key: Vec<u8>,
     pub created_at: DateTime<Utc>,
@@ -118,13 +155,14 @@ pub struct NewSource {
     pub cache_ttl_ms: Option<u32>,
     pub approval_ttl_secs: Option<u32>,
     pub approvals_required: Option<u32>,
+    pub approval_preview: Option<PreviewMode>,
 }
 
 const COLUMNS: &str =
     "id, kind, description, enabled, host, port, dbname, read_user, read_password_env,
     read_password_file, write_user, write_password_env, write_password_file, tls_mode, tls_ca_file,
     search_path, statement_timeout_ms, max_rows, max_bytes, pool_size, cache_ttl_ms,
-    approval_ttl_secs, approvals_required, mask_key, created_at, updated_at";
+    approval_ttl_secs, approvals_required, approval_preview, mask_key, created_at, updated_at";
 
 fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
     let kind: String = r.get("kind");
@@ -168,6 +206,7 @@ fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
         cache_ttl_ms: non_negative("cache_ttl_ms"),
         approval_ttl_secs: non_negative("approval_ttl_secs"),
         approvals_required: non_negative("approvals_required"),
+        approval_preview: PreviewMode::parse(r.get("approval_preview"))?,
         mask_key: r.get("mask_key"),
         created_at: r.get("created_at"),
         updated_at: r.get("updated_at"),
@@ -231,8 +270,8 @@ pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, Con
                     read_password_env, read_password_file, write_user, write_password_env,
                     write_password_file, tls_mode, tls_ca_file, search_path, statement_timeout_ms,
                     max_rows, max_bytes, pool_size, cache_ttl_ms, approval_ttl_secs,
-                    approvals_required, mask_key)
-                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23)
+                    approvals_required, mask_key, approval_preview)
+                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)
                  RETURNING {COLUMNS}"
             ),
             &[
@@ -259,6 +298,7 @@ pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, Con
                 &to_i32(s.approval_ttl_secs, 86_400),
                 &to_i32(s.approvals_required, 1),
                 &mask_key,
+                &s.approval_preview.unwrap_or_default().as_str(),
             ],
         )
         .await
@@ -340,6 +380,7 @@ pub struct SourceChanges {
     pub cache_ttl_ms: Option<u32>,
     pub approval_ttl_secs: Option<u32>,
     pub approvals_required: Option<u32>,
+    pub approval_preview: Option<PreviewMode>,
 }
 
 /// Applies `c` to source `id`; untouched fields keep their values. Setting one password
@@ -371,7 +412,8 @@ pub async fn update_source(
                     statement_timeout_ms = coalesce($11, statement_timeout_ms), max_rows = coalesce($12, max_rows),
                     max_bytes = coalesce($13, max_bytes), pool_size = coalesce($14, pool_size),
                     cache_ttl_ms = coalesce($15, cache_ttl_ms), approval_ttl_secs = coalesce($16, approval_ttl_secs),
-                    approvals_required = coalesce($17, approvals_required), updated_at = now()
+                    approvals_required = coalesce($17, approvals_required),
+                    approval_preview = coalesce($18, approval_preview), updated_at = now()
                   WHERE id = $1 RETURNING {COLUMNS}"
             ),
             &[
@@ -392,6 +434,7 @@ pub async fn update_source(
                 &to_i32(c.cache_ttl_ms),
                 &to_i32(c.approval_ttl_secs),
                 &to_i32(c.approvals_required),
+                &c.approval_preview.map(PreviewMode::as_str),
             ],
         )
         .await

@@ -127,6 +127,8 @@ pub async fn seed(pool: &ControlPool, cluster: &Cluster) -> Result<DemoKeys, Dem
                 write_password_file: file("shop_writer"),
                 search_path: Some(vec!["public".into()]),
                 cache_ttl_ms: Some(5_000),
+                // The demo shows approvers what a write will do by running it rolled back.
+                approval_preview: Some(sources::PreviewMode::DryRun),
                 ..Default::default()
             },
         )

@@ -90,6 +90,8 @@ pub trait Ports: Send + Sync {
     /// Write safety: queues a write for approval.
     fn enqueue(&self, new: &NewApproval)
         -> impl Future<Output = Result<Uuid, ControlError>> + Send;
+    /// Starts computing the effect preview of a queued write (in the background).
+    fn preview(&self, approval: Uuid);
     fn publish(&self, event: Event);
     /// The control database (approval status, document discovery).
     fn control(&self) -> &ControlPool;
@@ -197,6 +199,15 @@ impl Ports for AppState {
         crate::control::approvals::enqueue(&self.control, new)
             .await
             .map(|(id, _expires)| id)
+    }
+
+    fn preview(&self, approval: Uuid) {
+        let previews = self.previews.clone();
+        tokio::spawn(async move {
+            if let Err(e) = previews.preview(approval).await {
+                tracing::warn!(%approval, error = %e, "the effect preview could not be stored");
+            }
+        });
     }
 
     fn publish(&self, event: Event) {

@@ -299,6 +299,7 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
     match ports.enqueue(&new).await {
         Ok(id) => {
             draft.approval_id = Some(id);
+            ports.preview(id);
             ports.publish(Event::ApprovalCreated {
                 id: id.to_string(),
                 source: plan.rt.source.id.clone(),

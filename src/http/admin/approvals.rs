@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use interlock_actors::approval::ApproverChoice;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use sha2::Digest;
 use uuid::Uuid;
 
 use super::auth::{error, Admin, AdminCaller, Approvers, Staff};
@@ -35,6 +36,9 @@ pub fn approval_json(a: &Approval) -> Value {
         "rows_affected": a.rows_affected,
         "result": a.result,
         "error": a.error,
+        "statement_sha256": hex::encode(sha2::Sha256::digest(a.statement.as_bytes())),
+        "preview": a.preview,
+        "max_rows": a.max_rows,
     })
 }
 
@@ -132,11 +136,43 @@ pub async fn show(
     }
 }
 
+/// `POST /admin/approvals/{id}/preview`: computes the effect preview again (the table may
+/// have changed since the write was queued) and answers the approval with it.
+pub async fn refresh_preview(
+    caller: Admin<Staff>,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let id = match parse_id(&path) {
+        Ok(id) => id,
+        Err(res) => return res,
+    };
+    if let Err(res) = visible(&state, &caller, id).await {
+        return res;
+    }
+    if let Err(e) = state.previews.preview(id).await {
+        tracing::error!(error = %e, "storing an effect preview failed");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "control database unavailable",
+        );
+    }
+    match visible(&state, &caller, id).await {
+        Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
+        Err(res) => res,
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionBody {
     #[serde(default)]
     reason: String,
+    /// With approve: the most rows the write may affect when it runs (it is rolled back
+    /// and fails beyond that).
+    #[serde(default)]
+    max_rows: Option<u64>,
 }
 
 pub async fn approve(
@@ -177,7 +213,7 @@ async fn decision(
                 return error(
                     StatusCode::BAD_REQUEST,
                     "invalid_request",
-                    "the body must be {\"reason\": \"...\"}",
+                    "the body must be {\"reason\": \"...\", \"max_rows\": n}",
                 )
             }
         }
@@ -196,7 +232,23 @@ async fn decision(
             "keep the reason under 2000 characters",
         );
     }
-    match decide(&state, &caller.identity, id, verdict, body.reason.trim()).await {
+    if verdict == ApproverChoice::Reject && body.max_rows.is_some() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "max_rows bounds an approved write; a rejection takes none",
+        );
+    }
+    match decide(
+        &state,
+        &caller.identity,
+        id,
+        verdict,
+        body.reason.trim(),
+        body.max_rows,
+    )
+    .await
+    {
         Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
         Err(DecideError::NotFound) => error(
             StatusCode::NOT_FOUND,

@@ -3,7 +3,8 @@
 //! | route | who |
 //! |---|---|
 //! | `GET /admin/approvals`, `GET /admin/approvals/{id}` | approvers (their sources), operators (all) |
-//! | `POST /admin/approvals/{id}/approve`, `/reject` | approvers scoped to the source |
+//! | `POST /admin/approvals/{id}/approve` (`max_rows` bounds the effect), `/reject` | approvers scoped to the source |
+//! | `POST /admin/approvals/{id}/preview` (compute the effect preview again) | approvers (their sources), operators |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
 //! | sources, circuits, actors, replicas, identities, audit | operators |
@@ -55,6 +56,10 @@ pub fn routes() -> actix_web::Scope<
             web::post().to(approvals::approve),
         )
         .route("/approvals/{id}/reject", web::post().to(approvals::reject))
+        .route(
+            "/approvals/{id}/preview",
+            web::post().to(approvals::refresh_preview),
+        )
         .route("/events", web::get().to(events::stream))
         .route("/whoami", web::get().to(auth::whoami))
         .route("/actors", web::get().to(actors::list))

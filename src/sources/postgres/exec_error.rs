@@ -48,6 +48,9 @@ pub enum ExecError {
     Driver,
     #[error(transparent)]
     Unsupported(#[from] values::UnsupportedType),
+    /// An approved write affected more rows than its approval allows; it was rolled back.
+    #[error("effect exceeded the approved bound ({affected} rows > {bound})")]
+    BoundExceeded { affected: u64, bound: u64 },
     /// The source's settings are unusable (no pools could be built from them).
     #[error("{}", .0.message)]
     Unusable(crate::sources::registry::SettingsError),

@@ -30,8 +30,21 @@ pub enum Mode {
     Query,
     /// An `EXPLAIN` (it cannot be a derived table; its output is a plan).
     Plan,
-    /// An approved write, committed.
-    Write,
+    /// An approved write, committed; rolled back instead when it affects more rows than
+    /// `bound` (the approved effect).
+    Write { bound: Option<u64> },
+    /// A write's preview: executed in a transaction that is always rolled back, under
+    /// short statement and lock timeouts.
+    DryRun(PreviewTimeouts),
+    /// A write's preview: its plan (`EXPLAIN (FORMAT JSON)`); nothing runs.
+    Estimate,
+}
+
+/// The timeouts of a dry run, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviewTimeouts {
+    pub statement_ms: u32,
+    pub lock_ms: u32,
 }
 
 impl Mode {
@@ -47,7 +60,7 @@ impl Mode {
     fn purpose(self) -> Purpose {
         match self {
             Mode::Query | Mode::Plan => Purpose::Read,
-            Mode::Write => Purpose::Write,
+            Mode::Write { .. } | Mode::DryRun(_) | Mode::Estimate => Purpose::Write,
         }
     }
 }
@@ -250,7 +263,11 @@ async fn statement_work(
     match mode {
         Mode::Query => super::flight::query(conn, statement, params, limits).await,
         Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
-        Mode::Write => super::flight::write(conn, statement, params, limits).await,
+        Mode::Write { bound } => super::flight::write(conn, statement, params, limits, bound).await,
+        Mode::DryRun(timeouts) => {
+            super::flight::dry_run(conn, statement, params, limits, timeouts).await
+        }
+        Mode::Estimate => super::flight::estimate(conn, statement).await,
     }
 }
 

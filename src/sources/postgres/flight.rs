@@ -11,7 +11,12 @@
 //! - **Plan** (`EXPLAIN`, which cannot be a derived table): one unnamed statement, one flight.
 //! - **Write** (approved writes only): a named statement that is closed when dropped, in a
 //!   read-write transaction that commits; the rest of the result is drained so the row
-//!   count is known.
+//!   count is known. When the count exceeds the approved bound the transaction is rolled
+//!   back instead.
+//! - **Dry run** (a write's preview): the same, under `SET LOCAL` statement and lock
+//!   timeouts, and always rolled back.
+//! - **Estimate** (a write's preview): `EXPLAIN (FORMAT JSON)` of the statement; nothing
+//!   runs.
 //!
 //! Read-only execution does not depend on the classifier alone: the read pool pins
 //! `default_transaction_read_only=on` at connect time, and the statement timeout is pinned
@@ -105,6 +110,7 @@ pub(super) async fn write(
     statement: &str,
     params: &[TextParam],
     limits: Limits,
+    bound: Option<u64>,
 ) -> Result<Rows, ExecError> {
     // Named, and closed on the server when `stmt` is dropped at the end of this function.
     let stmt = client.prepare(statement).await.map_err(db_error)?;
@@ -120,9 +126,68 @@ pub(super) async fn write(
         .await
         .map_err(|e| parameter_refusal(db_error(e), params, stmt.params()))?;
     let mut out = collect(rows, limits, true).await?;
+    if let (Some(bound), Some(affected)) = (bound, out.affected) {
+        if affected > bound {
+            tx.rollback().await.map_err(db_error)?;
+            return Err(ExecError::BoundExceeded { affected, bound });
+        }
+    }
     tx.commit().await.map_err(db_error)?;
     out.columns = columns;
     Ok(out)
+}
+
+/// A write's dry run: executed under short timeouts in a transaction that is rolled back
+/// whatever happens (on every path out of this function the transaction is dropped
+/// uncommitted, which rolls it back).
+pub(super) async fn dry_run(
+    client: &mut tokio_postgres::Client,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+    timeouts: super::execute::PreviewTimeouts,
+) -> Result<Rows, ExecError> {
+    let stmt = client.prepare(statement).await.map_err(db_error)?;
+    let columns: Vec<String> = stmt
+        .columns()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    check_params(params, stmt.params())?;
+    let tx = client.transaction().await.map_err(db_error)?;
+    tx.batch_execute(&format!(
+        "SET LOCAL statement_timeout = {}; SET LOCAL lock_timeout = {}",
+        timeouts.statement_ms, timeouts.lock_ms
+    ))
+    .await
+    .map_err(db_error)?;
+    let rows = tx
+        .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
+        .await
+        .map_err(|e| parameter_refusal(db_error(e), params, stmt.params()))?;
+    let mut out = collect(rows, limits, true).await?;
+    tx.rollback().await.map_err(db_error)?;
+    out.columns = columns;
+    Ok(out)
+}
+
+/// A write's plan, without running it: one row, the `EXPLAIN (FORMAT JSON)` document. The
+/// statement is the decision's own re-serialized single statement.
+pub(super) async fn estimate(
+    client: &tokio_postgres::Client,
+    statement: &str,
+) -> Result<Rows, ExecError> {
+    let row = client
+        .query_one(&format!("EXPLAIN (FORMAT JSON) {statement}"), &[])
+        .await
+        .map_err(db_error)?;
+    let plan: Value = row.try_get(0).map_err(|_| ExecError::Driver)?;
+    Ok(Rows {
+        columns: vec!["QUERY PLAN".into()],
+        rows: vec![vec![plan]],
+        truncated: None,
+        affected: None,
+    })
 }
 
 /// Turns a refusal of a value into one that names the parameter: describes the statement

@@ -1,0 +1,195 @@
+//! What a queued write would do, shown to its approvers before they decide, and the bound
+//! the write is then held to (`approvals.max_rows`).
+//!
+//! Per source (`approval_preview`):
+//! - `explain` (the default): `EXPLAIN (FORMAT JSON)` on the write login; the plan and the
+//!   planner's estimate of the rows the write touches. Nothing runs.
+//! - `dry_run` (opt-in): the write executed in a transaction that is always rolled back,
+//!   under `approvals.preview_statement_timeout_ms` and `approvals.preview_lock_timeout_ms`:
+//!   the rows it affects and up to [`RETURNING_ROWS`] rows of its `RETURNING`, masked as
+//!   the requester sees them. A rolled-back run still consumes sequence values and fires
+//!   triggers, and whatever a trigger does outside the database is not rolled back: that is
+//!   why it is opt-in.
+//! - `off`: no preview.
+//!
+//! The preview is computed in the background when the write is queued and again when an
+//! approver asks; a preview that fails says why and never blocks the decision. Unless an
+//! approver set one, the bound becomes the previewed (or estimated) row count.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::recheck::{allowed_now, Queued};
+use crate::control::approval_lifecycle as lifecycle;
+use crate::control::approvals;
+use crate::control::sources::PreviewMode;
+use crate::control::{ControlError, ControlPool};
+use crate::governance::SqlLimits;
+use crate::pipeline::mask;
+use crate::sources::postgres::execute::{self, Limits, Mode, PreviewTimeouts};
+use crate::sources::registry::SourceRegistry;
+
+/// Rows of a dry run's `RETURNING` kept in the preview.
+pub const RETURNING_ROWS: u64 = 20;
+
+pub struct Previewer {
+    pub control: ControlPool,
+    pub sources: Arc<SourceRegistry>,
+    pub sql_limits: SqlLimits,
+    pub timeouts: PreviewTimeouts,
+}
+
+impl Previewer {
+    /// Computes and stores the preview of approval `id` (which must exist); returns it.
+    pub async fn preview(&self, id: Uuid) -> Result<Value, ControlError> {
+        let Some(a) = approvals::get(&self.control, id, None).await? else {
+            return Err(ControlError::NotFound(format!("no approval {id}")));
+        };
+        let queued = Queued {
+            source_id: &a.source_id,
+            requester_id: a.requester_id,
+            requester: &a.requester,
+            statement: &a.statement,
+        };
+        let (preview, bound) = self.compute(&queued).await;
+        lifecycle::store_preview(&self.control, id, &preview, bound).await?;
+        Ok(preview)
+    }
+
+    /// The preview and the bound it suggests.
+    async fn compute(&self, q: &Queued<'_>) -> (Value, Option<i64>) {
+        let (rt, allowed) =
+            match allowed_now(&self.control, &self.sources, &self.sql_limits, q).await {
+                Ok(now) => now,
+                Err(reason) => return (failed(None, &reason), None),
+            };
+        let mode = rt.source.approval_preview;
+        let Some(pools) = rt.pools.as_ref() else {
+            return (
+                failed(Some(mode), "the source's connection settings are unusable"),
+                None,
+            );
+        };
+        let never = CancellationToken::new();
+        let limits = Limits {
+            max_rows: RETURNING_ROWS,
+            max_bytes: rt.source.max_bytes,
+        };
+        match mode {
+            PreviewMode::Off => (json!({"mode": "off", "computed_at": Utc::now()}), None),
+            PreviewMode::Explain => {
+                match execute::run(
+                    pools,
+                    Mode::Estimate,
+                    &allowed.statement,
+                    &[],
+                    limits,
+                    &never,
+                )
+                .await
+                {
+                    Ok(rows) => {
+                        let plan = rows
+                            .rows
+                            .into_iter()
+                            .next()
+                            .and_then(|r| r.into_iter().next())
+                            .unwrap_or(Value::Null);
+                        let estimate = estimated_rows(&plan);
+                        (
+                            json!({"mode": "explain", "ok": true, "estimated_rows": estimate,
+                                   "plan": plan, "computed_at": Utc::now()}),
+                            estimate,
+                        )
+                    }
+                    Err(e) => (failed(Some(mode), &e.to_string()), None),
+                }
+            }
+            PreviewMode::DryRun => {
+                let dry = Mode::DryRun(self.timeouts);
+                match execute::run(pools, dry, &allowed.statement, &[], limits, &never).await {
+                    Ok(mut rows) => {
+                        let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
+                        let truncated = rows.truncated.is_some();
+                        let returning = if rows.columns.is_empty() {
+                            Value::Null
+                        } else if mask::apply_masks(
+                            &mut rows,
+                            &allowed.output_columns,
+                            &rt.source.mask_key,
+                        )
+                        .is_ok()
+                        {
+                            Value::Array(rows.into_objects())
+                        } else {
+                            json!({"withheld": "RETURNING rows could not be masked safely"})
+                        };
+                        (
+                            json!({"mode": "dry_run", "ok": true, "rows_affected": affected,
+                                   "returning": returning, "returning_truncated": truncated,
+                                   "computed_at": Utc::now()}),
+                            affected,
+                        )
+                    }
+                    Err(e) => (failed(Some(mode), &self.why(&e)), None),
+                }
+            }
+        }
+    }
+
+    /// Why a dry run failed, in an approver's words for the two timeouts it runs under.
+    fn why(&self, e: &execute::ExecError) -> String {
+        match e {
+            execute::ExecError::Refused { code, .. } if code == "55P03" => format!(
+                "waited longer than approvals.preview_lock_timeout_ms ({} ms) for a lock another session holds on rows or tables this write needs",
+                self.timeouts.lock_ms
+            ),
+            execute::ExecError::StatementTimeout => format!(
+                "ran longer than approvals.preview_statement_timeout_ms ({} ms)",
+                self.timeouts.statement_ms
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
+fn failed(mode: Option<PreviewMode>, why: &str) -> Value {
+    json!({"mode": mode.map(PreviewMode::as_str), "ok": false, "error": why, "computed_at": Utc::now()})
+}
+
+/// The planner's estimate of the rows a write touches: a write's top node (ModifyTable)
+/// reports 0 rows without `RETURNING`, so its input's estimate is the one that counts.
+pub fn estimated_rows(plan: &Value) -> Option<i64> {
+    let top = plan.get(0)?.get("Plan")?;
+    let node = if top.get("Node Type").and_then(Value::as_str) == Some("ModifyTable") {
+        top.get("Plans").and_then(|p| p.get(0)).unwrap_or(top)
+    } else {
+        top
+    };
+    node.get("Plan Rows")
+        .and_then(Value::as_f64)
+        .map(|r| r.round() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimated_rows;
+    use serde_json::json;
+
+    #[test]
+    fn the_estimate_is_the_modified_rows_not_the_modify_node() {
+        let update = json!([{"Plan": {"Node Type": "ModifyTable", "Plan Rows": 0,
+            "Plans": [{"Node Type": "Seq Scan", "Plan Rows": 42}]}}]);
+        assert_eq!(estimated_rows(&update), Some(42));
+        let insert_values = json!([{"Plan": {"Node Type": "ModifyTable", "Plan Rows": 0,
+            "Plans": [{"Node Type": "Result", "Plan Rows": 1}]}}]);
+        assert_eq!(estimated_rows(&insert_values), Some(1));
+        let other = json!([{"Plan": {"Node Type": "Result", "Plan Rows": 3.4}}]);
+        assert_eq!(estimated_rows(&other), Some(3));
+        assert_eq!(estimated_rows(&json!(null)), None);
+    }
+}

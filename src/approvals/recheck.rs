@@ -1,0 +1,54 @@
+//! A queued write decided again, as things are now: the source still registered and
+//! enabled, the requester still holding a role, the statement still an allowed write under
+//! today's grants and policies. Both the preview and the execution start here.
+
+use std::sync::Arc;
+
+use crate::control::profiles::load_profile;
+use crate::control::ControlPool;
+use crate::governance::{decide, Allowed, AllowedClass, SqlLimits};
+use crate::sources::registry::{SourceRegistry, SourceRuntime};
+
+/// The write to decide again.
+pub struct Queued<'a> {
+    pub source_id: &'a str,
+    pub requester_id: uuid::Uuid,
+    pub requester: &'a str,
+    pub statement: &'a str,
+}
+
+/// The source and the write as allowed now, or why it no longer is (for the approval's
+/// error, so it names no secrets).
+pub async fn allowed_now(
+    control: &ControlPool,
+    sources: &SourceRegistry,
+    limits: &SqlLimits,
+    q: &Queued<'_>,
+) -> Result<(Arc<SourceRuntime>, Allowed), String> {
+    let Some(rt) = sources.get(q.source_id) else {
+        return Err(format!("source {} is no longer registered", q.source_id));
+    };
+    if !rt.source.enabled {
+        return Err(format!("source {} is disabled", q.source_id));
+    }
+    let profile = match load_profile(control, q.requester_id, q.source_id).await {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return Err(format!(
+                "{} no longer holds a role on {}; the write was not run",
+                q.requester, q.source_id
+            ))
+        }
+        Err(e) => return Err(format!("grants could not be checked: {e}")),
+    };
+    let catalog = sources
+        .catalog(&rt)
+        .await
+        .map_err(|e| format!("the source catalog is unavailable: {e}"))?;
+    let decision = decide(q.statement, 0, &catalog.catalog, &profile, limits);
+    match (decision.allowed(), decision.refusal()) {
+        (Some(a), _) if a.class == AllowedClass::Write => Ok((rt, a.clone())),
+        (_, Some(r)) => Err(format!("refused at execution time: {}", r.reason)),
+        _ => Err("the statement is no longer classified as a write".into()),
+    }
+}
