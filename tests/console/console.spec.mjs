@@ -315,6 +315,29 @@ async function phaseApprover(context) {
   const live = await page.getAttribute("#live", "data-events");
   check("approval events arrived over the stream", Number(live) >= 2, `data-events=${live}`);
 
+  // The effect: the approver sees the write's preview and the bound it is held to, sets a
+  // lower bound, approves, and sees the write fail because its effect exceeds the bound.
+  const bsql = "UPDATE public.orders SET status = 'held' WHERE customer_id = 7";
+  const bq = await agentQuery(bsql);
+  check("a second write is queued", bq.status === 202 && bq.json && bq.json.approval_id, `${bq.status} ${bq.text.slice(0, 200)}`);
+  const bid = bq.json.approval_id;
+  const bcard = page.locator(`article[data-approval-id="${bid}"]`);
+  await bcard.waitFor({ state: "visible", timeout: 15000 });
+  await bcard.locator('[data-role="effect"][data-rows]').waitFor({ timeout: 15000 });
+  const effectText = (await bcard.locator('[data-role="effect"]').textContent()).trim();
+  check("the card shows the write's previewed effect", /(About|Affects) \d+ rows?/.test(effectText), effectText);
+  const boundText = (await bcard.locator('[data-role="bound"]').textContent()).trim();
+  check("the card shows the bound the write is held to", /more than \d+ rows?/.test(boundText) && /sha256/.test(boundText), boundText);
+  await screenshot(page, "effect");
+  await bcard.locator("textarea").fill("Console browser test: at most one row");
+  await bcard.locator("input.max-rows").fill("1");
+  await bcard.locator('button[data-action="approve"]').click();
+  const bitem = page.locator(`details.history-item[data-approval-id="${bid}"]`);
+  await page.waitForSelector(`details.history-item[data-approval-id="${bid}"][data-state="failed"]`, { timeout: 30000 });
+  if (!(await bitem.evaluate((d) => d.open))) await bitem.locator("summary").click();
+  const btext = await bitem.textContent();
+  check("the failure says the effect exceeded the approved bound", /exceeded the approved bound \(\d+ rows > 1\)/.test(btext), btext.slice(0, 600));
+
   // History filter: executed only.
   await page.selectOption("#history-state", "executed");
   await page.waitForFunction(() => [...document.querySelectorAll("details.history-item")].every((d) => d.dataset.state === "executed") && document.querySelectorAll("details.history-item").length > 0, null, { timeout: 10000 });

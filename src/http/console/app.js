@@ -973,6 +973,38 @@
     return h("pre", { className: "statement", attrs: { tabindex: 0, "aria-label": `Statement of approval ${shortId(a.id)}` } }, h("code", {}, a.statement_display ?? displaySafe(a.statement)));
   }
 
+  /** What the write would do (its preview) and the bound it is held to. */
+  function effectEl(a) {
+    const p = a.preview;
+    const parts = [];
+    if (!p) {
+      parts.push(h("p", { className: "effect-count muted", dataset: { role: "effect" } }, "Effect preview: computing…"));
+    } else if (p.mode === "off") {
+      parts.push(h("p", { className: "effect-count muted", dataset: { role: "effect" } }, "No effect preview for this source."));
+    } else if (!p.ok) {
+      parts.push(h("p", { className: "effect-count effect-failed", dataset: { role: "effect" } }, `Effect preview failed: ${displaySafe(p.error || "unknown error")}. You can still decide.`));
+    } else if (p.mode === "dry_run") {
+      const n = p.rows_affected ?? 0;
+      parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n) } }, h("strong", {}, `Affects ${n} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (ran and rolled back)")));
+      if (Array.isArray(p.returning) && p.returning.length) {
+        const cols = Object.keys(p.returning[0]);
+        const head = h("thead", {}, h("tr", {}, cols.map((c) => h("th", { attrs: { scope: "col" } }, displaySafe(c)))));
+        const cell = (r, c) => h("td", { className: "mono" }, displaySafe(JSON.stringify(r[c])));
+        const body = h("tbody", {}, p.returning.map((r) => h("tr", {}, cols.map((c) => cell(r, c)))));
+        const table = h("div", { className: "table-wrap" }, h("table", { className: "table small" }, head, body));
+        parts.push(h("details", { className: "effect-rows" }, h("summary", {}, `Rows after the write (first ${p.returning.length})`), table));
+      }
+    } else {
+      const n = p.estimated_rows;
+      parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n ?? "") } }, h("strong", {}, `About ${n ?? "?"} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (planner estimate; nothing ran)")));
+      parts.push(h("details", { className: "effect-plan" }, h("summary", {}, "Plan"), h("pre", { className: "mono small" }, JSON.stringify(p.plan, null, 2))));
+    }
+    parts.push(h("p", { className: "effect-bound small", dataset: { role: "bound" } },
+      a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect." : `Bound: fails and changes nothing if it affects more than ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`,
+      a.statement_sha256 ? h("span", { className: "mono muted", title: "SHA-256 of the statement the approval is bound to" }, ` · sha256 ${a.statement_sha256.slice(0, 16)}…`) : null));
+    return h("div", { className: "effect" }, parts);
+  }
+
   function verbOf(a) {
     const m = /^\s*([A-Za-z]+)/.exec(a.statement_display || "");
     return m ? m[1].toUpperCase() : "Write";
@@ -988,6 +1020,7 @@
     refs.meta = h("div", { className: "card-meta" });
     refs.statement = h("div", {});
     refs.touches = h("div", {});
+    refs.effect = h("div", {});
     refs.progress = h("div", {});
     refs.decisions = h("div", {});
     refs.result = h("p", { id: resultId, className: "card-result", dataset: { role: "result" } });
@@ -995,18 +1028,21 @@
     let form = null;
     if (state.role === "approver") {
       refs.reason = h("textarea", { id: reasonId, rows: 2, maxLength: 2000, attrs: { "aria-describedby": resultId }, placeholder: "Why you approve or reject it (recorded in the audit log)" });
+      refs.maxRows = h("input", { id: `ap-${id}-max`, type: "number", min: 0, step: 1, className: "max-rows", placeholder: "e.g. 10", attrs: { "aria-describedby": resultId } });
       refs.approve = h("button", { type: "submit", className: "btn btn-approve", dataset: { action: "approve" } }, "Approve");
       refs.reject = h("button", { type: "button", className: "btn btn-reject", dataset: { action: "reject" }, onclick: () => decide(id, "reject") }, "Reject");
       form = h("form", { className: "decide", onsubmit: (e) => { e.preventDefault(); decide(id, "approve"); } },
         h("label", { attrs: { for: reasonId } }, "Reason ", h("span", { className: "req" }, "(required to reject)")),
         refs.reason,
+        h("label", { attrs: { for: `ap-${id}-max` } }, "At most this many rows ", h("span", { className: "muted" }, "(optional bound)")),
+        refs.maxRows,
         h("div", { className: "decide-buttons" }, refs.approve, refs.reject));
     } else {
       form = h("p", { className: "muted small readonly-note" }, "Read-only: only an approver scoped to this source can decide.");
     }
     refs.root = h("article", { className: "card approval-card", dataset: { approvalId: id, state: a.state }, attrs: { "aria-labelledby": titleId } },
       h("header", { className: "card-head" }, refs.title, refs.badge),
-      refs.meta, refs.statement, refs.touches,
+      refs.meta, refs.statement, refs.effect, refs.touches,
       h("div", { className: "card-foot" }, h("div", { className: "card-progress" }, refs.progress, refs.decisions), form),
       refs.result);
     return refs;
@@ -1023,6 +1059,11 @@
       h("span", { className: "mono small muted", title: "Approval id" }, a.id));
     if (!refs.statement.firstChild) replaceChildren(refs.statement, statementEl(a));
     replaceChildren(refs.touches, touchesEl(a.touches));
+    replaceChildren(refs.effect, effectEl(a));
+    // The preview is computed in the background after the write is queued: look again.
+    if (!a.preview && !refs.previewTimer) {
+      refs.previewTimer = setTimeout(() => { refs.previewTimer = null; if (state.pending.has(a.id)) refreshApproval(a.id); }, 1000);
+    }
     replaceChildren(refs.progress, progressEl(a));
     replaceChildren(refs.decisions, decisionsEl(a));
   }
@@ -1053,7 +1094,10 @@
     refs.reject.disabled = true;
     setCardResult(id, `${what}…`, "info");
     try {
-      const a = await api(`/admin/approvals/${encodeURIComponent(id)}/${verdict}`, { method: "POST", body: { reason } });
+      const body = { reason };
+      const bound = refs.maxRows && refs.maxRows.value.trim();
+      if (verdict === "approve" && bound) body.max_rows = Number(bound);
+      const a = await api(`/admin/approvals/${encodeURIComponent(id)}/${verdict}`, { method: "POST", body });
       let msg;
       if (verdict === "reject") msg = `Rejected #${shortId(id)}: it will not run.`;
       else if (a.state === "pending") msg = `Approved #${shortId(id)}: ${a.approvals} of ${a.approvals_required} approvals; it waits for another approver.`;
