@@ -39,6 +39,18 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     pub actors: ActorSettings,
     pub fleet: FleetSettings,
+    pub webhooks: WebhookSettings,
+}
+
+/// Signed notifications to operators' endpoints (see `webhooks`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// Allow endpoints on loopback and private addresses (refused by default).
+    pub allow_private: bool,
+    /// The console's address as its users reach it, for links in Slack messages (empty: no
+    /// link).
+    pub console_url: String,
 }
 
 /// Replicas sharing one control database (see `fleet`).

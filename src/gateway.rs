@@ -47,6 +47,8 @@ pub struct AppState {
     pub fleet: crate::fleet::Fleet,
     /// Effect previews of queued writes.
     pub previews: Arc<crate::approvals::preview::Previewer>,
+    /// Signed notifications to operators' endpoints.
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -153,7 +155,14 @@ impl AppState {
             sql_limits: settings.sql.limits(),
             timeouts: settings.approvals.preview_timeouts(),
         });
+        let webhooks = Arc::new(crate::webhooks::Webhooks {
+            control: control.clone(),
+            allow_private: settings.webhooks.allow_private,
+            console_url: settings.webhooks.console_url.clone(),
+        });
+        webhooks.start(&events);
         Ok(Arc::new(AppState {
+            webhooks,
             previews,
             refusals,
             identities: IdentityResolver::new(control.clone(), ttl),

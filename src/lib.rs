@@ -24,6 +24,7 @@ pub mod sql;
 pub mod stages;
 pub mod stdio;
 pub mod telemetry;
+pub mod webhooks;
 
 mod allocator;
 mod gateway;

@@ -113,6 +113,8 @@ pub struct EventBus {
     tx: broadcast::Sender<Event>,
     /// Where fleet-wide events also go (the fleet channel), once a fleet is attached.
     outbox: Arc<OnceLock<mpsc::Sender<Event>>>,
+    /// Where every event of this replica also goes (the webhook outbox), once attached.
+    recorder: Arc<OnceLock<mpsc::Sender<Event>>>,
 }
 
 impl EventBus {
@@ -121,12 +123,18 @@ impl EventBus {
         Self {
             tx,
             outbox: Arc::default(),
+            recorder: Arc::default(),
         }
     }
 
     /// Publishes an event of this replica to current subscribers (having none is not an
     /// error) and, when it is fleet-wide, to the other replicas.
     pub fn publish(&self, event: Event) {
+        if let Some(recorder) = self.recorder.get() {
+            if recorder.try_send(event.clone()).is_err() {
+                metrics::counter!("interlock_webhook_events_dropped_total").increment(1);
+            }
+        }
         if let (true, Some(outbox)) = (event.fleet_wide(), self.outbox.get()) {
             if outbox.try_send(event.clone()).is_err() {
                 metrics::counter!("interlock_fleet_events_dropped_total").increment(1);
@@ -139,6 +147,12 @@ impl EventBus {
     /// only.
     pub fn deliver(&self, event: Event) {
         let _ = self.tx.send(event);
+    }
+
+    /// Hands every event published on this replica from now on (not those delivered from
+    /// other replicas) to `recorder` too. False when one was attached already.
+    pub fn record_to(&self, recorder: mpsc::Sender<Event>) -> bool {
+        self.recorder.set(recorder).is_ok()
     }
 
     /// Hands every fleet-wide event published from now on to `outbox` too. False when an

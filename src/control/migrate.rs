@@ -50,6 +50,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0006_approval_effects",
         sql: include_str!("../../migrations/0006_approval_effects.sql"),
     },
+    Migration {
+        version: 7,
+        name: "0007_webhooks",
+        sql: include_str!("../../migrations/0007_webhooks.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -9,6 +9,7 @@ pub mod env;
 pub mod http;
 pub mod mcp;
 pub mod process;
+pub mod receiver;
 pub mod redis;
 
 use std::net::SocketAddr;

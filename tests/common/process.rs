@@ -20,6 +20,11 @@ impl Drop for Killable {
 
 /// Starts `interlock serve` as a separate process on the demo environment's control database.
 pub fn spawn_gateway(env: &DemoEnv, dir: &std::path::Path) -> Killable {
+    spawn_gateway_with(env, dir, "")
+}
+
+/// As [`spawn_gateway`], with `extra` TOML sections in its configuration.
+pub fn spawn_gateway_with(env: &DemoEnv, dir: &std::path::Path, extra: &str) -> Killable {
     let port = interlock::pgcluster::free_port().expect("port");
     let config = super::control_config_file(
         dir,
@@ -34,7 +39,7 @@ cache_ttl_ms = 300
 refresh_interval_ms = 200
 [approvals]
 sweep_interval_secs = 1
-"
+{extra}"
         ),
     );
     let child = Command::new(env!("CARGO_BIN_EXE_interlock"))

@@ -7,7 +7,7 @@
 //! | `POST /admin/approvals/{id}/preview` (compute the effect preview again) | approvers (their sources), operators |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
-//! | sources, circuits, actors, replicas, identities, audit | operators |
+//! | sources, circuits, actors, replicas, webhooks, identities, audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
@@ -22,6 +22,7 @@ mod gate;
 mod identities;
 mod replicas;
 mod sources;
+mod webhooks;
 
 use actix_web::web;
 
@@ -64,6 +65,14 @@ pub fn routes() -> actix_web::Scope<
         .route("/whoami", web::get().to(auth::whoami))
         .route("/actors", web::get().to(actors::list))
         .route("/replicas", web::get().to(replicas::list))
+        .route("/webhooks", web::get().to(webhooks::list))
+        .route("/webhooks", web::post().to(webhooks::create))
+        .route("/webhooks/{id}", web::delete().to(webhooks::delete))
+        .route("/webhooks/{id}/test", web::post().to(webhooks::test))
+        .route(
+            "/webhooks/{id}/deliveries",
+            web::get().to(webhooks::deliveries),
+        )
         .route("/sources", web::get().to(sources::list))
         .route("/sources", web::post().to(sources::create))
         .route("/sources/{id}", web::get().to(sources::show))

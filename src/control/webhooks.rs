@@ -1,0 +1,200 @@
+//! The webhook tables (migration 0007): endpoints, and the delivery outbox.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use tokio_postgres::GenericClient;
+use uuid::Uuid;
+
+use super::{ControlError, ControlPool};
+
+/// A registered endpoint (its secret is only shown when it is created).
+#[derive(Debug, Clone, Serialize)]
+pub struct Webhook {
+    pub id: Uuid,
+    pub url: String,
+    pub events: Vec<String>,
+    pub format: String,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub pending: i64,
+    pub delivered: i64,
+    pub failed: i64,
+}
+
+pub async fn create(
+    pool: &ControlPool,
+    url: &str,
+    events: &[String],
+    secret: &str,
+    format: &str,
+    by: &str,
+) -> Result<Uuid, ControlError> {
+    let id = Uuid::new_v4();
+    pool.get()
+        .await?
+        .execute(
+            "INSERT INTO webhooks (id, url, events, secret, format, created_by) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&id, &url, &events, &secret, &format, &by],
+        )
+        .await?;
+    Ok(id)
+}
+
+pub async fn list(pool: &ControlPool) -> Result<Vec<Webhook>, ControlError> {
+    let rows = pool
+        .get()
+        .await?
+        .query(
+            "SELECT w.id, w.url, w.events, w.format, w.created_by, w.created_at,
+                    count(d.id) FILTER (WHERE d.delivered_at IS NULL AND d.gave_up_at IS NULL),
+                    count(d.id) FILTER (WHERE d.delivered_at IS NOT NULL),
+                    count(d.id) FILTER (WHERE d.gave_up_at IS NOT NULL)
+               FROM webhooks w LEFT JOIN webhook_deliveries d ON d.webhook_id = w.id
+              GROUP BY w.id ORDER BY w.created_at",
+            &[],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Webhook {
+            id: r.get(0),
+            url: r.get(1),
+            events: r.get(2),
+            format: r.get(3),
+            created_by: r.get(4),
+            created_at: r.get(5),
+            pending: r.get(6),
+            delivered: r.get(7),
+            failed: r.get(8),
+        })
+        .collect())
+}
+
+/// Deletes an endpoint and its deliveries; false when there was none.
+pub async fn delete(pool: &ControlPool, id: Uuid) -> Result<bool, ControlError> {
+    Ok(pool
+        .get()
+        .await?
+        .execute("DELETE FROM webhooks WHERE id = $1", &[&id])
+        .await?
+        == 1)
+}
+
+/// Puts `event` in the outbox of every endpoint subscribed to it (or of `only`); returns
+/// how many deliveries were queued.
+pub async fn enqueue(
+    pool: &ControlPool,
+    event: &str,
+    payload: &Value,
+    only: Option<Uuid>,
+) -> Result<u64, ControlError> {
+    Ok(pool
+        .get()
+        .await?
+        .execute(
+            "INSERT INTO webhook_deliveries (id, webhook_id, event, payload)
+             SELECT gen_random_uuid(), id, $1, $2 FROM webhooks
+              WHERE ($3::uuid IS NULL AND $1 = ANY (events)) OR id = $3",
+            &[&event, payload, &only],
+        )
+        .await?)
+}
+
+/// A delivery claimed for one attempt.
+#[derive(Debug, Clone)]
+pub struct Due {
+    pub id: Uuid,
+    pub event: String,
+    pub payload: Value,
+    pub created_at: DateTime<Utc>,
+    pub attempts: i32,
+    pub url: String,
+    pub secret: String,
+    pub format: String,
+}
+
+/// Claims up to `limit` due deliveries for `lease_secs` (another replica takes them over
+/// only after the lease, so each attempt is made by one replica).
+pub async fn claim_due(
+    client: &impl GenericClient,
+    limit: i64,
+    lease_secs: f64,
+) -> Result<Vec<Due>, ControlError> {
+    let rows = client
+        .query(
+            "UPDATE webhook_deliveries d
+                SET next_attempt_at = now() + make_interval(secs => $2), attempts = d.attempts + 1
+               FROM webhooks w
+              WHERE w.id = d.webhook_id AND d.id IN (
+                    SELECT id FROM webhook_deliveries
+                     WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
+                     ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+             RETURNING d.id, d.event, d.payload, d.created_at, d.attempts, w.url, w.secret, w.format",
+            &[&limit, &lease_secs],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| Due {
+            id: r.get(0),
+            event: r.get(1),
+            payload: r.get(2),
+            created_at: r.get(3),
+            attempts: r.get(4),
+            url: r.get(5),
+            secret: r.get(6),
+            format: r.get(7),
+        })
+        .collect())
+}
+
+pub async fn delivered(client: &impl GenericClient, id: Uuid) -> Result<(), ControlError> {
+    client
+        .execute(
+            "UPDATE webhook_deliveries SET delivered_at = now(), last_error = NULL WHERE id = $1",
+            &[&id],
+        )
+        .await?;
+    Ok(())
+}
+
+/// An attempt failed: try again at `retry_at`, or give up when `None`.
+pub async fn attempt_failed(
+    client: &impl GenericClient,
+    id: Uuid,
+    error: &str,
+    retry_at: Option<DateTime<Utc>>,
+) -> Result<(), ControlError> {
+    client
+        .execute(
+            "UPDATE webhook_deliveries
+                SET last_error = $2,
+                    next_attempt_at = coalesce($3, next_attempt_at),
+                    gave_up_at = CASE WHEN $3::timestamptz IS NULL THEN now() END
+              WHERE id = $1",
+            &[&id, &error, &retry_at],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The latest deliveries of an endpoint, newest first.
+pub async fn deliveries(
+    pool: &ControlPool,
+    webhook: Uuid,
+    limit: i64,
+) -> Result<Vec<Value>, ControlError> {
+    let rows = pool
+        .get()
+        .await?
+        .query(
+            "SELECT json_build_object('id', id, 'event', event, 'created_at', created_at,
+                    'attempts', attempts, 'next_attempt_at', next_attempt_at,
+                    'delivered_at', delivered_at, 'gave_up_at', gave_up_at, 'last_error', last_error)
+               FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC LIMIT $2",
+            &[&webhook, &limit],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}

@@ -1,0 +1,169 @@
+//! Delivering the outbox: claim due rows, send each signed, record what happened.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::{json, Value};
+
+use super::{signature, target, Webhooks};
+use crate::control::webhooks::{self as outbox, Due};
+
+/// How often a replica looks for due deliveries.
+const POLL: Duration = Duration::from_millis(500);
+/// How long a claimed delivery is this replica's before another may try it.
+const LEASE_SECS: f64 = 30.0;
+/// How long one attempt may take.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Deliveries are retried for this long after the event, then given up.
+const GIVE_UP_AFTER_HOURS: i64 = 24;
+
+pub(super) async fn run(hooks: Arc<Webhooks>) {
+    let client = match reqwest::Client::builder()
+        .no_proxy()
+        .timeout(ATTEMPT_TIMEOUT)
+        // A redirect could lead anywhere, including inside: never followed.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "webhook delivery disabled: no HTTP client");
+            return;
+        }
+    };
+    loop {
+        if let Err(e) = round(&hooks, &client).await {
+            tracing::debug!(error = %e, "webhook delivery round skipped");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+async fn round(
+    hooks: &Webhooks,
+    client: &reqwest::Client,
+) -> Result<(), crate::control::ControlError> {
+    let db = hooks.control.get().await?;
+    let due = outbox::claim_due(&**db, 16, LEASE_SECS).await?;
+    for d in due {
+        match attempt(hooks, client, &d).await {
+            Ok(()) => outbox::delivered(&**db, d.id).await?,
+            Err(why) => {
+                let given_up =
+                    Utc::now() - d.created_at >= chrono::Duration::hours(GIVE_UP_AFTER_HOURS);
+                let retry_at = (!given_up).then(|| Utc::now() + backoff(d.attempts));
+                metrics::counter!("interlock_webhook_failures_total").increment(1);
+                tracing::warn!(delivery = %d.id, url = %d.url, attempts = d.attempts, error = %why, "webhook delivery failed");
+                outbox::attempt_failed(&**db, d.id, &why, retry_at).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// 1 s after the first failure, doubling, at most an hour.
+fn backoff(attempts: i32) -> chrono::Duration {
+    let secs = 1_i64 << attempts.clamp(1, 12).saturating_sub(1);
+    chrono::Duration::seconds(secs.min(3600))
+}
+
+/// One signed POST; `Err` says why it did not count as delivered.
+async fn attempt(hooks: &Webhooks, client: &reqwest::Client, d: &Due) -> Result<(), String> {
+    let url = target::check(&d.url, hooks.allow_private).await?;
+    let body = match d.format.as_str() {
+        "slack" => slack(&d.event, &d.payload, &hooks.console_url),
+        _ => d.payload.clone(),
+    };
+    let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+    let id = d.id.to_string();
+    let timestamp = Utc::now().timestamp();
+    let signature = signature::sign(&d.secret, &id, timestamp, &body)
+        .ok_or("the endpoint's secret is unusable")?;
+    let res = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signature)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("not delivered: {e}"))?;
+    if res.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the endpoint answered HTTP {}",
+            res.status().as_u16()
+        ))
+    }
+}
+
+/// A Slack-compatible message: a one-line summary and, when configured, a console link.
+fn slack(event: &str, payload: &Value, console_url: &str) -> Value {
+    let d = &payload["data"];
+    let s = |k: &str| d[k].as_str().unwrap_or("?").to_string();
+    let short = s("id").chars().take(8).collect::<String>();
+    let summary = match event {
+        "approval.created" => format!(
+            "A write on `{}` from {} waits for approval (#{short})",
+            s("source"),
+            s("requester")
+        ),
+        "approval.decided" => format!(
+            "{} decided #{short} on `{}`: {} (now {})",
+            s("approver"),
+            s("source"),
+            s("decision"),
+            s("state")
+        ),
+        "approval.executed" | "approval.failed" => {
+            format!("Write #{short} on `{}`: {}", s("source"), s("state"))
+        }
+        "approval.expired" => format!("Write #{short} on `{}` expired undecided", s("source")),
+        "circuit.changed" => format!(
+            "Circuit of `{}`: {} → {} ({})",
+            s("source"),
+            s("from"),
+            s("to"),
+            s("reason")
+        ),
+        other => format!("InterLock event {other}"),
+    };
+    let text = if console_url.is_empty() {
+        summary
+    } else {
+        format!("{summary} — <{console_url}|open the console>")
+    };
+    json!({"text": text})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{backoff, slack};
+    use serde_json::json;
+
+    #[test]
+    fn backoff_doubles_up_to_an_hour() {
+        let secs: Vec<i64> = [1, 2, 3, 4, 12, 40]
+            .iter()
+            .map(|a| backoff(*a).num_seconds())
+            .collect();
+        assert_eq!(secs, vec![1, 2, 4, 8, 2048, 2048]);
+    }
+
+    #[test]
+    fn slack_messages_summarize_the_event() {
+        let created =
+            json!({"data": {"id": "0123456789", "source": "shop", "requester": "demo-agent"}});
+        assert_eq!(
+            slack("approval.created", &created, "https://c.example/console")["text"],
+            "A write on `shop` from demo-agent waits for approval (#01234567) — <https://c.example/console|open the console>"
+        );
+        assert_eq!(
+            slack("approval.expired", &created, "")["text"],
+            "Write #01234567 on `shop` expired undecided"
+        );
+    }
+}

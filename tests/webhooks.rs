@@ -1,0 +1,216 @@
+//! Signed notifications: a loopback receiver checks every event's Standard Webhooks
+//! signature, and a receiver that is down for a while gets every event once it is back,
+//! exactly once per `webhook-id`, though gateway processes are killed and started in
+//! between and two replicas deliver from the same outbox.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use common::env::{demo_env_with, DemoEnv};
+use common::http::client;
+use common::mcp::{call, MODERN};
+use common::receiver::{Received, Receiver};
+use hmac::{Hmac, Mac};
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+async fn env() -> DemoEnv {
+    demo_env_with(|s| s.webhooks.allow_private = true, |_| {}).await
+}
+
+async fn register(env: &DemoEnv, url: &str) -> Value {
+    let res = client()
+        .post(env.gateway.url("/admin/webhooks"))
+        .bearer_auth(&env.operator_key)
+        .json(&json!({"url": url, "secret": SECRET,
+                      "events": ["approval.created", "approval.decided", "approval.executed"]}))
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(res.status(), 201);
+    res.json().await.expect("json")
+}
+
+/// Queues a write and approves it: three events (created, decided, executed).
+async fn approved_write(env: &DemoEnv, order: i64) -> String {
+    let a = call(
+        &env.gateway.url(""),
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": format!("UPDATE public.orders SET status = 'held' WHERE id = {order}")}),
+    )
+    .await;
+    let id = a.body["result"]["structuredContent"]["approval_id"]
+        .as_str()
+        .expect("queued")
+        .to_string();
+    let res = client()
+        .post(env.gateway.url(&format!("/admin/approvals/{id}/approve")))
+        .bearer_auth(&env.approver_key)
+        .json(&json!({"reason": "webhook test"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(res.status(), 200);
+    id
+}
+
+/// Checks the signature the way a receiver would, independently of the gateway's code.
+fn verify(r: &Received) -> Value {
+    let id = &r.headers["webhook-id"];
+    let ts = &r.headers["webhook-timestamp"];
+    let key = STANDARD
+        .decode(SECRET.trim_start_matches("whsec_"))
+        .expect("key");
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("mac");
+    mac.update(format!("{id}.{ts}.").as_bytes());
+    mac.update(&r.body);
+    let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
+    assert_eq!(
+        r.headers["webhook-signature"], expected,
+        "signature of {id}"
+    );
+    let age = chrono::Utc::now().timestamp() - ts.parse::<i64>().expect("timestamp");
+    assert!((0..60).contains(&age), "a fresh timestamp: {age}");
+    serde_json::from_slice(&r.body).expect("json body")
+}
+
+/// The accepted deliveries about approval `id`, by event type.
+fn accepted_for(receiver: &Receiver, id: &str) -> HashMap<String, Vec<Received>> {
+    let mut by_type: HashMap<String, Vec<Received>> = HashMap::new();
+    for r in receiver.received().into_iter().filter(|r| r.accepted) {
+        let body = verify(&r);
+        if body["data"]["id"] == id {
+            by_type
+                .entry(body["type"].as_str().expect("type").to_string())
+                .or_default()
+                .push(r);
+        }
+    }
+    by_type
+}
+
+async fn wait_for_all(receiver: &Receiver, id: &str, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let got = accepted_for(receiver, id);
+        if ["approval.created", "approval.decided", "approval.executed"]
+            .iter()
+            .all(|t| got.contains_key(*t))
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every event arrived: {:?}",
+            got.keys().collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn every_event_arrives_signed() {
+    let env = env().await;
+    let receiver = Receiver::start().await;
+    let hook = register(&env, &receiver.url).await;
+    assert!(hook["id"].is_string(), "{hook}");
+    let id = approved_write(&env, 21).await;
+    wait_for_all(&receiver, &id, Duration::from_secs(15)).await;
+    let executed = &accepted_for(&receiver, &id)["approval.executed"][0];
+    let body = verify(executed);
+    assert_eq!(body["data"]["state"], "executed", "{body}");
+
+    // Refusals: a URL that is not http(s), and an event nobody offers.
+    for (bad, why) in [
+        (
+            json!({"url": "ftp://127.0.0.1/x", "events": ["approval.created"]}),
+            "http",
+        ),
+        (
+            json!({"url": receiver.url, "events": ["approval.maybe"]}),
+            "unknown event",
+        ),
+    ] {
+        let res = client()
+            .post(env.gateway.url("/admin/webhooks"))
+            .bearer_auth(&env.operator_key)
+            .json(&bad)
+            .send()
+            .await
+            .expect("register");
+        assert_eq!(res.status(), 400);
+        let text = res.text().await.unwrap_or_default();
+        assert!(text.contains(why), "{text}");
+    }
+    // The delivery state is visible to operators.
+    let listed: Value = client()
+        .get(env.gateway.url("/admin/webhooks"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .expect("list")
+        .json()
+        .await
+        .expect("json");
+    assert!(
+        listed["webhooks"][0]["delivered"].as_i64().unwrap_or(0) >= 3,
+        "{listed}"
+    );
+    assert!(
+        !listed.to_string().contains(SECRET),
+        "the secret is never listed"
+    );
+}
+
+#[tokio::test]
+async fn a_receiver_that_was_down_gets_every_event_once_across_restarts_and_replicas() {
+    let env = env().await;
+    let receiver = Receiver::start().await;
+    receiver.set_up(false);
+    register(&env, &receiver.url).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let extra = "[webhooks]\nallow_private = true\n";
+    // A second replica, as a process of its own, delivers from the same outbox.
+    let mut second = common::process::spawn_gateway_with(&env, dir.path(), extra);
+    let id = approved_write(&env, 22).await;
+    // Attempts fail while the receiver is down...
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receiver.received().len() < 3 {
+        assert!(Instant::now() < deadline, "no attempts while down");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // ...a replica dies and another starts, and then the receiver comes back.
+    common::process::sigkill(&mut second);
+    let _third = common::process::spawn_gateway_with(&env, dir.path(), extra);
+    receiver.set_up(true);
+    wait_for_all(&receiver, &id, Duration::from_secs(30)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let got = accepted_for(&receiver, &id);
+    for (event, deliveries) in &got {
+        assert_eq!(deliveries.len(), 1, "{event} accepted once: {deliveries:?}");
+    }
+    let refused_ids: Vec<String> = receiver
+        .received()
+        .iter()
+        .filter(|r| !r.accepted)
+        .map(|r| r.headers["webhook-id"].clone())
+        .collect();
+    let accepted_ids: Vec<String> = got
+        .values()
+        .flatten()
+        .map(|r| r.headers["webhook-id"].clone())
+        .collect();
+    assert!(
+        refused_ids.iter().all(|r| accepted_ids.contains(r)),
+        "a retried delivery keeps its webhook-id"
+    );
+}
