@@ -22,6 +22,7 @@
     sources: new Map(), // id -> source_json
     actors: [], // GET /admin/actors
     replicas: [], // GET /admin/replicas (live)
+    webhooks: [], // GET /admin/webhooks
     sourceRows: new Map(), // id -> row refs
     sourcesLoadedAt: null,
     pending: new Map(), // id -> approval
@@ -400,11 +401,12 @@
     for (const t of state.timers) clearInterval(t);
     state.timers = [];
     sessionStorage.removeItem(KEY_STORAGE);
-    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null, actors: [], replicas: [] });
+    Object.assign(state, { key: null, role: null, name: null, pages: new Set(), page: null, sourcesLoadedAt: null, historyNext: null, actors: [], replicas: [], webhooks: [] });
     for (const m of [state.sources, state.sourceRows, state.pending, state.pendingCards, state.history, state.historyItems]) m.clear();
     clear($("sources-body"));
     clear($("actors-body"));
     clear($("replicas-body"));
+    clear($("webhooks-body"));
     clear($("pending-list"));
     clear($("history-list"));
     clear($("audit-body"));
@@ -617,11 +619,13 @@
     if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 8 } }, "Loading sources…")));
     sourcesLoading = (async () => {
       try {
-        const [data, actors, replicas] = await Promise.all([api("/admin/sources"), api("/admin/actors"), api("/admin/replicas")]);
+        const [data, actors, replicas, hooks] = await Promise.all([api("/admin/sources"), api("/admin/actors"), api("/admin/replicas"), api("/admin/webhooks")]);
         state.actors = actors.actors || [];
         state.replicas = replicas.replicas || [];
+        state.webhooks = hooks.webhooks || [];
         renderActors();
         renderReplicas();
+        renderWebhooks();
         const list = (data.sources || []).slice().sort((a, b) => a.id.localeCompare(b.id));
         const seen = new Set();
         for (const s of list) {
@@ -673,6 +677,17 @@
     if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "empty-cell" }, "No sources are registered.")));
     renderSourcesSummary();
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
+  }
+
+  function renderWebhooks() {
+    const rows = (state.webhooks || []).map((w) => h("tr", { dataset: { webhook: w.id } },
+      h("th", { attrs: { scope: "row" }, className: "mono small" }, displaySafe(w.url), w.format === "slack" ? h("span", { className: "tag" }, "slack") : null),
+      h("td", {}, chips(w.events, "none")),
+      h("td", { className: "num" }, String(w.pending)),
+      h("td", { className: "num" }, String(w.delivered)),
+      h("td", { className: "num" }, String(w.failed))));
+    if (!rows.length) rows.push(h("tr", {}, h("td", { attrs: { colspan: 5 }, className: "empty-cell" }, "No webhooks are registered.")));
+    replaceChildren($("webhooks-body"), ...rows);
   }
 
   function renderReplicas() {
