@@ -263,9 +263,13 @@ async fn statement_work(
     match mode {
         Mode::Query => super::flight::query(conn, statement, params, limits).await,
         Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
-        Mode::Write { bound } => super::flight::write(conn, statement, params, limits, bound).await,
+        Mode::Write { bound } => {
+            let ending = super::flight::Ending::Commit { bound };
+            super::flight::write(conn, statement, params, limits, ending).await
+        }
         Mode::DryRun(timeouts) => {
-            super::flight::dry_run(conn, statement, params, limits, timeouts).await
+            let ending = super::flight::Ending::DryRun(timeouts);
+            super::flight::write(conn, statement, params, limits, ending).await
         }
         Mode::Estimate => super::flight::estimate(conn, statement).await,
     }

@@ -104,13 +104,25 @@ fn capped(statement: &str, max_rows: u64) -> String {
     )
 }
 
-/// An approved write: checked against the types PostgreSQL inferred, run, committed.
+/// How a write's transaction ends.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Ending {
+    /// An approved write: committed, unless it affected more rows than `bound` (then it is
+    /// rolled back and refused).
+    Commit { bound: Option<u64> },
+    /// A preview: run under short timeouts and always rolled back (on every path out of
+    /// [`write`] the transaction is dropped uncommitted, which rolls it back).
+    DryRun(super::execute::PreviewTimeouts),
+}
+
+/// A write: checked against the types PostgreSQL inferred, run in a transaction that ends
+/// as `ending` says.
 pub(super) async fn write(
     client: &mut tokio_postgres::Client,
     statement: &str,
     params: &[TextParam],
     limits: Limits,
-    bound: Option<u64>,
+    ending: Ending,
 ) -> Result<Rows, ExecError> {
     // Named, and closed on the server when `stmt` is dropped at the end of this function.
     let stmt = client.prepare(statement).await.map_err(db_error)?;
@@ -121,52 +133,27 @@ pub(super) async fn write(
         .collect();
     check_params(params, stmt.params())?;
     let tx = client.transaction().await.map_err(db_error)?;
+    if let Ending::DryRun(timeouts) = ending {
+        tx.batch_execute(&format!(
+            "SET LOCAL statement_timeout = {}; SET LOCAL lock_timeout = {}",
+            timeouts.statement_ms, timeouts.lock_ms
+        ))
+        .await
+        .map_err(db_error)?;
+    }
     let rows = tx
         .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
         .await
         .map_err(|e| parameter_refusal(db_error(e), params, stmt.params()))?;
     let mut out = collect(rows, limits, true).await?;
-    if let (Some(bound), Some(affected)) = (bound, out.affected) {
-        if affected > bound {
+    match (ending, out.affected) {
+        (Ending::DryRun(_), _) => tx.rollback().await.map_err(db_error)?,
+        (Ending::Commit { bound: Some(bound) }, Some(affected)) if affected > bound => {
             tx.rollback().await.map_err(db_error)?;
             return Err(ExecError::BoundExceeded { affected, bound });
         }
+        (Ending::Commit { .. }, _) => tx.commit().await.map_err(db_error)?,
     }
-    tx.commit().await.map_err(db_error)?;
-    out.columns = columns;
-    Ok(out)
-}
-
-/// A write's dry run: executed under short timeouts in a transaction that is rolled back
-/// whatever happens (on every path out of this function the transaction is dropped
-/// uncommitted, which rolls it back).
-pub(super) async fn dry_run(
-    client: &mut tokio_postgres::Client,
-    statement: &str,
-    params: &[TextParam],
-    limits: Limits,
-    timeouts: super::execute::PreviewTimeouts,
-) -> Result<Rows, ExecError> {
-    let stmt = client.prepare(statement).await.map_err(db_error)?;
-    let columns: Vec<String> = stmt
-        .columns()
-        .iter()
-        .map(|c| c.name().to_string())
-        .collect();
-    check_params(params, stmt.params())?;
-    let tx = client.transaction().await.map_err(db_error)?;
-    tx.batch_execute(&format!(
-        "SET LOCAL statement_timeout = {}; SET LOCAL lock_timeout = {}",
-        timeouts.statement_ms, timeouts.lock_ms
-    ))
-    .await
-    .map_err(db_error)?;
-    let rows = tx
-        .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
-        .await
-        .map_err(|e| parameter_refusal(db_error(e), params, stmt.params()))?;
-    let mut out = collect(rows, limits, true).await?;
-    tx.rollback().await.map_err(db_error)?;
     out.columns = columns;
     Ok(out)
 }
