@@ -120,12 +120,21 @@ async fn a_dry_run_preview_counts_exactly_what_the_write_then_does() {
     assert_eq!(preview["mode"], "dry_run", "{a}");
     assert_eq!(preview["ok"], true, "{a}");
     assert_eq!(preview["rows_affected"], customer7, "{a}");
-    assert_eq!(
-        preview["returning"].as_array().map(Vec::len),
-        Some(customer7.min(20) as usize),
-        "{a}"
-    );
-    assert_eq!(preview["returning"][0]["status"], "held", "{a}");
+    assert_eq!(preview["table"], "public.orders", "{a}");
+    // Row images by primary key: the same rows before and after, only the status changed.
+    let before = preview["before"].as_array().expect("before images");
+    let after = preview["after"].as_array().expect("after images");
+    assert_eq!(after.len(), customer7.min(20) as usize, "{a}");
+    assert_eq!(before.len(), after.len(), "{a}");
+    for row in after {
+        assert_eq!(row["status"], "held", "{row}");
+        let old = before
+            .iter()
+            .find(|b| b["id"] == row["id"])
+            .unwrap_or_else(|| panic!("no before image of {row}"));
+        assert_ne!(old["status"], "held", "{old}");
+        assert_eq!(old["total_cents"], row["total_cents"], "{old} / {row}");
+    }
     assert_eq!(
         a["max_rows"], customer7,
         "the bound defaults to the preview"
@@ -276,4 +285,84 @@ async fn a_preview_that_waits_for_a_lock_says_so_and_the_write_can_still_be_deci
     approve(&env, &id, json!({"reason": "checked by hand"})).await;
     let done = ran(&env, &id).await;
     assert_eq!(done["state"], "executed", "{done}");
+}
+
+#[tokio::test]
+async fn row_images_show_only_what_the_requester_may_read_masked() {
+    let env = env(PreviewMode::DryRun).await;
+    // demo-agent may also change customers here; their email is masked for analysts.
+    interlock::control::policy_file::apply(
+        &env.pool,
+        &interlock::control::policy_file::AccessFile::parse(
+            r#"
+[[roles]]
+source = "shop"
+name = "customer_editor"
+allow = ["read public.customers", "write public.customers"]
+
+[[grants]]
+identity = "demo-agent"
+source = "shop"
+roles = ["analyst", "customer_editor"]
+"#,
+        )
+        .expect("access file"),
+    )
+    .await
+    .expect("apply");
+    let email: String = common::admin(&env.shop_db)
+        .await
+        .query_one("SELECT email FROM public.customers WHERE id = 3", &[])
+        .await
+        .expect("email")
+        .get(0);
+    let id = queue(
+        &env,
+        "UPDATE public.customers SET country = 'XX' WHERE id = 3",
+    )
+    .await;
+    let a = previewed(&env, &id).await;
+    let preview = &a["preview"];
+    assert_eq!(preview["rows_affected"], 1, "{a}");
+    for image in ["before", "after"] {
+        let row = &preview[image][0];
+        let shown = row["email"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{image}: {a}"));
+        assert_ne!(shown, email, "{image}: the email is masked");
+        assert!(
+            !a.to_string().contains(&email),
+            "the clear email appears nowhere"
+        );
+        assert_eq!(row["id"], 3, "{image}: {row}");
+    }
+    assert_eq!(preview["after"][0]["country"], "XX", "{a}");
+    assert_ne!(preview["before"][0]["country"], "XX", "{a}");
+}
+
+#[tokio::test]
+async fn a_write_whose_shape_has_no_images_still_gets_its_count() {
+    let env = env(PreviewMode::DryRun).await;
+    let id = queue(
+        &env,
+        "UPDATE public.orders SET status = 'held' FROM public.customers c WHERE c.id = orders.customer_id AND c.id = 7",
+    )
+    .await;
+    let a = previewed(&env, &id).await;
+    let preview = &a["preview"];
+    assert_eq!(preview["ok"], true, "{a}");
+    let customer7 = count(
+        &env,
+        "SELECT count(*) FROM public.orders WHERE customer_id = 7",
+    )
+    .await;
+    assert_eq!(preview["rows_affected"], customer7, "{a}");
+    assert!(
+        preview["no_images"]
+            .as_str()
+            .unwrap_or("")
+            .contains("other tables"),
+        "it says why there are no images: {a}"
+    );
+    assert_eq!(count(&env, HELD).await, 0);
 }

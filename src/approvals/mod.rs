@@ -12,6 +12,7 @@
 
 pub mod decide;
 pub mod display;
+pub mod images;
 pub mod instance;
 pub mod preview;
 pub mod recheck;

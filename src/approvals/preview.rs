@@ -6,8 +6,9 @@
 //!   planner's estimate of the rows the write touches. Nothing runs.
 //! - `dry_run` (opt-in): the write executed in a transaction that is always rolled back,
 //!   under `approvals.preview_statement_timeout_ms` and `approvals.preview_lock_timeout_ms`:
-//!   the rows it affects and up to [`RETURNING_ROWS`] rows of its `RETURNING`, masked as
-//!   the requester sees them. A rolled-back run still consumes sequence values and fires
+//!   the rows it affects and, where the write's shape allows, row images before and after
+//!   ([`super::images`]); otherwise up to [`RETURNING_ROWS`] rows of its own `RETURNING`,
+//!   masked as the requester sees them. A rolled-back run still consumes sequence values and fires
 //!   triggers, and whatever a trigger does outside the database is not rolled back: that is
 //!   why it is opt-in.
 //! - `off`: no preview.
@@ -23,11 +24,13 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::recheck::{allowed_now, Queued};
+use super::images::{self, WriteKind};
+use super::recheck::{allowed_now, Now, Queued};
 use crate::control::approval_lifecycle as lifecycle;
 use crate::control::approvals;
 use crate::control::sources::PreviewMode;
 use crate::control::{ControlError, ControlPool};
+use crate::governance::readable_columns;
 use crate::governance::SqlLimits;
 use crate::pipeline::mask;
 use crate::sources::postgres::execute::{self, Limits, Mode, PreviewTimeouts};
@@ -62,11 +65,11 @@ impl Previewer {
 
     /// The preview and the bound it suggests.
     async fn compute(&self, q: &Queued<'_>) -> (Value, Option<i64>) {
-        let (rt, allowed) =
-            match allowed_now(&self.control, &self.sources, &self.sql_limits, q).await {
-                Ok(now) => now,
-                Err(reason) => return (failed(None, &reason), None),
-            };
+        let now = match allowed_now(&self.control, &self.sources, &self.sql_limits, q).await {
+            Ok(now) => now,
+            Err(reason) => return (failed(None, &reason), None),
+        };
+        let (rt, allowed) = (&now.rt, &now.allowed);
         let mode = rt.source.approval_preview;
         let Some(pools) = rt.pools.as_ref() else {
             return (
@@ -109,35 +112,116 @@ impl Previewer {
                     Err(e) => (failed(Some(mode), &e.to_string()), None),
                 }
             }
-            PreviewMode::DryRun => {
-                let dry = Mode::DryRun(self.timeouts);
-                match execute::run(pools, dry, &allowed.statement, &[], limits, &never).await {
-                    Ok(mut rows) => {
-                        let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
-                        let truncated = rows.truncated.is_some();
-                        let returning = if rows.columns.is_empty() {
-                            Value::Null
-                        } else if mask::apply_masks(
-                            &mut rows,
-                            &allowed.output_columns,
-                            &rt.source.mask_key,
-                        )
-                        .is_ok()
-                        {
-                            Value::Array(rows.into_objects())
-                        } else {
-                            json!({"withheld": "RETURNING rows could not be masked safely"})
-                        };
-                        (
-                            json!({"mode": "dry_run", "ok": true, "rows_affected": affected,
+            PreviewMode::DryRun => match self.imaged(&now, limits).await {
+                Imaged::Done(preview, bound) => (preview, bound),
+                Imaged::Failed(e) => (failed(Some(mode), &self.why(&e)), None),
+                Imaged::Without(why) => self.plain_dry_run(&now, limits, &why).await,
+            },
+        }
+    }
+
+    /// The dry run with row images (see [`super::images`]), when the write's shape allows.
+    async fn imaged(&self, now: &Now, limits: Limits) -> Imaged {
+        let [target] = now.allowed.tables_written.as_slice() else {
+            return Imaged::Without("the write changes more than one table".into());
+        };
+        let readable = readable_columns(&now.profile, &now.catalog.catalog)
+            .into_iter()
+            .find(|r| r.relation == *target);
+        let Some(readable) = readable else {
+            return Imaged::Without(format!("the requester may read no column of {target}"));
+        };
+        let Some(pools) = now.rt.pools.as_ref() else {
+            return Imaged::Without("the source's connection settings are unusable".into());
+        };
+        let never = CancellationToken::new();
+        let dry = Mode::DryRun(self.timeouts);
+        let pk = match execute::run(
+            pools,
+            dry,
+            &images::primary_key_sql(target),
+            &[],
+            limits,
+            &never,
+        )
+        .await
+        {
+            Ok(rows) => first_value(rows),
+            Err(e) => return Imaged::Failed(e),
+        };
+        let pk: Vec<String> = pk
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let (sql, kind) = match images::images_sql(&now.allowed.statement, target, &pk) {
+            Ok(planned) => planned,
+            Err(why) => return Imaged::Without(why),
+        };
+        let rows = match execute::run(pools, dry, &sql, &[], limits, &never).await {
+            Ok(rows) => rows,
+            Err(e) => return Imaged::Failed(e),
+        };
+        let row = rows.rows.into_iter().next().unwrap_or_default();
+        let mut values = row.into_iter();
+        let count = values.next().and_then(|v| v.as_i64());
+        let returned = values.next().unwrap_or(Value::Null);
+        let old = values.next().unwrap_or(Value::Null);
+        let key = &now.rt.source.mask_key;
+        let after = match kind {
+            WriteKind::Delete => Value::Array(Vec::new()),
+            WriteKind::Insert | WriteKind::Update => images::view(&returned, &readable, key),
+        };
+        let before = images::view(&old, &readable, key);
+        Imaged::Done(
+            json!({"mode": "dry_run", "ok": true, "rows_affected": count,
+                   "table": target.to_string(), "before": before, "after": after,
+                   "images_limit": images::IMAGE_ROWS, "computed_at": Utc::now()}),
+            count,
+        )
+    }
+
+    /// The dry run without images: the count and the statement's own `RETURNING` rows.
+    async fn plain_dry_run(
+        &self,
+        now: &Now,
+        limits: Limits,
+        no_images: &str,
+    ) -> (Value, Option<i64>) {
+        let (rt, allowed) = (&now.rt, &now.allowed);
+        let mode = PreviewMode::DryRun;
+        let Some(pools) = rt.pools.as_ref() else {
+            return (
+                failed(Some(mode), "the source's connection settings are unusable"),
+                None,
+            );
+        };
+        let never = CancellationToken::new();
+        let dry = Mode::DryRun(self.timeouts);
+        match execute::run(pools, dry, &allowed.statement, &[], limits, &never).await {
+            Ok(mut rows) => {
+                let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
+                let truncated = rows.truncated.is_some();
+                let returning = if rows.columns.is_empty() {
+                    Value::Null
+                } else if mask::apply_masks(&mut rows, &allowed.output_columns, &rt.source.mask_key)
+                    .is_ok()
+                {
+                    Value::Array(rows.into_objects())
+                } else {
+                    json!({"withheld": "RETURNING rows could not be masked safely"})
+                };
+                (
+                    json!({"mode": "dry_run", "ok": true, "rows_affected": affected,
                                    "returning": returning, "returning_truncated": truncated,
-                                   "computed_at": Utc::now()}),
-                            affected,
-                        )
-                    }
-                    Err(e) => (failed(Some(mode), &self.why(&e)), None),
-                }
+                                   "no_images": no_images, "computed_at": Utc::now()}),
+                    affected,
+                )
             }
+            Err(e) => (failed(Some(mode), &self.why(&e)), None),
         }
     }
 
@@ -155,6 +239,23 @@ impl Previewer {
             other => other.to_string(),
         }
     }
+}
+
+/// How the imaged dry run went.
+enum Imaged {
+    Done(Value, Option<i64>),
+    /// The source refused or timed out: the preview failed.
+    Failed(execute::ExecError),
+    /// The write's shape has no images; the plain dry run runs instead.
+    Without(String),
+}
+
+fn first_value(rows: execute::Rows) -> Value {
+    rows.rows
+        .into_iter()
+        .next()
+        .and_then(|r| r.into_iter().next())
+        .unwrap_or(Value::Null)
 }
 
 fn failed(mode: Option<PreviewMode>, why: &str) -> Value {

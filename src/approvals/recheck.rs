@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::control::profiles::load_profile;
 use crate::control::ControlPool;
-use crate::governance::{decide, Allowed, AllowedClass, SqlLimits};
-use crate::sources::registry::{SourceRegistry, SourceRuntime};
+use crate::governance::{decide, AccessProfile, Allowed, AllowedClass, SqlLimits};
+use crate::sources::registry::{CatalogSnapshot, SourceRegistry, SourceRuntime};
 
 /// The write to decide again.
 pub struct Queued<'a> {
@@ -17,6 +17,15 @@ pub struct Queued<'a> {
     pub statement: &'a str,
 }
 
+/// The write as allowed now, and what it was decided with.
+pub struct Now {
+    pub rt: Arc<SourceRuntime>,
+    pub allowed: Allowed,
+    /// The requester's profile on the source.
+    pub profile: AccessProfile,
+    pub catalog: Arc<CatalogSnapshot>,
+}
+
 /// The source and the write as allowed now, or why it no longer is (for the approval's
 /// error, so it names no secrets).
 pub async fn allowed_now(
@@ -24,7 +33,7 @@ pub async fn allowed_now(
     sources: &SourceRegistry,
     limits: &SqlLimits,
     q: &Queued<'_>,
-) -> Result<(Arc<SourceRuntime>, Allowed), String> {
+) -> Result<Now, String> {
     let Some(rt) = sources.get(q.source_id) else {
         return Err(format!("source {} is no longer registered", q.source_id));
     };
@@ -47,7 +56,12 @@ pub async fn allowed_now(
         .map_err(|e| format!("the source catalog is unavailable: {e}"))?;
     let decision = decide(q.statement, 0, &catalog.catalog, &profile, limits);
     match (decision.allowed(), decision.refusal()) {
-        (Some(a), _) if a.class == AllowedClass::Write => Ok((rt, a.clone())),
+        (Some(a), _) if a.class == AllowedClass::Write => Ok(Now {
+            rt,
+            allowed: a.clone(),
+            profile,
+            catalog,
+        }),
         (_, Some(r)) => Err(format!("refused at execution time: {}", r.reason)),
         _ => Err("the statement is no longer classified as a write".into()),
     }

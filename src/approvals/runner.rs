@@ -100,7 +100,7 @@ impl GatewayRunner {
         };
         let (rt, allowed) =
             match allowed_now(&self.control, &self.sources, &self.sql_limits, &queued).await {
-                Ok(now) => now,
+                Ok(now) => (now.rt, now.allowed),
                 Err(reason) => return failed(reason),
             };
         let Some(pools) = rt.pools.as_ref() else {

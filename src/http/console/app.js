@@ -1001,13 +1001,21 @@
     } else if (p.mode === "dry_run") {
       const n = p.rows_affected ?? 0;
       parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n) } }, h("strong", {}, `Affects ${n} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (ran and rolled back)")));
-      if (Array.isArray(p.returning) && p.returning.length) {
-        const cols = Object.keys(p.returning[0]);
+      const rowsTable = (rows) => {
+        const cols = Object.keys(rows[0]);
         const head = h("thead", {}, h("tr", {}, cols.map((c) => h("th", { attrs: { scope: "col" } }, displaySafe(c)))));
         const cell = (r, c) => h("td", { className: "mono" }, displaySafe(JSON.stringify(r[c])));
-        const body = h("tbody", {}, p.returning.map((r) => h("tr", {}, cols.map((c) => cell(r, c)))));
-        const table = h("div", { className: "table-wrap" }, h("table", { className: "table small" }, head, body));
-        parts.push(h("details", { className: "effect-rows" }, h("summary", {}, `Rows after the write (first ${p.returning.length})`), table));
+        const body = h("tbody", {}, rows.map((r) => h("tr", {}, cols.map((c) => cell(r, c)))));
+        return h("div", { className: "table-wrap" }, h("table", { className: "table small" }, head, body));
+      };
+      const images = [["Before", p.before], ["After", p.after], ["Returned", p.returning]]
+        .filter(([, rows]) => Array.isArray(rows) && rows.length);
+      if (images.length) {
+        parts.push(h("details", { className: "effect-rows", dataset: { role: "images" } },
+          h("summary", {}, `Rows ${images.map(([k]) => k.toLowerCase()).join(" / ")} (first ${Math.max(...images.map(([, r]) => r.length))}, as the requester may see them)`),
+          images.map(([k, rows]) => [h("h4", { className: "small" }, k), rowsTable(rows)])));
+      } else if (p.no_images) {
+        parts.push(h("p", { className: "small muted" }, `No row images: ${displaySafe(p.no_images)}.`));
       }
     } else {
       const n = p.estimated_rows;
