@@ -31,6 +31,8 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
     demo::control_settings(&mut settings, &cluster);
     settings.server.listen = format!("127.0.0.1:{}", args.port);
     settings.control.migrate_on_start = true;
+    // The demo's webhooks may go to receivers on this machine.
+    settings.webhooks.allow_private = true;
     let _redis = shared_limits(&mut settings, cluster.base_dir())?;
 
     let gateway = crate::Gateway::start(settings.clone()).await?;
