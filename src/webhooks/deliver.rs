@@ -19,35 +19,32 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 const GIVE_UP_AFTER_HOURS: i64 = 24;
 
 pub(super) async fn run(hooks: Arc<Webhooks>) {
-    let client = match reqwest::Client::builder()
-        .no_proxy()
-        .timeout(ATTEMPT_TIMEOUT)
-        // A redirect could lead anywhere, including inside: never followed.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::error!(error = %e, "webhook delivery disabled: no HTTP client");
-            return;
-        }
-    };
     loop {
-        if let Err(e) = round(&hooks, &client).await {
+        if let Err(e) = round(&hooks).await {
             tracing::debug!(error = %e, "webhook delivery round skipped");
         }
         tokio::time::sleep(POLL).await;
     }
 }
 
-async fn round(
-    hooks: &Webhooks,
-    client: &reqwest::Client,
-) -> Result<(), crate::control::ControlError> {
+/// An HTTP client that connects to `target` only at the addresses it was checked at.
+fn client_for(target: &target::Target) -> Result<reqwest::Client, String> {
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(ATTEMPT_TIMEOUT)
+        // A redirect could lead anywhere, including inside: never followed.
+        .redirect(reqwest::redirect::Policy::none());
+    if let Some((host, addrs)) = &target.pinned {
+        builder = builder.resolve_to_addrs(host, addrs);
+    }
+    builder.build().map_err(|e| format!("no HTTP client: {e}"))
+}
+
+async fn round(hooks: &Webhooks) -> Result<(), crate::control::ControlError> {
     let db = hooks.control.get().await?;
     let due = outbox::claim_due(&**db, 16, LEASE_SECS).await?;
     for d in due {
-        match attempt(hooks, client, &d).await {
+        match attempt(hooks, &d).await {
             Ok(()) => outbox::delivered(&**db, d.id).await?,
             Err(why) => {
                 let given_up =
@@ -69,8 +66,9 @@ fn backoff(attempts: i32) -> chrono::Duration {
 }
 
 /// One signed POST; `Err` says why it did not count as delivered.
-async fn attempt(hooks: &Webhooks, client: &reqwest::Client, d: &Due) -> Result<(), String> {
-    let url = target::check(&d.url, hooks.allow_private).await?;
+async fn attempt(hooks: &Webhooks, d: &Due) -> Result<(), String> {
+    let target = target::check(&d.url, hooks.allow_private).await?;
+    let client = client_for(&target)?;
     let body = match d.format.as_str() {
         "slack" => slack(&d.event, &d.payload, &hooks.console_url),
         _ => d.payload.clone(),
@@ -81,7 +79,7 @@ async fn attempt(hooks: &Webhooks, client: &reqwest::Client, d: &Due) -> Result<
     let signature = signature::sign(&d.secret, &id, timestamp, &body)
         .ok_or("the endpoint's secret is unusable")?;
     let res = client
-        .post(url)
+        .post(target.url)
         .header("content-type", "application/json")
         .header("webhook-id", &id)
         .header("webhook-timestamp", timestamp.to_string())

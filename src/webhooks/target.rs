@@ -1,12 +1,23 @@
 //! Which endpoints a webhook may be sent to: `http(s)` only, and not loopback, private,
 //! link-local or otherwise internal addresses unless `webhooks.allow_private` says so.
 //! Checked when an endpoint is registered and again before each delivery (a name may
-//! resolve elsewhere later).
+//! resolve elsewhere later); a delivery then connects only to the addresses that were
+//! checked ([`Target::pinned`]), so a name cannot resolve to an internal address between
+//! the check and the connection.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+
+/// A checked endpoint.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: reqwest::Url,
+    /// The host and the addresses it was checked at (`None` with `allow_private`, where
+    /// any address is allowed).
+    pub pinned: Option<(String, Vec<SocketAddr>)>,
+}
 
 /// Checks `url`; the error says why it is refused.
-pub async fn check(url: &str, allow_private: bool) -> Result<reqwest::Url, String> {
+pub async fn check(url: &str, allow_private: bool) -> Result<Target, String> {
     let parsed = reqwest::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err("only http and https URLs are allowed".into());
@@ -20,21 +31,29 @@ pub async fn check(url: &str, allow_private: bool) -> Result<reqwest::Url, Strin
         .trim_matches(|c| c == '[' || c == ']')
         .to_string();
     if allow_private {
-        return Ok(parsed);
+        return Ok(Target {
+            url: parsed,
+            pinned: None,
+        });
     }
     let port = parsed.port_or_known_default().unwrap_or(443);
-    let addrs = tokio::net::lookup_host((host.as_str(), port))
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
         .await
-        .map_err(|e| format!("{host} does not resolve: {e}"))?;
-    for addr in addrs {
-        if internal(addr.ip()) {
-            return Err(format!(
-                "{host} resolves to an internal address ({}); set webhooks.allow_private to allow it",
-                addr.ip()
-            ));
-        }
+        .map_err(|e| format!("{host} does not resolve: {e}"))?
+        .collect();
+    if let Some(addr) = addrs.iter().find(|a| internal(a.ip())) {
+        return Err(format!(
+            "{host} resolves to an internal address ({}); set webhooks.allow_private to allow it",
+            addr.ip()
+        ));
     }
-    Ok(parsed)
+    if addrs.is_empty() {
+        return Err(format!("{host} resolves to no address"));
+    }
+    Ok(Target {
+        url: parsed,
+        pinned: Some((host, addrs)),
+    })
 }
 
 fn internal(ip: IpAddr) -> bool {
