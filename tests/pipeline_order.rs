@@ -26,11 +26,12 @@ use interlock::control::{ControlError, ControlPool};
 use interlock::governance::{AccessProfile, SqlLimits};
 use interlock::limits::RateRefusal;
 use interlock::mcp::{ToolArgs, ToolKind};
+use interlock::pipeline::ports::Read;
 use interlock::pipeline::profiles::LoadedProfile;
 use interlock::pipeline::steps::{declared, GovernanceStep as S};
 use interlock::pipeline::{CallContext, Outcome, Ports};
 use interlock::sources::catalog::RefreshError;
-use interlock::sources::postgres::execute::{ExecError, Limits, Mode, Rows, TextParam};
+use interlock::sources::postgres::execute::{ExecError, Rows};
 use interlock::sources::registry::{CatalogSnapshot, SourceRuntime};
 use interlock::Settings;
 use interlock_actors::audit::{AuditError, AuditRecord};
@@ -257,10 +258,7 @@ impl Ports for Fake {
     fn read(
         &self,
         _rt: &SourceRuntime,
-        _mode: Mode,
-        _statement: &str,
-        _params: &[TextParam],
-        _limits: Limits,
+        _read: Read<'_>,
         _cancel: &CancellationToken,
     ) -> impl Future<Output = Result<Rows, ExecError>> + Send {
         self.reach(Port::Read);
@@ -342,6 +340,7 @@ fn shop_source() -> Source {
         approval_ttl_secs: 3600,
         approvals_required: 1,
         approval_preview: interlock::control::sources::PreviewMode::Explain,
+        identity_propagation: interlock::control::sources::Propagation::None,
         mask_key: vec![7; 32],
         created_at: Utc::now(),
         updated_at: Utc::now(),

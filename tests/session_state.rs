@@ -245,9 +245,17 @@ async fn read(pools: &pool::SourcePools, sql: &str, params: &[&str]) -> Result<u
         max_bytes: 4096,
     };
     let explain = sql.starts_with("EXPLAIN");
-    execute::run(pools, Mode::read(explain), sql, &params, limits, &token)
-        .await
-        .map(|rows| rows.rows.len())
+    execute::run(
+        pools,
+        Mode::read(explain),
+        sql,
+        &params,
+        limits,
+        &token,
+        None,
+    )
+    .await
+    .map(|rows| rows.rows.len())
 }
 
 #[tokio::test]

@@ -205,6 +205,7 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
                 max_bytes: 4 << 20,
             },
             &token,
+            None,
         )
         .await;
         let mut rows = match run {

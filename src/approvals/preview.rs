@@ -92,6 +92,7 @@ impl Previewer {
                     &[],
                     limits,
                     &never,
+                    now.caller(q.requester).as_ref(),
                 )
                 .await
                 {
@@ -112,16 +113,16 @@ impl Previewer {
                     Err(e) => (failed(Some(mode), &e.to_string()), None),
                 }
             }
-            PreviewMode::DryRun => match self.imaged(&now, limits).await {
+            PreviewMode::DryRun => match self.imaged(&now, q, limits).await {
                 Imaged::Done(preview, bound) => (preview, bound),
                 Imaged::Failed(e) => (failed(Some(mode), &self.why(&e)), None),
-                Imaged::Without(why) => self.plain_dry_run(&now, limits, &why).await,
+                Imaged::Without(why) => self.plain_dry_run(&now, q, limits, &why).await,
             },
         }
     }
 
     /// The dry run with row images (see [`super::images`]), when the write's shape allows.
-    async fn imaged(&self, now: &Now, limits: Limits) -> Imaged {
+    async fn imaged(&self, now: &Now, q: &Queued<'_>, limits: Limits) -> Imaged {
         let [target] = now.allowed.tables_written.as_slice() else {
             return Imaged::Without("the write changes more than one table".into());
         };
@@ -143,6 +144,7 @@ impl Previewer {
             &[],
             limits,
             &never,
+            None,
         )
         .await
         {
@@ -161,7 +163,9 @@ impl Previewer {
             Ok(planned) => planned,
             Err(why) => return Imaged::Without(why),
         };
-        let rows = match execute::run(pools, dry, &sql, &[], limits, &never).await {
+        let caller = now.caller(q.requester);
+        let rows = match execute::run(pools, dry, &sql, &[], limits, &never, caller.as_ref()).await
+        {
             Ok(rows) => rows,
             Err(e) => return Imaged::Failed(e),
         };
@@ -188,6 +192,7 @@ impl Previewer {
     async fn plain_dry_run(
         &self,
         now: &Now,
+        q: &Queued<'_>,
         limits: Limits,
         no_images: &str,
     ) -> (Value, Option<i64>) {
@@ -201,7 +206,18 @@ impl Previewer {
         };
         let never = CancellationToken::new();
         let dry = Mode::DryRun(self.timeouts);
-        match execute::run(pools, dry, &allowed.statement, &[], limits, &never).await {
+        let caller = now.caller(q.requester);
+        match execute::run(
+            pools,
+            dry,
+            &allowed.statement,
+            &[],
+            limits,
+            &never,
+            caller.as_ref(),
+        )
+        .await
+        {
             Ok(mut rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
                 let truncated = rows.truncated.is_some();

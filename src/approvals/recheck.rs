@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::control::profiles::load_profile;
 use crate::control::ControlPool;
 use crate::governance::{decide, AccessProfile, Allowed, AllowedClass, SqlLimits};
+use crate::sources::postgres::execute::Caller;
 use crate::sources::registry::{CatalogSnapshot, SourceRegistry, SourceRuntime};
 
 /// The write to decide again.
@@ -24,6 +25,18 @@ pub struct Now {
     /// The requester's profile on the source.
     pub profile: AccessProfile,
     pub catalog: Arc<CatalogSnapshot>,
+}
+
+impl Now {
+    /// Who the write runs for in the source (the requester), when the source carries
+    /// identities.
+    pub fn caller(&self, requester: &str) -> Option<Caller> {
+        Caller::when(
+            self.rt.source.identity_propagation,
+            requester,
+            self.profile.roles.iter().map(|r| r.name.as_str()),
+        )
+    }
 }
 
 /// The source and the write as allowed now, or why it no longer is (for the approval's

@@ -98,11 +98,13 @@ impl GatewayRunner {
             requester: &c.requester,
             statement: &c.statement,
         };
-        let (rt, allowed) =
-            match allowed_now(&self.control, &self.sources, &self.sql_limits, &queued).await {
-                Ok(now) => (now.rt, now.allowed),
-                Err(reason) => return failed(reason),
-            };
+        let now = match allowed_now(&self.control, &self.sources, &self.sql_limits, &queued).await {
+            Ok(now) => now,
+            Err(reason) => return failed(reason),
+        };
+        // The write runs as the requester, not as the approver.
+        let caller = now.caller(&c.requester);
+        let (rt, allowed) = (now.rt, now.allowed);
         let Some(pools) = rt.pools.as_ref() else {
             return failed("the source's connection settings are unusable".into());
         };
@@ -119,6 +121,7 @@ impl GatewayRunner {
             &[],
             limits,
             &never,
+            caller.as_ref(),
         )
         .await
         {

@@ -164,6 +164,7 @@ fn new_source(a: SourceAddArgs) -> sources::NewSource {
         cache_ttl_ms: a.cache_ttl_ms,
         approvals_required: a.approvals_required,
         approval_preview: a.approval_preview,
+        identity_propagation: a.identity_propagation,
         ..Default::default()
     }
 }

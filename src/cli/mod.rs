@@ -271,6 +271,10 @@ pub struct SourceAddArgs {
     /// and rolled back) or off.
     #[arg(long, value_parser = |s: &str| crate::control::sources::PreviewMode::parse(s).map_err(|e| e.to_string()))]
     pub approval_preview: Option<crate::control::sources::PreviewMode>,
+    /// Carry the caller's identity into the source for its row-level security: none
+    /// (default) or settings (`interlock.identity`, `interlock.roles`).
+    #[arg(long, value_parser = |s: &str| crate::control::sources::Propagation::parse(s).map_err(|e| e.to_string()))]
+    pub identity_propagation: Option<crate::control::sources::Propagation>,
     #[arg(long, default_value = "")]
     pub description: String,
 }

@@ -55,6 +55,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0007_webhooks",
         sql: include_str!("../../migrations/0007_webhooks.sql"),
     },
+    Migration {
+        version: 8,
+        name: "0008_identity_propagation",
+        sql: include_str!("../../migrations/0008_identity_propagation.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

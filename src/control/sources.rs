@@ -96,6 +96,38 @@ impl PreviewMode {
     }
 }
 
+/// Whether governed transactions carry the caller's identity into the source
+/// (`identity_propagation`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Propagation {
+    #[default]
+    None,
+    /// Every governed transaction first sets `interlock.identity` (the caller's name; for
+    /// an approved write, the requester's) and `interlock.roles` (their roles on the
+    /// source, comma-separated), transaction-local, for the source's row-level security.
+    Settings,
+}
+
+impl Propagation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::None => "none",
+            Propagation::Settings => "settings",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, ControlError> {
+        match s {
+            "none" => Ok(Propagation::None),
+            "settings" => Ok(Propagation::Settings),
+            other => Err(ControlError::Invalid(format!(
+                "unknown identity propagation {other:?} (none or settings)"
+            ))),
+        }
+    }
+}
+
 /// A registered source as stored in the control database.
 #[derive(Debug, Clone, Serialize)]
 pub struct Source {
@@ -122,6 +154,8 @@ pub struct Source {
     pub approvals_required: u32,
     /// How a queued write is previewed for its approvers.
     pub approval_preview: PreviewMode,
+    /// Whether governed transactions carry the caller's identity into the source.
+    pub identity_propagation: Propagation,
     #[serde(skip)]
     pub mask_key: Vec<u8>,
     pub created_at: DateTime<Utc>,
@@ -156,13 +190,15 @@ pub struct NewSource {
     pub approval_ttl_secs: Option<u32>,
     pub approvals_required: Option<u32>,
     pub approval_preview: Option<PreviewMode>,
+    pub identity_propagation: Option<Propagation>,
 }
 
 const COLUMNS: &str =
     "id, kind, description, enabled, host, port, dbname, read_user, read_password_env,
     read_password_file, write_user, write_password_env, write_password_file, tls_mode, tls_ca_file,
     search_path, statement_timeout_ms, max_rows, max_bytes, pool_size, cache_ttl_ms,
-    approval_ttl_secs, approvals_required, approval_preview, mask_key, created_at, updated_at";
+    approval_ttl_secs, approvals_required, approval_preview, identity_propagation, mask_key,
+    created_at, updated_at";
 
 fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
     let kind: String = r.get("kind");
@@ -207,6 +243,7 @@ fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
         approval_ttl_secs: non_negative("approval_ttl_secs"),
         approvals_required: non_negative("approvals_required"),
         approval_preview: PreviewMode::parse(r.get("approval_preview"))?,
+        identity_propagation: Propagation::parse(r.get("identity_propagation"))?,
         mask_key: r.get("mask_key"),
         created_at: r.get("created_at"),
         updated_at: r.get("updated_at"),
@@ -270,8 +307,8 @@ pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, Con
                     read_password_env, read_password_file, write_user, write_password_env,
                     write_password_file, tls_mode, tls_ca_file, search_path, statement_timeout_ms,
                     max_rows, max_bytes, pool_size, cache_ttl_ms, approval_ttl_secs,
-                    approvals_required, mask_key, approval_preview)
-                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)
+                    approvals_required, mask_key, approval_preview, identity_propagation)
+                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25)
                  RETURNING {COLUMNS}"
             ),
             &[
@@ -299,6 +336,7 @@ pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, Con
                 &to_i32(s.approvals_required, 1),
                 &mask_key,
                 &s.approval_preview.unwrap_or_default().as_str(),
+                &s.identity_propagation.unwrap_or_default().as_str(),
             ],
         )
         .await
@@ -381,6 +419,7 @@ pub struct SourceChanges {
     pub approval_ttl_secs: Option<u32>,
     pub approvals_required: Option<u32>,
     pub approval_preview: Option<PreviewMode>,
+    pub identity_propagation: Option<Propagation>,
 }
 
 /// Applies `c` to source `id`; untouched fields keep their values. Setting one password
@@ -413,7 +452,8 @@ pub async fn update_source(
                     max_bytes = coalesce($13, max_bytes), pool_size = coalesce($14, pool_size),
                     cache_ttl_ms = coalesce($15, cache_ttl_ms), approval_ttl_secs = coalesce($16, approval_ttl_secs),
                     approvals_required = coalesce($17, approvals_required),
-                    approval_preview = coalesce($18, approval_preview), updated_at = now()
+                    approval_preview = coalesce($18, approval_preview),
+                    identity_propagation = coalesce($19, identity_propagation), updated_at = now()
                   WHERE id = $1 RETURNING {COLUMNS}"
             ),
             &[
@@ -435,6 +475,7 @@ pub async fn update_source(
                 &to_i32(c.approval_ttl_secs),
                 &to_i32(c.approvals_required),
                 &c.approval_preview.map(PreviewMode::as_str),
+                &c.identity_propagation.map(Propagation::as_str),
             ],
         )
         .await

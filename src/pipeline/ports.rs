@@ -21,9 +21,20 @@ use crate::control::{ControlError, ControlPool};
 use crate::governance::SqlLimits;
 use crate::limits::RateRefusal;
 use crate::sources::catalog::RefreshError;
-use crate::sources::postgres::execute::{self, ExecError, Limits, Mode, Rows, TextParam};
+use crate::sources::postgres::execute::{self, Caller, ExecError, Limits, Mode, Rows, TextParam};
 use crate::sources::registry::{CatalogSnapshot, SourceRuntime};
 use crate::AppState;
+
+/// One read, as the pipeline asks for it.
+#[derive(Debug, Clone, Copy)]
+pub struct Read<'a> {
+    pub mode: Mode,
+    pub statement: &'a str,
+    pub params: &'a [TextParam],
+    pub limits: Limits,
+    /// Who it runs for in the source, when the source carries identities.
+    pub caller: Option<&'a Caller>,
+}
 
 pub trait Ports: Send + Sync {
     /// Identity: the identity an API key belongs to (`None`: unknown or revoked).
@@ -81,10 +92,7 @@ pub trait Ports: Send + Sync {
     fn read(
         &self,
         rt: &SourceRuntime,
-        mode: Mode,
-        statement: &str,
-        params: &[TextParam],
-        limits: Limits,
+        read: Read<'_>,
         cancel: &CancellationToken,
     ) -> impl Future<Output = Result<Rows, ExecError>> + Send;
     /// Write safety: queues a write for approval.
@@ -178,10 +186,7 @@ impl Ports for AppState {
     async fn read(
         &self,
         rt: &SourceRuntime,
-        mode: Mode,
-        statement: &str,
-        params: &[TextParam],
-        limits: Limits,
+        read: Read<'_>,
         cancel: &CancellationToken,
     ) -> Result<Rows, ExecError> {
         let Some(pools) = rt.pools.as_ref() else {
@@ -192,7 +197,16 @@ impl Ports for AppState {
                 },
             )));
         };
-        execute::run(pools, mode, statement, params, limits, cancel).await
+        execute::run(
+            pools,
+            read.mode,
+            read.statement,
+            read.params,
+            read.limits,
+            cancel,
+            read.caller,
+        )
+        .await
     }
 
     async fn enqueue(&self, new: &NewApproval) -> Result<Uuid, ControlError> {

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::audit::{fingerprint, AuditDraft};
 use super::outcome::Outcome;
-use super::ports::Ports;
+use super::ports::{Ports, Read};
 use super::profiles::LoadedProfile;
 use super::refusal::Refusal;
 use super::steps::GovernanceStep;
@@ -25,7 +25,7 @@ use crate::control::sources::SourceKind;
 use crate::governance::{decide, Allowed, AllowedClass};
 use crate::limits::RateRefusal;
 use crate::mcp::QueryArgs;
-use crate::sources::postgres::execute::{ExecError, Limits, Mode, TextParam, Truncation};
+use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
 
 pub struct ReadPlan {
@@ -382,9 +382,19 @@ pub async fn run_read(
     };
     let started = std::time::Instant::now();
     let mode = Mode::read(a.explain.is_some());
-    let result = ports
-        .read(rt, mode, &a.statement, &params, limits, cancel)
-        .await;
+    let caller = Caller::when(
+        rt.source.identity_propagation,
+        draft.identity.as_ref().map_or("", |i| i.1.as_str()),
+        plan.profile.profile.roles.iter().map(|r| r.name.as_str()),
+    );
+    let read = Read {
+        mode,
+        statement: &a.statement,
+        params: &params,
+        limits,
+        caller: caller.as_ref(),
+    };
+    let result = ports.read(rt, read, cancel).await;
     rt.stats.record(started.elapsed());
     let breaker_outcome = match &result {
         Ok(_) => SourceReport::Answered,

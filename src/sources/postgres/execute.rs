@@ -40,6 +40,30 @@ pub enum Mode {
     Estimate,
 }
 
+/// Who a governed transaction runs for, carried into the source when its
+/// `identity_propagation` is `settings`: `interlock.identity` and `interlock.roles`
+/// (comma-separated), set transaction-local before the statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub identity: String,
+    pub roles: String,
+}
+
+impl Caller {
+    /// The caller to carry into a source whose `identity_propagation` is `propagation`
+    /// (`None` when it carries none).
+    pub fn when<'a>(
+        propagation: crate::control::sources::Propagation,
+        identity: &str,
+        roles: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Caller> {
+        (propagation == crate::control::sources::Propagation::Settings).then(|| Caller {
+            identity: identity.to_string(),
+            roles: roles.into_iter().collect::<Vec<_>>().join(","),
+        })
+    }
+}
+
 /// The timeouts of a dry run, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PreviewTimeouts {
@@ -176,6 +200,7 @@ pub async fn run(
     params: &[TextParam],
     limits: Limits,
     cancel: &CancellationToken,
+    caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
     let purpose = mode.purpose();
     // Result memory in flight is bounded for the whole process (released on return).
@@ -192,7 +217,7 @@ pub async fn run(
     };
     let cancel_token = conn.cancel_token();
     let outcome = {
-        let work = statement_work(&mut conn, mode, statement, params, limits);
+        let work = statement_work(&mut conn, mode, statement, params, limits, caller);
         tokio::pin!(work);
         tokio::select! {
             r = &mut work => Some(r),
@@ -259,17 +284,30 @@ async fn statement_work(
     statement: &str,
     params: &[TextParam],
     limits: Limits,
+    caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
     match mode {
+        Mode::Query | Mode::Plan | Mode::Estimate if caller.is_some() => {
+            // As the caller: its own transaction, opened with the caller's settings (so
+            // row-level security applies to reads and to a write's plan alike).
+            super::flight::begin_as(conn, caller).await?;
+            let read = match mode {
+                Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
+                Mode::Estimate => super::flight::estimate(conn, statement).await,
+                _ => super::flight::query(conn, statement, params, limits).await,
+            };
+            super::flight::end(conn, read.is_ok()).await?;
+            read
+        }
         Mode::Query => super::flight::query(conn, statement, params, limits).await,
         Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
         Mode::Write { bound } => {
             let ending = super::flight::Ending::Commit { bound };
-            super::flight::write(conn, statement, params, limits, ending).await
+            super::flight::write(conn, statement, params, limits, ending, caller).await
         }
         Mode::DryRun(timeouts) => {
             let ending = super::flight::Ending::DryRun(timeouts);
-            super::flight::write(conn, statement, params, limits, ending).await
+            super::flight::write(conn, statement, params, limits, ending, caller).await
         }
         Mode::Estimate => super::flight::estimate(conn, statement).await,
     }

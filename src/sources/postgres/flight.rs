@@ -104,6 +104,37 @@ fn capped(statement: &str, max_rows: u64) -> String {
     )
 }
 
+/// Sets who the transaction runs for, transaction-local (see [`super::execute::Caller`]).
+const SET_CALLER: &str =
+    "SELECT set_config('interlock.identity', $1, true), set_config('interlock.roles', $2, true)";
+
+/// Opens a transaction for a read as `caller`: BEGIN and the settings, in one flight.
+pub(super) async fn begin_as(
+    client: &tokio_postgres::Client,
+    caller: Option<&super::execute::Caller>,
+) -> Result<(), ExecError> {
+    let Some(who) = caller else {
+        return Ok(());
+    };
+    let values: [&(dyn ToSql + Sync); 2] = [&who.identity, &who.roles];
+    let (begun, set) = tokio::join!(
+        client.batch_execute("BEGIN"),
+        client.execute(SET_CALLER, &values)
+    );
+    begun.map_err(db_error)?;
+    set.map_err(db_error)?;
+    Ok(())
+}
+
+/// Ends a read's transaction (a read changes nothing: COMMIT and ROLLBACK differ only in
+/// what an aborted transaction reports).
+pub(super) async fn end(client: &tokio_postgres::Client, ok: bool) -> Result<(), ExecError> {
+    client
+        .batch_execute(if ok { "COMMIT" } else { "ROLLBACK" })
+        .await
+        .map_err(db_error)
+}
+
 /// How a write's transaction ends.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Ending {
@@ -123,6 +154,7 @@ pub(super) async fn write(
     params: &[TextParam],
     limits: Limits,
     ending: Ending,
+    caller: Option<&super::execute::Caller>,
 ) -> Result<Rows, ExecError> {
     // Named, and closed on the server when `stmt` is dropped at the end of this function.
     let stmt = client.prepare(statement).await.map_err(db_error)?;
@@ -140,6 +172,11 @@ pub(super) async fn write(
         ))
         .await
         .map_err(db_error)?;
+    }
+    if let Some(who) = caller {
+        tx.execute(SET_CALLER, &[&who.identity, &who.roles])
+            .await
+            .map_err(db_error)?;
     }
     let rows = tx
         .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
