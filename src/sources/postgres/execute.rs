@@ -290,7 +290,11 @@ async fn statement_work(
         Mode::Query | Mode::Plan | Mode::Estimate if caller.is_some() => {
             // As the caller: its own transaction, opened with the caller's settings (so
             // row-level security applies to reads and to a write's plan alike).
-            super::flight::begin_as(conn, caller).await?;
+            if let Err(e) = super::flight::begin_as(conn, caller).await {
+                // Never hand back a read connection inside a transaction.
+                let _ = super::flight::end(conn, false).await;
+                return Err(e);
+            }
             let read = match mode {
                 Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
                 Mode::Estimate => super::flight::estimate(conn, statement).await,
