@@ -97,12 +97,7 @@ impl Previewer {
                 .await
                 {
                     Ok(rows) => {
-                        let plan = rows
-                            .rows
-                            .into_iter()
-                            .next()
-                            .and_then(|r| r.into_iter().next())
-                            .unwrap_or(Value::Null);
+                        let plan = first_value(rows);
                         let estimate = estimated_rows(&plan);
                         (
                             json!({"mode": "explain", "ok": true, "estimated_rows": estimate,
@@ -218,18 +213,11 @@ impl Previewer {
         )
         .await
         {
-            Ok(mut rows) => {
+            Ok(rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
                 let truncated = rows.truncated.is_some();
-                let returning = if rows.columns.is_empty() {
-                    Value::Null
-                } else if mask::apply_masks(&mut rows, &allowed.output_columns, &rt.source.mask_key)
-                    .is_ok()
-                {
-                    Value::Array(rows.into_objects())
-                } else {
-                    json!({"withheld": "RETURNING rows could not be masked safely"})
-                };
+                let returning =
+                    mask::returning_rows(rows, &allowed.output_columns, &rt.source.mask_key);
                 (
                     json!({"mode": "dry_run", "ok": true, "rows_affected": affected,
                                    "returning": returning, "returning_truncated": truncated,

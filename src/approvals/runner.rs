@@ -125,17 +125,10 @@ impl GatewayRunner {
         )
         .await
         {
-            Ok(mut rows) => {
+            Ok(rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
-                let returning = if rows.columns.is_empty() {
-                    None
-                } else if mask::apply_masks(&mut rows, &allowed.output_columns, &rt.source.mask_key)
-                    .is_ok()
-                {
-                    Some(Value::Array(rows.into_objects()))
-                } else {
-                    Some(json!({"withheld": "RETURNING rows could not be masked safely"}))
-                };
+                let returning =
+                    mask::returning_rows(rows, &allowed.output_columns, &rt.source.mask_key);
                 let tables: Vec<(String, String)> = allowed
                     .tables_written
                     .iter()

@@ -44,3 +44,20 @@ pub fn apply_masks(
     }
     Ok(())
 }
+
+/// A write's `RETURNING` rows as JSON objects, masked by the decision's output columns:
+/// `None` when the statement returns no columns, a `withheld` note when masking by position
+/// would be unsafe.
+pub fn returning_rows(
+    mut rows: Rows,
+    output: &[OutputColumn],
+    key: &[u8],
+) -> Option<serde_json::Value> {
+    if rows.columns.is_empty() {
+        return None;
+    }
+    Some(match apply_masks(&mut rows, output, key) {
+        Ok(()) => serde_json::Value::Array(rows.into_objects()),
+        Err(_) => serde_json::json!({"withheld": "RETURNING rows could not be masked safely"}),
+    })
+}

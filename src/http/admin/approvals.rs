@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use sha2::Digest;
 use uuid::Uuid;
 
-use super::auth::{error, Admin, AdminCaller, Approvers, Staff};
+use super::auth::{error, path_id, Admin, AdminCaller, Approvers, Staff};
 use crate::approvals::{decide, escape_for_display, DecideError};
 use crate::control::approvals::{self as repo, Approval};
 use crate::AppState;
@@ -88,16 +88,6 @@ pub async fn list(
     }
 }
 
-fn parse_id(raw: &str) -> Result<Uuid, HttpResponse> {
-    Uuid::parse_str(raw).map_err(|_| {
-        error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no approval with that id",
-        )
-    })
-}
-
 async fn visible(
     state: &AppState,
     caller: &AdminCaller,
@@ -126,7 +116,7 @@ pub async fn show(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let id = match parse_id(&path) {
+    let id = match path_id(&path, "approval") {
         Ok(id) => id,
         Err(res) => return res,
     };
@@ -143,7 +133,7 @@ pub async fn refresh_preview(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let id = match parse_id(&path) {
+    let id = match path_id(&path, "approval") {
         Ok(id) => id,
         Err(res) => return res,
     };
@@ -200,7 +190,7 @@ async fn decision(
     state: web::Data<AppState>,
     verdict: ApproverChoice,
 ) -> HttpResponse {
-    let id = match parse_id(&path) {
+    let id = match path_id(&path, "approval") {
         Ok(id) => id,
         Err(res) => return res,
     };

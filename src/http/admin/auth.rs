@@ -93,6 +93,18 @@ impl<K: Admits + 'static> actix_web::FromRequest for Admin<K> {
     }
 }
 
+/// The id in a path, or the 404 a malformed one gets (indistinguishable from an absent one):
+/// "no <what> with that id".
+pub fn path_id(raw: &str, what: &str) -> Result<uuid::Uuid, HttpResponse> {
+    uuid::Uuid::parse_str(raw).map_err(|_| {
+        error(
+            actix_web::http::StatusCode::NOT_FOUND,
+            "not_found",
+            &format!("no {what} with that id"),
+        )
+    })
+}
+
 pub fn error(status: actix_web::http::StatusCode, code: &str, message: &str) -> HttpResponse {
     let mut res = HttpResponse::build(status);
     if status == actix_web::http::StatusCode::UNAUTHORIZED {

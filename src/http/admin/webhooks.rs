@@ -7,10 +7,9 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
-use uuid::Uuid;
 
 use super::audit_log;
-use super::auth::{control_error, error, Admin, Operators};
+use super::auth::{control_error, error, path_id, Admin, Operators};
 use crate::control::webhooks as repo;
 use crate::webhooks::{signature, target, EVENTS};
 use crate::AppState;
@@ -93,22 +92,12 @@ pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> Http
     }
 }
 
-fn parse_id(raw: &str) -> Result<Uuid, HttpResponse> {
-    Uuid::parse_str(raw).map_err(|_| {
-        error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no webhook with that id",
-        )
-    })
-}
-
 pub async fn delete(
     caller: Admin<Operators>,
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let id = match parse_id(&path) {
+    let id = match path_id(&path, "webhook") {
         Ok(id) => id,
         Err(res) => return res,
     };
@@ -139,7 +128,7 @@ pub async fn test(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let id = match parse_id(&path) {
+    let id = match path_id(&path, "webhook") {
         Ok(id) => id,
         Err(res) => return res,
     };
@@ -161,7 +150,7 @@ pub async fn deliveries(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let id = match parse_id(&path) {
+    let id = match path_id(&path, "webhook") {
         Ok(id) => id,
         Err(res) => return res,
     };
