@@ -5,8 +5,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
+use common::approvals;
 use common::env::{demo_env_with, DemoEnv};
 use common::http::client;
 use common::mcp::{call, MODERN};
@@ -21,70 +20,23 @@ async fn env(preview: PreviewMode) -> DemoEnv {
     .await
 }
 
-/// Queues `sql` as the demo agent; returns the approval id.
+/// Queues `sql` on shop as the demo agent; returns the approval id.
 async fn queue(env: &DemoEnv, sql: &str) -> String {
-    let a = call(
-        &env.gateway.url(""),
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": sql}),
-    )
-    .await;
-    a.body["result"]["structuredContent"]["approval_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not queued: {:?}", a.body))
-        .to_string()
-}
-
-async fn approval(env: &DemoEnv, id: &str) -> Value {
-    client()
-        .get(env.gateway.url(&format!("/admin/approvals/{id}")))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .expect("approval")
-        .json()
-        .await
-        .expect("json")
+    approvals::queue(&env.gateway, &env.agent_key, "shop", sql).await
 }
 
 /// The approval once its preview is stored.
 async fn previewed(env: &DemoEnv, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = approval(env, id).await;
-        if !a["preview"].is_null() {
-            return a;
-        }
-        assert!(Instant::now() < deadline, "no preview: {a}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    approvals::wait(&env.gateway, &env.operator_key, id, approvals::previewed).await
 }
 
 async fn approve(env: &DemoEnv, id: &str, body: Value) -> Value {
-    let res = client()
-        .post(env.gateway.url(&format!("/admin/approvals/{id}/approve")))
-        .bearer_auth(&env.approver_key)
-        .json(&body)
-        .send()
-        .await
-        .expect("approve");
-    assert_eq!(res.status(), 200);
-    res.json().await.expect("json")
+    approvals::approve(&env.gateway, &env.approver_key, id, body).await
 }
 
 /// The approval once it has run (executed or failed).
 async fn ran(env: &DemoEnv, id: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a = approval(env, id).await;
-        if a["state"] == "executed" || a["state"] == "failed" {
-            return a;
-        }
-        assert!(Instant::now() < deadline, "never ran: {a}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    approvals::wait(&env.gateway, &env.operator_key, id, approvals::ran).await
 }
 
 async fn count(env: &DemoEnv, sql: &str) -> i64 {

@@ -7,6 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::approvals;
 use common::env::{demo_env_with, DemoEnv};
 use common::http::client;
 use common::mcp::{call, MODERN};
@@ -82,39 +83,10 @@ async fn read_status(gw: &TestGateway, key: &str) -> (Value, bool) {
 
 /// Queues an update of order 11 through `via`, approves it there, and waits until it ran.
 async fn approved_write(env: &DemoEnv, via: &TestGateway, status: &str) {
-    let queued = call(
-        &via.url(""),
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": format!("UPDATE public.orders SET status = '{status}' WHERE id = 11")}),
-    )
-    .await;
-    let id = queued.body["result"]["structuredContent"]["approval_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not queued: {:?}", queued.body))
-        .to_string();
-    let res = client()
-        .post(via.url(&format!("/admin/approvals/{id}/approve")))
-        .bearer_auth(&env.approver_key)
-        .json(&json!({"reason": "fleet test"}))
-        .send()
-        .await
-        .expect("approve");
-    assert_eq!(res.status(), 200);
-    wait_until(Duration::from_secs(10), || async {
-        let a: Value = client()
-            .get(via.url(&format!("/admin/approvals/{id}")))
-            .bearer_auth(&env.operator_key)
-            .send()
-            .await
-            .expect("approval")
-            .json()
-            .await
-            .expect("json");
-        a["state"] == "executed"
-    })
-    .await;
+    let sql = format!("UPDATE public.orders SET status = '{status}' WHERE id = 11");
+    let id = approvals::queue(via, &env.agent_key, "shop", &sql).await;
+    approvals::approve(via, &env.approver_key, &id, json!({"reason": "fleet test"})).await;
+    approvals::wait(via, &env.operator_key, &id, |a| a["state"] == "executed").await;
 }
 
 async fn force(env: &DemoEnv, gw: &TestGateway, action: &str) {

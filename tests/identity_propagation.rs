@@ -7,8 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::approvals;
 use common::env::{demo_env, DemoEnv};
-use common::http::client;
 use common::mcp::{call, rows, MODERN};
 use interlock::control::sources::{NewSource, PreviewMode, Propagation};
 use serde_json::{json, Value};
@@ -115,56 +115,15 @@ async fn count(env: &DemoEnv, sql: &str) -> i64 {
         .get(0)
 }
 
-/// Queues `sql` as `key`, approves it, and returns the approval once it ran.
+/// Queues `sql` on shop_rls as `key`, approves it once its preview (which sets the bound) is
+/// stored, and returns the approval once it ran.
 async fn approved(env: &DemoEnv, key: &str, sql: &str) -> Value {
-    let q = query(env, key, sql).await;
-    let id = q.body["result"]["structuredContent"]["approval_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("not queued: {:?}", q.body))
-        .to_string();
-    // Wait for the preview (the bound comes from it), then approve.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a: Value = client()
-            .get(env.gateway.url(&format!("/admin/approvals/{id}")))
-            .bearer_auth(&env.operator_key)
-            .send()
-            .await
-            .expect("approval")
-            .json()
-            .await
-            .expect("json");
-        if !a["preview"].is_null() {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no preview: {a}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let res = client()
-        .post(env.gateway.url(&format!("/admin/approvals/{id}/approve")))
-        .bearer_auth(&env.approver_key)
-        .json(&json!({"reason": "identity propagation test"}))
-        .send()
-        .await
-        .expect("approve");
-    assert_eq!(res.status(), 200);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a: Value = client()
-            .get(env.gateway.url(&format!("/admin/approvals/{id}")))
-            .bearer_auth(&env.operator_key)
-            .send()
-            .await
-            .expect("approval")
-            .json()
-            .await
-            .expect("json");
-        if a["state"] == "executed" || a["state"] == "failed" {
-            return a;
-        }
-        assert!(Instant::now() < deadline, "never ran: {a}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let gw = &env.gateway;
+    let id = approvals::queue(gw, key, "shop_rls", sql).await;
+    approvals::wait(gw, &env.operator_key, &id, approvals::previewed).await;
+    let reason = json!({"reason": "identity propagation test"});
+    approvals::approve(gw, &env.approver_key, &id, reason).await;
+    approvals::wait(gw, &env.operator_key, &id, approvals::ran).await
 }
 
 #[tokio::test]

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use common::approvals;
 use common::env::{demo_env_with, DemoEnv};
 use common::http::client;
-use common::mcp::{call, MODERN};
 use common::receiver::{Received, Receiver};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
@@ -40,26 +40,10 @@ async fn register(env: &DemoEnv, url: &str) -> Value {
 
 /// Queues a write and approves it: three events (created, decided, executed).
 async fn approved_write(env: &DemoEnv, order: i64) -> String {
-    let a = call(
-        &env.gateway.url(""),
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": format!("UPDATE public.orders SET status = 'held' WHERE id = {order}")}),
-    )
-    .await;
-    let id = a.body["result"]["structuredContent"]["approval_id"]
-        .as_str()
-        .expect("queued")
-        .to_string();
-    let res = client()
-        .post(env.gateway.url(&format!("/admin/approvals/{id}/approve")))
-        .bearer_auth(&env.approver_key)
-        .json(&json!({"reason": "webhook test"}))
-        .send()
-        .await
-        .expect("approve");
-    assert_eq!(res.status(), 200);
+    let sql = format!("UPDATE public.orders SET status = 'held' WHERE id = {order}");
+    let id = approvals::queue(&env.gateway, &env.agent_key, "shop", &sql).await;
+    let reason = json!({"reason": "webhook test"});
+    approvals::approve(&env.gateway, &env.approver_key, &id, reason).await;
     id
 }
 
