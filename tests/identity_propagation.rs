@@ -13,82 +13,107 @@ use common::mcp::{call, rows, MODERN};
 use interlock::control::sources::{NewSource, PreviewMode, Propagation};
 use serde_json::{json, Value};
 
-/// A second source on the demo database, through a login that row-level security applies
-/// to (the test cluster's superuser bypasses it), carrying identities.
-async fn rls_source(env: &DemoEnv) {
-    common::admin(&env.shop_db)
-        .await
-        .batch_execute(
-            "CREATE ROLE rls_login LOGIN PASSWORD 'rls-password';
-             GRANT USAGE ON SCHEMA public TO rls_login;
-             GRANT SELECT, UPDATE ON public.orders TO rls_login;
-             CREATE POLICY rls_read ON public.orders FOR SELECT TO rls_login
-               USING (customer_id = CASE current_setting('interlock.identity', true)
-                                      WHEN 'demo-agent' THEN 7 WHEN 'rls-other' THEN 9 ELSE -1 END);
-             CREATE POLICY rls_write ON public.orders FOR UPDATE TO rls_login
-               USING (current_setting('interlock.identity', true) = 'demo-agent'
-                      AND current_setting('interlock.roles', true) = 'rls_reader');
-             ALTER TABLE public.orders ENABLE ROW LEVEL SECURITY;",
-        )
-        .await
-        .expect("row-level security");
+/// Registers `id` on the demo database through `login` (password `login-password`),
+/// carrying identities as `propagation` with `identity_roles`, and gives demo-agent and
+/// rls-other the role `rls_reader` on it (read and write public.orders).
+async fn register(
+    env: &DemoEnv,
+    id: &str,
+    login: &str,
+    propagation: Propagation,
+    identity_roles: &[(&str, &str)],
+) {
     let dir = tempfile::tempdir().expect("dir").keep();
-    let password_file = dir.join("rls.pw");
-    std::fs::write(&password_file, "rls-password").expect("password file");
+    let password_file = dir.join("login.pw");
+    std::fs::write(&password_file, format!("{login}-password")).expect("password file");
     let info = common::cluster();
     interlock::control::sources::add_source(
         &env.pool,
         &NewSource {
-            id: "shop_rls".into(),
+            id: id.into(),
             host: Some("127.0.0.1".into()),
             port: Some(info.port),
             dbname: Some(env.shop_db.clone()),
-            user: Some("rls_login".into()),
+            user: Some(login.into()),
             password_file: Some(password_file.to_string_lossy().into_owned()),
             search_path: Some(vec!["public".into()]),
             approval_preview: Some(PreviewMode::DryRun),
-            identity_propagation: Some(Propagation::Settings),
+            identity_propagation: Some(propagation),
+            identity_roles: Some(
+                identity_roles
+                    .iter()
+                    .map(|(i, r)| ((*i).to_string(), (*r).to_string()))
+                    .collect(),
+            ),
             ..Default::default()
         },
     )
     .await
-    .expect("register shop_rls");
+    .expect("register source");
     interlock::control::policy_file::apply(
         &env.pool,
-        &interlock::control::policy_file::AccessFile::parse(
+        &interlock::control::policy_file::AccessFile::parse(&format!(
             r#"
 [[identities]]
 name = "rls-other"
 kind = "agent"
 
 [[roles]]
-source = "shop_rls"
+source = "{id}"
 name = "rls_reader"
 allow = ["read public.orders", "write public.orders"]
 
 [[grants]]
 identity = "demo-agent"
-source = "shop_rls"
+source = "{id}"
 roles = ["rls_reader"]
 
 [[grants]]
 identity = "rls-other"
-source = "shop_rls"
+source = "{id}"
 roles = ["rls_reader"]
 
 [[approvers]]
 identity = "demo-approver"
-sources = ["shop", "shop_rls"]
-"#,
-        )
+sources = ["shop", "{id}"]
+"#
+        ))
         .expect("access file"),
     )
     .await
     .expect("apply");
 }
 
+/// A second source on the demo database, through a login that row-level security applies
+/// to (the test cluster's superuser bypasses it), carrying identities.
+async fn rls_source(env: &DemoEnv, login: &str) {
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute(
+            &format!(
+                "CREATE ROLE {login} LOGIN PASSWORD '{login}-password';
+                 GRANT USAGE ON SCHEMA public TO {login};
+                 GRANT SELECT, UPDATE ON public.orders TO {login};
+                 CREATE POLICY rls_read ON public.orders FOR SELECT TO {login}
+                   USING (customer_id = CASE current_setting('interlock.identity', true)
+                                          WHEN 'demo-agent' THEN 7 WHEN 'rls-other' THEN 9 ELSE -1 END);
+                 CREATE POLICY rls_write ON public.orders FOR UPDATE TO {login}
+                   USING (current_setting('interlock.identity', true) = 'demo-agent'
+                          AND current_setting('interlock.roles', true) = 'rls_reader');
+                 ALTER TABLE public.orders ENABLE ROW LEVEL SECURITY;"
+            ),
+        )
+        .await
+        .expect("row-level security");
+    register(env, "shop_rls", login, Propagation::Settings, &[]).await;
+}
+
 async fn query(env: &DemoEnv, key: &str, sql: &str) -> common::mcp::Answer {
-    // The gateway reloads sources every 200 ms in tests: wait for shop_rls.
+    query_on(env, "shop_rls", key, sql).await
+}
+
+async fn query_on(env: &DemoEnv, source: &str, key: &str, sql: &str) -> common::mcp::Answer {
+    // The gateway reloads sources every 200 ms in tests: wait for the source.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let a = call(
@@ -96,7 +121,7 @@ async fn query(env: &DemoEnv, key: &str, sql: &str) -> common::mcp::Answer {
             Some(key),
             MODERN,
             "interlock_query",
-            json!({"source_id": "shop_rls", "sql": sql}),
+            json!({"source_id": source, "sql": sql}),
         )
         .await;
         if a.status != 404 || Instant::now() > deadline {
@@ -118,8 +143,12 @@ async fn count(env: &DemoEnv, sql: &str) -> i64 {
 /// Queues `sql` on shop_rls as `key`, approves it once its preview (which sets the bound) is
 /// stored, and returns the approval once it ran.
 async fn approved(env: &DemoEnv, key: &str, sql: &str) -> Value {
+    approved_on(env, "shop_rls", key, sql).await
+}
+
+async fn approved_on(env: &DemoEnv, source: &str, key: &str, sql: &str) -> Value {
     let gw = &env.gateway;
-    let id = approvals::queue(gw, key, "shop_rls", sql).await;
+    let id = approvals::queue(gw, key, source, sql).await;
     approvals::wait(gw, &env.operator_key, &id, approvals::previewed).await;
     let reason = json!({"reason": "identity propagation test"});
     approvals::approve(gw, &env.approver_key, &id, reason).await;
@@ -129,7 +158,7 @@ async fn approved(env: &DemoEnv, key: &str, sql: &str) -> Value {
 #[tokio::test]
 async fn the_sources_row_level_security_sees_who_is_calling() {
     let env = demo_env().await;
-    rls_source(&env).await;
+    rls_source(&env, "rls_login").await;
     let other = env.new_agent("rls-other", None).await;
     let sql = "SELECT count(*) AS n, min(customer_id) AS c FROM public.orders";
 
@@ -191,4 +220,136 @@ async fn the_sources_row_level_security_sees_who_is_calling() {
             a.body
         );
     }
+}
+
+#[tokio::test]
+async fn cached_results_are_never_shared_between_callers_the_source_tells_apart() {
+    let env = demo_env().await;
+    rls_source(&env, "rls_cached_login").await;
+    interlock::control::sources::set_cache_ttl(&env.pool, "shop_rls", 60_000)
+        .await
+        .expect("cache ttl");
+    let other = env.new_agent("rls-other", None).await;
+    let sql = "SELECT min(customer_id) AS c, max(customer_id) AS m FROM public.orders";
+    // The gateway reloads sources every 200 ms in tests: wait until reads are cached.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        query(&env, &env.agent_key, "SELECT 1 AS warm").await;
+        query(&env, &env.agent_key, "SELECT 1 AS warm").await;
+        if env.last_audit().await["cache_hit"] == true || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for round in 0..2 {
+        let mine = query(&env, &env.agent_key, sql).await;
+        let theirs = query(&env, &other, sql).await;
+        assert_eq!(rows(&mine)[0]["c"], 7, "round {round}: {:?}", mine.body);
+        assert_eq!(rows(&mine)[0]["m"], 7, "round {round}: {:?}", mine.body);
+        assert_eq!(rows(&theirs)[0]["c"], 9, "round {round}: {:?}", theirs.body);
+        assert_eq!(rows(&theirs)[0]["m"], 9, "round {round}: {:?}", theirs.body);
+        if round == 1 {
+            assert_eq!(env.last_audit().await["cache_hit"], true, "the cache is on");
+        }
+    }
+}
+
+/// `identity_propagation = "role"`: each identity runs as the PostgreSQL role mapped to it,
+/// for reads and approved writes; an identity without a mapping is refused, and the login
+/// alone reads nothing.
+#[tokio::test]
+async fn role_mode_runs_each_caller_as_its_mapped_role_and_refuses_the_unmapped() {
+    let env = demo_env().await;
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute(
+            "CREATE ROLE role_login LOGIN NOINHERIT PASSWORD 'role_login-password';
+             CREATE ROLE seven_reader NOLOGIN;
+             GRANT seven_reader TO role_login;
+             GRANT USAGE ON SCHEMA public TO role_login, seven_reader;
+             GRANT SELECT, UPDATE ON public.orders TO seven_reader;
+             CREATE POLICY seven_read ON public.orders FOR SELECT TO seven_reader
+               USING (customer_id = 7);
+             CREATE POLICY seven_write ON public.orders FOR UPDATE TO seven_reader
+               USING (customer_id = 7);
+             ALTER TABLE public.orders ENABLE ROW LEVEL SECURITY;",
+        )
+        .await
+        .expect("roles and policies");
+    register(
+        &env,
+        "shop_role",
+        "role_login",
+        Propagation::Role,
+        &[("demo-agent", "seven_reader")],
+    )
+    .await;
+    let other = env.new_agent("rls-other", None).await;
+    let seven = count(
+        &env,
+        "SELECT count(*) FROM public.orders WHERE customer_id = 7",
+    )
+    .await;
+    let sql =
+        "SELECT count(*) AS n, min(customer_id) AS c, max(customer_id) AS m FROM public.orders";
+
+    let mine = query_on(&env, "shop_role", &env.agent_key, sql).await;
+    assert_eq!(rows(&mine)[0]["n"], seven, "{:?}", mine.body);
+    assert_eq!(rows(&mine)[0]["c"], 7, "{:?}", mine.body);
+    assert_eq!(rows(&mine)[0]["m"], 7, "{:?}", mine.body);
+
+    // No mapping: refused before anything runs, saying what an operator must do.
+    let theirs = query_on(&env, "shop_role", &other, sql).await;
+    let data = &theirs.body["error"]["data"];
+    assert_eq!(data["status"], 403, "{:?}", theirs.body);
+    assert_eq!(data["code"], "identity_not_mapped", "{:?}", theirs.body);
+    let message = theirs.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("--map rls-other="), "{message}");
+    let queued = common::mcp::call(
+        &env.gateway.url(""),
+        Some(&other),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop_role", "sql": "UPDATE public.orders SET status = 'x'"}),
+    )
+    .await;
+    assert_eq!(
+        queued.body["error"]["data"]["code"], "identity_not_mapped",
+        "an unmapped identity cannot queue a write either: {:?}",
+        queued.body
+    );
+
+    // The login by itself may read nothing: only the mapped role can.
+    let login = tokio_postgres::connect(
+        &format!(
+            "host=127.0.0.1 port={} dbname={} user=role_login password=role_login-password",
+            common::cluster().port,
+            env.shop_db
+        ),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .expect("connect as role_login");
+    tokio::spawn(login.1);
+    let denied = login.0.query("SELECT 1 FROM public.orders", &[]).await;
+    assert!(denied.is_err(), "role_login alone must not read orders");
+
+    // An approved write runs as the requester's role: the update policy limits it.
+    let ran = approved_on(
+        &env,
+        "shop_role",
+        &env.agent_key,
+        "UPDATE public.orders SET status = 'role-held'",
+    )
+    .await;
+    assert_eq!(ran["state"], "executed", "{ran}");
+    assert_eq!(ran["rows_affected"], seven, "{ran}");
+    assert_eq!(
+        count(
+            &env,
+            "SELECT count(*) FROM public.orders WHERE status = 'role-held'"
+        )
+        .await,
+        seven
+    );
 }

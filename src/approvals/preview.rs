@@ -92,7 +92,7 @@ impl Previewer {
                     &[],
                     limits,
                     &never,
-                    now.caller(q.requester).as_ref(),
+                    now.caller.as_ref(),
                 )
                 .await
                 {
@@ -108,16 +108,16 @@ impl Previewer {
                     Err(e) => (failed(Some(mode), &e.to_string()), None),
                 }
             }
-            PreviewMode::DryRun => match self.imaged(&now, q, limits).await {
+            PreviewMode::DryRun => match self.imaged(&now, limits).await {
                 Imaged::Done(preview, bound) => (preview, bound),
                 Imaged::Failed(e) => (failed(Some(mode), &self.why(&e)), None),
-                Imaged::Without(why) => self.plain_dry_run(&now, q, limits, &why).await,
+                Imaged::Without(why) => self.plain_dry_run(&now, limits, &why).await,
             },
         }
     }
 
     /// The dry run with row images (see [`super::images`]), when the write's shape allows.
-    async fn imaged(&self, now: &Now, q: &Queued<'_>, limits: Limits) -> Imaged {
+    async fn imaged(&self, now: &Now, limits: Limits) -> Imaged {
         let [target] = now.allowed.tables_written.as_slice() else {
             return Imaged::Without("the write changes more than one table".into());
         };
@@ -158,7 +158,7 @@ impl Previewer {
             Ok(planned) => planned,
             Err(why) => return Imaged::Without(why),
         };
-        let caller = now.caller(q.requester);
+        let caller = now.caller.clone();
         let rows = match execute::run(pools, dry, &sql, &[], limits, &never, caller.as_ref()).await
         {
             Ok(rows) => rows,
@@ -187,7 +187,6 @@ impl Previewer {
     async fn plain_dry_run(
         &self,
         now: &Now,
-        q: &Queued<'_>,
         limits: Limits,
         no_images: &str,
     ) -> (Value, Option<i64>) {
@@ -201,7 +200,7 @@ impl Previewer {
         };
         let never = CancellationToken::new();
         let dry = Mode::DryRun(self.timeouts);
-        let caller = now.caller(q.requester);
+        let caller = now.caller.clone();
         match execute::run(
             pools,
             dry,

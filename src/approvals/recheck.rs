@@ -25,18 +25,9 @@ pub struct Now {
     /// The requester's profile on the source.
     pub profile: AccessProfile,
     pub catalog: Arc<CatalogSnapshot>,
-}
-
-impl Now {
-    /// Who the write runs for in the source (the requester), when the source carries
-    /// identities.
-    pub fn caller(&self, requester: &str) -> Option<Caller> {
-        Caller::when(
-            self.rt.source.identity_propagation,
-            requester,
-            self.profile.roles.iter().map(|r| r.name.as_str()),
-        )
-    }
+    /// Who the write runs for in the source (the requester, never the approver), when the
+    /// source carries identities.
+    pub caller: Option<Caller>,
 }
 
 /// The source and the write as allowed now, or why it no longer is (for the approval's
@@ -63,6 +54,12 @@ pub async fn allowed_now(
         }
         Err(e) => return Err(format!("grants could not be checked: {e}")),
     };
+    let caller = Caller::for_source(
+        &rt.source,
+        q.requester,
+        profile.roles.iter().map(|r| r.name.as_str()),
+    )
+    .map_err(|unmapped| format!("{unmapped}; the write was not run"))?;
     let catalog = sources
         .catalog(&rt)
         .await
@@ -74,6 +71,7 @@ pub async fn allowed_now(
             allowed: a.clone(),
             profile,
             catalog,
+            caller,
         }),
         (_, Some(r)) => Err(format!("refused at execution time: {}", r.reason)),
         _ => Err("the statement is no longer classified as a write".into()),

@@ -103,7 +103,7 @@ impl GatewayRunner {
             Err(reason) => return failed(reason),
         };
         // The write runs as the requester, not as the approver.
-        let caller = now.caller(&c.requester);
+        let caller = now.caller.clone();
         let (rt, allowed) = (now.rt, now.allowed);
         let Some(pools) = rt.pools.as_ref() else {
             return failed("the source's connection settings are unusable".into());

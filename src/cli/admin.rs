@@ -129,6 +129,35 @@ pub async fn sources(settings: &Settings, cmd: SourcesCommand) -> anyhow::Result
             crate::fleet::announce(&pool, Changed::Sources).await;
             println!("source {id} disabled; governed calls to it are refused as unavailable");
         }
+        SourcesCommand::Identity {
+            id,
+            propagation,
+            map,
+        } => {
+            let changes = sources::SourceChanges {
+                identity_propagation: propagation,
+                identity_roles: (!map.is_empty()).then(|| map.into_iter().collect()),
+                ..Default::default()
+            };
+            let s = sources::update_source(&pool, &id, &changes).await?;
+            crate::fleet::announce(&pool, Changed::Sources).await;
+            println!(
+                "source {id}: identity propagation {}{}",
+                s.identity_propagation.as_str(),
+                if s.identity_roles.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; roles {}",
+                        s.identity_roles
+                            .iter()
+                            .map(|(i, r)| format!("{i}={r}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            );
+        }
         SourcesCommand::Status { remote } => super::remote::sources_status(&remote).await?,
         SourcesCommand::Test { id } => {
             let source = sources::get_source(&pool, &id).await?;
@@ -165,6 +194,8 @@ fn new_source(a: SourceAddArgs) -> sources::NewSource {
         approvals_required: a.approvals_required,
         approval_preview: a.approval_preview,
         identity_propagation: a.identity_propagation,
+        identity_roles: (!a.identity_roles.is_empty())
+            .then(|| a.identity_roles.into_iter().collect()),
         ..Default::default()
     }
 }

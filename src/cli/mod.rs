@@ -213,6 +213,18 @@ pub enum SourcesCommand {
     Disable { id: String },
     /// Connect to a source with its read login and report the server and latency.
     Test { id: String },
+    /// How a source carries the caller's identity into PostgreSQL (for its row-level
+    /// security): the propagation mode and, for `role`, the identity-to-role mapping
+    /// (which replaces the current one when given).
+    Identity {
+        id: String,
+        /// none, settings or role.
+        #[arg(long)]
+        propagation: Option<crate::control::sources::Propagation>,
+        /// IDENTITY=ROLE (repeatable): the PostgreSQL role an identity runs as.
+        #[arg(long = "map", value_parser = parse_identity_role)]
+        map: Vec<(String, String)>,
+    },
     /// Circuit state, counts and latency per source, from a running gateway (operator key).
     Status {
         #[command(flatten)]
@@ -272,9 +284,14 @@ pub struct SourceAddArgs {
     #[arg(long, value_parser = |s: &str| crate::control::sources::PreviewMode::parse(s).map_err(|e| e.to_string()))]
     pub approval_preview: Option<crate::control::sources::PreviewMode>,
     /// Carry the caller's identity into the source for its row-level security: none
-    /// (default) or settings (`interlock.identity`, `interlock.roles`).
-    #[arg(long, value_parser = |s: &str| crate::control::sources::Propagation::parse(s).map_err(|e| e.to_string()))]
+    /// (default), settings (`interlock.identity`, `interlock.roles`) or role (the settings
+    /// and `SET LOCAL ROLE` to the role mapped with --identity-role).
+    #[arg(long)]
     pub identity_propagation: Option<crate::control::sources::Propagation>,
+    /// With `--identity-propagation role`: the PostgreSQL role an identity runs as, as
+    /// IDENTITY=ROLE (repeatable). Identities without one are refused on this source.
+    #[arg(long = "identity-role", value_parser = parse_identity_role)]
+    pub identity_roles: Vec<(String, String)>,
     #[arg(long, default_value = "")]
     pub description: String,
 }
@@ -283,6 +300,18 @@ pub struct SourceAddArgs {
 pub enum PolicyCommand {
     /// Apply an access file atomically (see src/control/policy_file.rs for the format).
     Apply { file: PathBuf },
+}
+
+/// `IDENTITY=ROLE` of `--identity-role`.
+fn parse_identity_role(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((identity, role)) if !identity.trim().is_empty() && !role.trim().is_empty() => {
+            Ok((identity.trim().to_string(), role.trim().to_string()))
+        }
+        _ => Err(format!(
+            "{s:?} must look like IDENTITY=ROLE (e.g. demo-agent=app_reader)"
+        )),
+    }
 }
 
 /// Loads settings for a command, applying `--log-format`.

@@ -60,6 +60,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0008_identity_propagation",
         sql: include_str!("../../migrations/0008_identity_propagation.sql"),
     },
+    Migration {
+        version: 9,
+        name: "0009_identity_roles",
+        sql: include_str!("../../migrations/0009_identity_roles.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -107,6 +107,10 @@ pub enum Propagation {
     /// an approved write, the requester's) and `interlock.roles` (their roles on the
     /// source, comma-separated), transaction-local, for the source's row-level security.
     Settings,
+    /// As `settings`, and the transaction also runs `SET LOCAL ROLE` to the PostgreSQL role
+    /// mapped from the caller's identity in the source's `identity_roles`. The mapping is
+    /// explicit: an identity without an entry is refused.
+    Role,
 }
 
 impl Propagation {
@@ -114,6 +118,7 @@ impl Propagation {
         match self {
             Propagation::None => "none",
             Propagation::Settings => "settings",
+            Propagation::Role => "role",
         }
     }
 
@@ -121,11 +126,40 @@ impl Propagation {
         match s {
             "none" => Ok(Propagation::None),
             "settings" => Ok(Propagation::Settings),
+            "role" => Ok(Propagation::Role),
             other => Err(ControlError::Invalid(format!(
-                "unknown identity propagation {other:?} (none or settings)"
+                "unknown identity propagation {other:?} (none, settings or role)"
             ))),
         }
     }
+}
+
+impl std::str::FromStr for Propagation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Propagation::parse(s).map_err(|e| e.to_string())
+    }
+}
+
+/// Identity name → PostgreSQL role, for `identity_propagation = "role"`.
+pub type IdentityRoles = std::collections::BTreeMap<String, String>;
+
+/// Checks an identity-to-role mapping: names and roles non-empty, roles at most
+/// PostgreSQL's identifier length.
+fn check_identity_roles(roles: &IdentityRoles) -> Result<(), ControlError> {
+    for (identity, role) in roles {
+        if identity.trim().is_empty() || role.trim().is_empty() {
+            return Err(ControlError::Invalid(format!(
+                "identity_roles: {identity:?} = {role:?} needs both an identity name and a role"
+            )));
+        }
+        if role.len() > 63 || role.contains('\0') {
+            return Err(ControlError::Invalid(format!(
+                "identity_roles: {role:?} is not a PostgreSQL role name (at most 63 bytes)"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A registered source as stored in the control database.
@@ -156,6 +190,8 @@ pub struct Source {
     pub approval_preview: PreviewMode,
     /// Whether governed transactions carry the caller's identity into the source.
     pub identity_propagation: Propagation,
+    /// With `identity_propagation = "role"`: the PostgreSQL role each identity runs as.
+    pub identity_roles: IdentityRoles,
     #[serde(skip)]
     pub mask_key: Vec<u8>,
     pub created_at: DateTime<Utc>,
@@ -191,14 +227,15 @@ pub struct NewSource {
     pub approvals_required: Option<u32>,
     pub approval_preview: Option<PreviewMode>,
     pub identity_propagation: Option<Propagation>,
+    pub identity_roles: Option<IdentityRoles>,
 }
 
 const COLUMNS: &str =
     "id, kind, description, enabled, host, port, dbname, read_user, read_password_env,
     read_password_file, write_user, write_password_env, write_password_file, tls_mode, tls_ca_file,
     search_path, statement_timeout_ms, max_rows, max_bytes, pool_size, cache_ttl_ms,
-    approval_ttl_secs, approvals_required, approval_preview, identity_propagation, mask_key,
-    created_at, updated_at";
+    approval_ttl_secs, approvals_required, approval_preview, identity_propagation, identity_roles,
+    mask_key, created_at, updated_at";
 
 fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
     let kind: String = r.get("kind");
@@ -244,6 +281,9 @@ fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
         approvals_required: non_negative("approvals_required"),
         approval_preview: PreviewMode::parse(r.get("approval_preview"))?,
         identity_propagation: Propagation::parse(r.get("identity_propagation"))?,
+        identity_roles: r
+            .get::<_, tokio_postgres::types::Json<IdentityRoles>>("identity_roles")
+            .0,
         mask_key: r.get("mask_key"),
         created_at: r.get("created_at"),
         updated_at: r.get("updated_at"),
@@ -280,6 +320,9 @@ fn check_new(s: &NewSource) -> Result<SourceKind, ControlError> {
                 .into(),
         ));
     }
+    if let Some(roles) = &s.identity_roles {
+        check_identity_roles(roles)?;
+    }
     Ok(kind)
 }
 
@@ -307,8 +350,8 @@ pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, Con
                     read_password_env, read_password_file, write_user, write_password_env,
                     write_password_file, tls_mode, tls_ca_file, search_path, statement_timeout_ms,
                     max_rows, max_bytes, pool_size, cache_ttl_ms, approval_ttl_secs,
-                    approvals_required, mask_key, approval_preview, identity_propagation)
-                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25)
+                    approvals_required, mask_key, approval_preview, identity_propagation, identity_roles)
+                 VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$25,$26)
                  RETURNING {COLUMNS}"
             ),
             &[
@@ -337,6 +380,7 @@ pub async fn add_source(pool: &ControlPool, s: &NewSource) -> Result<Source, Con
                 &mask_key,
                 &s.approval_preview.unwrap_or_default().as_str(),
                 &s.identity_propagation.unwrap_or_default().as_str(),
+                &tokio_postgres::types::Json(s.identity_roles.clone().unwrap_or_default()),
             ],
         )
         .await
@@ -420,6 +464,7 @@ pub struct SourceChanges {
     pub approvals_required: Option<u32>,
     pub approval_preview: Option<PreviewMode>,
     pub identity_propagation: Option<Propagation>,
+    pub identity_roles: Option<IdentityRoles>,
 }
 
 /// Applies `c` to source `id`; untouched fields keep their values. Setting one password
@@ -429,6 +474,9 @@ pub async fn update_source(
     id: &str,
     c: &SourceChanges,
 ) -> Result<Source, ControlError> {
+    if let Some(roles) = &c.identity_roles {
+        check_identity_roles(roles)?;
+    }
     if c.password_env.is_some() && c.password_file.is_some() {
         return Err(ControlError::Invalid(
             "give the password either by environment variable or by file, not both".into(),
@@ -453,7 +501,8 @@ pub async fn update_source(
                     cache_ttl_ms = coalesce($15, cache_ttl_ms), approval_ttl_secs = coalesce($16, approval_ttl_secs),
                     approvals_required = coalesce($17, approvals_required),
                     approval_preview = coalesce($18, approval_preview),
-                    identity_propagation = coalesce($19, identity_propagation), updated_at = now()
+                    identity_propagation = coalesce($19, identity_propagation),
+                    identity_roles = coalesce($20, identity_roles), updated_at = now()
                   WHERE id = $1 RETURNING {COLUMNS}"
             ),
             &[
@@ -476,6 +525,7 @@ pub async fn update_source(
                 &to_i32(c.approvals_required),
                 &c.approval_preview.map(PreviewMode::as_str),
                 &c.identity_propagation.map(Propagation::as_str),
+                &c.identity_roles.clone().map(tokio_postgres::types::Json),
             ],
         )
         .await

@@ -34,6 +34,8 @@ pub struct ReadPlan {
     params: Vec<Value>,
     max_rows: u64,
     profile: Arc<LoadedProfile>,
+    /// Who the read runs for in the source, when the source carries identities.
+    caller: Option<Caller>,
 }
 
 pub struct WritePlan {
@@ -200,6 +202,24 @@ pub async fn prepare(
         .apply(draft));
     }
     let profile = profile(ports, draft, identity, source_id).await?;
+    let caller = match Caller::for_source(
+        &rt.source,
+        &identity.name,
+        profile.profile.roles.iter().map(|r| r.name.as_str()),
+    ) {
+        Ok(caller) => caller,
+        Err(unmapped) => {
+            return Err(Refusal::denied(
+                "source_role",
+                403,
+                "identity_not_mapped",
+                "identity propagation (role)",
+                "no PostgreSQL role mapped for the caller",
+                unmapped.to_string(),
+            )
+            .apply(draft))
+        }
+    };
     draft.enter(GovernanceStep::Policy);
     let catalog = match ports.catalog(&rt).await {
         Ok(c) => c,
@@ -274,6 +294,7 @@ pub async fn prepare(
         params,
         max_rows,
         profile,
+        caller,
     })))
 }
 
@@ -339,11 +360,21 @@ pub async fn run_read(
         .iter()
         .map(|t| (t.schema.clone(), t.name.clone()))
         .collect();
+    // A source that sees who is calling may answer each caller differently (its row-level
+    // security): their results are never shared.
+    let who = plan.caller.as_ref().map(|c| {
+        format!(
+            "{}\u{0}{}\u{0}{}",
+            plan.profile.fingerprint,
+            c.identity,
+            c.pg_role.as_deref().unwrap_or("")
+        )
+    });
     let key = cache_key(&CacheKeyParts {
         source: &rt.source.id,
         statement: &a.statement,
         params: &plan.params,
-        profile: &plan.profile.fingerprint,
+        profile: who.as_deref().unwrap_or(&plan.profile.fingerprint),
         max_rows: plan.max_rows,
     });
     if cacheable {
@@ -382,17 +413,12 @@ pub async fn run_read(
     };
     let started = std::time::Instant::now();
     let mode = Mode::read(a.explain.is_some());
-    let caller = Caller::when(
-        rt.source.identity_propagation,
-        draft.identity.as_ref().map_or("", |i| i.1.as_str()),
-        plan.profile.profile.roles.iter().map(|r| r.name.as_str()),
-    );
     let read = Read {
         mode,
         statement: &a.statement,
         params: &params,
         limits,
-        caller: caller.as_ref(),
+        caller: plan.caller.as_ref(),
     };
     let result = ports.read(rt, read, cancel).await;
     rt.stats.record(started.elapsed());

@@ -41,26 +41,61 @@ pub enum Mode {
 }
 
 /// Who a governed transaction runs for, carried into the source when its
-/// `identity_propagation` is `settings`: `interlock.identity` and `interlock.roles`
-/// (comma-separated), set transaction-local before the statement.
+/// `identity_propagation` is `settings` or `role`: `interlock.identity` and `interlock.roles`
+/// (comma-separated) set transaction-local before the statement, and with `role` also the
+/// mapped PostgreSQL role (`SET LOCAL ROLE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub identity: String,
     pub roles: String,
+    pub pg_role: Option<String>,
+}
+
+/// A source runs callers as mapped PostgreSQL roles and this identity has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmapped {
+    pub source: String,
+    pub identity: String,
+}
+
+impl std::fmt::Display for Unmapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "source {} runs every caller as a mapped PostgreSQL role and identity {} has none; \
+             an operator must map it (interlock sources identity {} --map {}=<role>)",
+            self.source, self.identity, self.source, self.identity
+        )
+    }
 }
 
 impl Caller {
-    /// The caller to carry into a source whose `identity_propagation` is `propagation`
-    /// (`None` when it carries none).
-    pub fn when<'a>(
-        propagation: crate::control::sources::Propagation,
+    /// The caller to carry into `source` (`None` when it carries none; `Unmapped` when it
+    /// runs callers as roles and `identity` has no mapping: fail closed).
+    pub fn for_source<'a>(
+        source: &crate::control::sources::Source,
         identity: &str,
         roles: impl IntoIterator<Item = &'a str>,
-    ) -> Option<Caller> {
-        (propagation == crate::control::sources::Propagation::Settings).then(|| Caller {
+    ) -> Result<Option<Caller>, Unmapped> {
+        use crate::control::sources::Propagation;
+        let pg_role = match source.identity_propagation {
+            Propagation::None => return Ok(None),
+            Propagation::Settings => None,
+            Propagation::Role => match source.identity_roles.get(identity) {
+                Some(role) => Some(role.clone()),
+                None => {
+                    return Err(Unmapped {
+                        source: source.id.clone(),
+                        identity: identity.to_string(),
+                    })
+                }
+            },
+        };
+        Ok(Some(Caller {
             identity: identity.to_string(),
             roles: roles.into_iter().collect::<Vec<_>>().join(","),
-        })
+            pg_role,
+        }))
     }
 }
 

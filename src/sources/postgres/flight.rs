@@ -107,6 +107,18 @@ fn capped(statement: &str, max_rows: u64) -> String {
 /// Sets who the transaction runs for, transaction-local (see [`super::execute::Caller`]).
 const SET_CALLER: &str =
     "SELECT set_config('interlock.identity', $1, true), set_config('interlock.roles', $2, true)";
+/// As [`SET_CALLER`], and `SET LOCAL ROLE` to the caller's mapped role (`set_config('role')`
+/// is `SET ROLE`, checked by PostgreSQL the same way, and takes the name as a parameter).
+const SET_CALLER_ROLE: &str = "SELECT set_config('interlock.identity', $1, true), \
+     set_config('interlock.roles', $2, true), set_config('role', $3, true)";
+
+/// The statement and parameters that set who `who` is, transaction-local.
+fn set_caller(who: &super::execute::Caller) -> (&'static str, Vec<&(dyn ToSql + Sync)>) {
+    match &who.pg_role {
+        None => (SET_CALLER, vec![&who.identity, &who.roles]),
+        Some(role) => (SET_CALLER_ROLE, vec![&who.identity, &who.roles, role]),
+    }
+}
 
 /// Opens a transaction for a read as `caller`: BEGIN and the settings, in one flight.
 pub(super) async fn begin_as(
@@ -116,10 +128,10 @@ pub(super) async fn begin_as(
     let Some(who) = caller else {
         return Ok(());
     };
-    let values: [&(dyn ToSql + Sync); 2] = [&who.identity, &who.roles];
+    let (set_sql, values) = set_caller(who);
     let (begun, set) = tokio::join!(
         client.batch_execute("BEGIN"),
-        client.execute(SET_CALLER, &values)
+        client.execute(set_sql, &values)
     );
     begun.map_err(db_error)?;
     set.map_err(db_error)?;
@@ -174,9 +186,8 @@ pub(super) async fn write(
         .map_err(db_error)?;
     }
     if let Some(who) = caller {
-        tx.execute(SET_CALLER, &[&who.identity, &who.roles])
-            .await
-            .map_err(db_error)?;
+        let (set_sql, values) = set_caller(who);
+        tx.execute(set_sql, &values).await.map_err(db_error)?;
     }
     let rows = tx
         .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
