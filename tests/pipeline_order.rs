@@ -341,6 +341,7 @@ fn shop_source() -> Source {
         approvals_required: 1,
         approval_preview: interlock::control::sources::PreviewMode::Explain,
         identity_propagation: interlock::control::sources::Propagation::None,
+        identity_roles: Default::default(),
         mask_key: vec![7; 32],
         created_at: Utc::now(),
         updated_at: Utc::now(),
