@@ -40,6 +40,7 @@ pub struct Settings {
     pub actors: ActorSettings,
     pub fleet: FleetSettings,
     pub webhooks: WebhookSettings,
+    pub oauth: crate::oauth::settings::OAuthSettings,
 }
 
 /// Signed notifications to operators' endpoints (see `webhooks`).
@@ -347,6 +348,8 @@ impl Settings {
                 .list_separator(",")
                 .with_list_parse_key("server.allowed_hosts")
                 .with_list_parse_key("server.allowed_origins")
+                .with_list_parse_key("oauth.authorization_servers")
+                .with_list_parse_key("oauth.algorithms")
                 .try_parsing(true)
                 .source(Some(env)),
         );
@@ -364,6 +367,7 @@ impl Settings {
             }
         }
         self.listen_addr()?;
+        self.oauth.validate()?;
         if self.server.max_body_bytes < 1024 {
             return Err(invalid(
                 "server.max_body_bytes",

@@ -49,6 +49,8 @@ pub struct AppState {
     pub previews: Arc<crate::approvals::preview::Previewer>,
     /// Signed notifications to operators' endpoints.
     pub webhooks: Arc<crate::webhooks::Webhooks>,
+    /// Access tokens from the configured issuer, when `[oauth]` is on.
+    pub oauth: Option<Arc<crate::oauth::OAuth>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +72,8 @@ pub enum StartError {
     Config(#[from] crate::config::ConfigError),
     #[error("rate_limit.redis_url is unusable: {0}")]
     RateLimits(String),
+    #[error("[oauth] is unusable: {0}")]
+    OAuth(String),
 }
 
 impl AppState {
@@ -161,12 +165,21 @@ impl AppState {
             console_url: settings.webhooks.console_url.clone(),
         });
         webhooks.start(&events);
+        let oauth = crate::oauth::OAuth::from_settings(&settings.oauth)
+            .map_err(StartError::OAuth)?
+            .map(Arc::new);
+        let profiles = ProfileCache::new(control.clone(), ttl);
+        let mut identities = IdentityResolver::new(control.clone(), ttl);
+        if let Some(oauth) = &oauth {
+            identities = identities.with_oauth(Arc::clone(oauth), audit.clone(), profiles.clone());
+        }
         Ok(Arc::new(AppState {
+            oauth,
             webhooks,
             previews,
             refusals,
-            identities: IdentityResolver::new(control.clone(), ttl),
-            profiles: ProfileCache::new(control.clone(), ttl),
+            identities,
+            profiles,
             rate,
             cache,
             audit,

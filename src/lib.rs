@@ -16,6 +16,7 @@ pub mod governance;
 pub mod http;
 pub mod limits;
 pub mod mcp;
+pub mod oauth;
 pub mod pgcluster;
 pub mod pipeline;
 pub mod secrets;

@@ -26,6 +26,7 @@ use interlock::control::{ControlError, ControlPool};
 use interlock::governance::{AccessProfile, SqlLimits};
 use interlock::limits::RateRefusal;
 use interlock::mcp::{ToolArgs, ToolKind};
+use interlock::pipeline::identity::{Principal, Resolved};
 use interlock::pipeline::ports::Read;
 use interlock::pipeline::profiles::LoadedProfile;
 use interlock::pipeline::steps::{declared, GovernanceStep as S};
@@ -129,12 +130,19 @@ impl Fake {
 }
 
 impl Ports for Fake {
-    fn resolve_key(
+    fn resolve_bearer(
         &self,
-        _key: &str,
-    ) -> impl Future<Output = Result<Option<Arc<Identity>>, Arc<ControlError>>> + Send {
+        _credential: &str,
+    ) -> impl Future<Output = Result<Resolved, Arc<ControlError>>> + Send {
         self.reach(Port::ResolveKey);
-        let found = (self.make != Make::UnknownKey).then(|| self.identity.clone());
+        let found = if self.make == Make::UnknownKey {
+            Resolved::UnknownKey
+        } else {
+            Resolved::Caller(Arc::new(Principal {
+                identity: self.identity.clone(),
+                token: None,
+            }))
+        };
         async move { Ok(found) }
     }
 

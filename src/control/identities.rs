@@ -94,7 +94,7 @@ pub struct Identity {
     pub created_at: DateTime<Utc>,
 }
 
-fn from_row(r: &tokio_postgres::Row) -> Result<Identity, ControlError> {
+pub(crate) fn from_row(r: &tokio_postgres::Row) -> Result<Identity, ControlError> {
     let kind: String = r.get("kind");
     let per_second: Option<f64> = r.get("rate_per_second");
     let burst: Option<i32> = r.get("burst");

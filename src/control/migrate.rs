@@ -65,6 +65,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0009_identity_roles",
         sql: include_str!("../../migrations/0009_identity_roles.sql"),
     },
+    Migration {
+        version: 10,
+        name: "0010_oauth_identities",
+        sql: include_str!("../../migrations/0010_oauth_identities.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

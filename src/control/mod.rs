@@ -17,6 +17,7 @@ pub mod pool;
 pub mod profiles;
 pub mod roles;
 pub mod sources;
+pub mod token_identities;
 pub mod webhooks;
 
 pub use pool::{connect_pool, ControlPool};

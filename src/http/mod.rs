@@ -67,6 +67,9 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .app_data(web::QueryConfig::default().error_handler(|e, _| json_error(e.to_string())))
             .app_data(web::PayloadConfig::new(settings.max_body_bytes))
             .app_data(metrics::MetricsListener(metrics_addr))
+            .wrap(actix_web::middleware::from_fn(
+                crate::oauth::challenge::complete,
+            ))
             .wrap(request_id::RequestId)
             .wrap(actix_web::middleware::Condition::new(
                 metrics_addr.is_some(),
@@ -75,6 +78,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
             .configure(metrics::route)
+            .configure(crate::oauth::metadata::routes)
             .configure(console::routes)
             .service(
                 web::resource("/mcp")

@@ -138,8 +138,8 @@ pub fn legacy_render(outcome: &ToolOutcome) -> Reply {
             retry_after_secs,
         } => {
             let mut reply = failure(*status, code, message);
-            if *status == 401 {
-                reply = reply.with_header("WWW-Authenticate", "Bearer");
+            if let Some(challenge) = crate::oauth::challenge::for_refusal(*status, code) {
+                reply = reply.with_header("WWW-Authenticate", challenge);
             }
             if *status == 429 {
                 reply = reply.with_header("Retry-After", retry_after_secs.unwrap_or(1).to_string());

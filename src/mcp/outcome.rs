@@ -108,8 +108,8 @@ fn render_modern(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> Repl
             retry_after_secs,
         } => {
             let mut error = RpcError::governed(*status, code::INVALID_PARAMS, key, message);
-            if *status == 401 {
-                error = error.with_header("WWW-Authenticate", "Bearer");
+            if let Some(challenge) = crate::oauth::challenge::for_refusal(*status, key) {
+                error = error.with_header("WWW-Authenticate", challenge);
             }
             if *status == 429 {
                 let seconds = retry_after_secs.unwrap_or(1);

@@ -36,6 +36,8 @@ pub struct AuditDraft {
     pub approval_id: Option<Uuid>,
     /// Detail of a failure, for the record only (never sent to the caller).
     pub error: Option<String>,
+    /// The credential, when it was an access token (issuer and subject; never the token).
+    pub credential: Option<Value>,
     /// The governance steps the call has entered ([`super::steps`]).
     pub trail: super::steps::Trail,
 }
@@ -64,6 +66,7 @@ impl AuditDraft {
             cache_hit: false,
             approval_id: None,
             error: None,
+            credential: None,
             trail: super::steps::Trail::default(),
         }
     }
@@ -107,6 +110,9 @@ impl AuditDraft {
         }
         if let (true, Value::Object(m)) = (self.trail.is_declared(), &mut decision) {
             m.insert("steps".into(), json!(self.trail.entered()));
+        }
+        if let (Some(c), Value::Object(m)) = (self.credential, &mut decision) {
+            m.insert("credential".into(), c);
         }
         AuditRecord {
             at: self.at,

@@ -47,6 +47,7 @@ pub use refusal::Refusal;
 
 use crate::control::identities::Identity;
 use crate::mcp::{ToolArgs, ToolKind};
+use identity::{Resolved, Use};
 use steps::GovernanceStep;
 
 /// Who is calling, through what, and how to cancel it.
@@ -195,21 +196,54 @@ async fn resolve_identity(
         )
         .apply(draft));
     };
-    match ports.resolve_key(key).await {
-        Ok(Some(identity)) => Ok(identity),
-        Ok(None) => Err(Refusal::denied(
+    let principal =
+        match ports.resolve_bearer(key).await {
+            Ok(Resolved::Caller(principal)) => principal,
+            Ok(Resolved::UnknownKey) => return Err(Refusal::denied(
+                "identity",
+                status,
+                "unauthenticated",
+                "unknown or revoked key",
+                "key not recognised",
+                "The API key is not recognised or was revoked; ask an operator for a valid key.",
+            )
+            .apply(draft)),
+            Ok(Resolved::InvalidToken(why)) => {
+                return Err(Refusal::denied(
+                    "identity",
+                    401,
+                    "invalid_token",
+                    "access token",
+                    why.clone(),
+                    format!("The access token is not accepted: {why}."),
+                )
+                .apply(draft))
+            }
+            Ok(Resolved::ProviderUnavailable(why)) => {
+                draft.error = Some(why);
+                return Err(Outcome::Unavailable {
+                    reason: "identity provider unavailable; retry shortly".into(),
+                });
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "identity lookup failed");
+                draft.error = Some("identity lookup failed: control database unavailable".into());
+                return Err(Outcome::control_unavailable());
+            }
+        };
+    draft.credential = principal.credential();
+    if !principal.may(Use::Tools) {
+        draft.identity = Some((principal.identity.id, principal.identity.name.clone()));
+        return Err(Refusal::denied(
             "identity",
-            status,
-            "unauthenticated",
-            "unknown or revoked key",
-            "key not recognised",
-            "The API key is not recognised or was revoked; ask an operator for a valid key.",
+            403,
+            "insufficient_scope",
+            "access token scope",
+            "the token lacks the tools scope",
+            "The access token does not carry the scope the tools need; ask your identity \
+             provider for a token with it (see WWW-Authenticate).",
         )
-        .apply(draft)),
-        Err(e) => {
-            tracing::error!(error = %e, "identity lookup failed");
-            draft.error = Some("identity lookup failed: control database unavailable".into());
-            Err(Outcome::control_unavailable())
-        }
+        .apply(draft));
     }
+    Ok(Arc::clone(&principal.identity))
 }

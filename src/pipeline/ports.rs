@@ -13,10 +13,10 @@ use interlock_actors::ratelimit::RateRequest;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::identity::Resolved;
 use super::profiles::LoadedProfile;
 use crate::config::RateLimitSettings;
 use crate::control::approvals::NewApproval;
-use crate::control::identities::Identity;
 use crate::control::{ControlError, ControlPool};
 use crate::governance::SqlLimits;
 use crate::limits::RateRefusal;
@@ -37,11 +37,11 @@ pub struct Read<'a> {
 }
 
 pub trait Ports: Send + Sync {
-    /// Identity: the identity an API key belongs to (`None`: unknown or revoked).
-    fn resolve_key(
+    /// Identity: who a bearer credential (an API key or an access token) belongs to.
+    fn resolve_bearer(
         &self,
-        key: &str,
-    ) -> impl Future<Output = Result<Option<Arc<Identity>>, Arc<ControlError>>> + Send;
+        credential: &str,
+    ) -> impl Future<Output = Result<Resolved, Arc<ControlError>>> + Send;
 
     /// Audit gate: whether the audit writer can commit now.
     fn audit_healthy(&self) -> bool;
@@ -106,11 +106,11 @@ pub trait Ports: Send + Sync {
 }
 
 impl Ports for AppState {
-    fn resolve_key(
+    fn resolve_bearer(
         &self,
-        key: &str,
-    ) -> impl Future<Output = Result<Option<Arc<Identity>>, Arc<ControlError>>> + Send {
-        self.identities.resolve(key)
+        credential: &str,
+    ) -> impl Future<Output = Result<Resolved, Arc<ControlError>>> + Send {
+        self.identities.resolve_bearer(credential)
     }
 
     fn audit_healthy(&self) -> bool {

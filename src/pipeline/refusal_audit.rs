@@ -21,15 +21,18 @@ use interlock_actors::audit::{AuditHandle, AuditRecord, RecordOutcome};
 use serde_json::json;
 
 use crate::control::identities::Identity;
-use crate::pipeline::identity::{bearer, IdentityResolver};
+use crate::pipeline::identity::{bearer, IdentityResolver, Resolved};
 
-/// The caller behind an `Authorization` header, when its key is valid.
+/// The caller behind an `Authorization` header, when its key or token is valid.
 pub async fn caller(
     identities: &IdentityResolver,
     authorization: Option<&str>,
 ) -> Option<Arc<Identity>> {
-    let key = bearer(authorization)?;
-    identities.resolve(key).await.ok().flatten()
+    let credential = bearer(authorization)?;
+    match identities.resolve_bearer(credential).await {
+        Ok(Resolved::Caller(p)) => Some(Arc::clone(&p.identity)),
+        _ => None,
+    }
 }
 
 /// One refusal to audit.

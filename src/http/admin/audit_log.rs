@@ -20,6 +20,7 @@ pub async fn record(
     draft.source = source.map(str::to_string);
     draft.action = Some("admin");
     draft.decision = detail;
+    draft.credential.clone_from(&caller.credential);
     if let Err(e) = audit::append(&state.audit, draft, &Outcome::Json(Value::Null)).await {
         tracing::error!(error = %e, tool, "an administrative action could not be audited");
     }

@@ -7,7 +7,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use serde_json::json;
 
 use crate::control::identities::{Identity, IdentityKind};
-use crate::pipeline::identity::bearer;
+use crate::pipeline::identity::{bearer, Resolved, Use};
 use crate::AppState;
 
 #[derive(Clone)]
@@ -15,6 +15,8 @@ pub struct AdminCaller {
     pub identity: Arc<Identity>,
     /// For approvers: the sources they may approve. Operators see every source.
     pub scopes: Vec<String>,
+    /// The credential, when it was an access token (for the audit record).
+    pub credential: Option<serde_json::Value>,
 }
 
 impl AdminCaller {
@@ -107,8 +109,8 @@ pub fn path_id(raw: &str, what: &str) -> Result<uuid::Uuid, HttpResponse> {
 
 pub fn error(status: actix_web::http::StatusCode, code: &str, message: &str) -> HttpResponse {
     let mut res = HttpResponse::build(status);
-    if status == actix_web::http::StatusCode::UNAUTHORIZED {
-        res.insert_header(("WWW-Authenticate", "Bearer"));
+    if let Some(challenge) = crate::oauth::challenge::for_refusal(status.as_u16(), code) {
+        res.insert_header(("WWW-Authenticate", challenge));
     }
     res.json(json!({"error": message, "code": code}))
 }
@@ -163,24 +165,40 @@ pub async fn resolve(req: &HttpRequest, state: &AppState) -> Result<AdminCaller,
             "send Authorization: Bearer <approver or operator key>",
         ));
     };
-    let identity = match state.identities.resolve(key).await {
-        Ok(Some(i)) => i,
-        Ok(None) => {
+    let unavailable = |what: &str| error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", what);
+    let principal = match state.identities.resolve_bearer(key).await {
+        Ok(Resolved::Caller(p)) => p,
+        Ok(Resolved::UnknownKey) => {
             return Err(error(
                 StatusCode::UNAUTHORIZED,
                 "unauthenticated",
                 "the key is not recognised or was revoked",
             ))
         }
+        Ok(Resolved::InvalidToken(why)) => {
+            return Err(error(
+                StatusCode::UNAUTHORIZED,
+                "invalid_token",
+                &format!("the access token is not accepted: {why}"),
+            ))
+        }
+        Ok(Resolved::ProviderUnavailable(why)) => {
+            tracing::warn!(error = %why, "admin token check failed");
+            return Err(unavailable("identity provider unavailable; retry shortly"));
+        }
         Err(e) => {
             tracing::error!(error = %e, "admin identity lookup failed");
-            return Err(error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "control database unavailable",
-            ));
+            return Err(unavailable("control database unavailable"));
         }
     };
+    if !principal.may(Use::Admin) {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            "the access token does not carry the admin scope; ask your identity provider for a token with it (see WWW-Authenticate)",
+        ));
+    }
+    let identity = Arc::clone(&principal.identity);
     let staff = [IdentityKind::Approver, IdentityKind::Operator];
     if !staff.contains(&identity.kind) {
         return Err(forbidden(&staff, &identity));
@@ -197,7 +215,11 @@ pub async fn resolve(req: &HttpRequest, state: &AppState) -> Result<AdminCaller,
     } else {
         Vec::new()
     };
-    Ok(AdminCaller { identity, scopes })
+    Ok(AdminCaller {
+        identity,
+        scopes,
+        credential: principal.credential(),
+    })
 }
 
 async fn scopes_of(
