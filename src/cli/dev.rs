@@ -34,6 +34,7 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
     // The demo's webhooks may go to receivers on this machine.
     settings.webhooks.allow_private = true;
     let _redis = shared_limits(&mut settings, cluster.base_dir())?;
+    let _issuer = demo_issuer(&mut settings, cluster.base_dir(), args.port)?;
 
     let gateway = crate::Gateway::start(settings.clone()).await?;
     let keys = demo::seed(&gateway.state().control, &cluster).await?;
@@ -66,6 +67,7 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
             "operator_key": keys.operator_key,
             "sources": {"shop": {"dsn": cluster.admin_dsn(demo::SHOP_DB)}},
             "replicas": endpoints,
+            "oauth": {"issuer": settings.oauth.issuer, "resource": settings.oauth.resource},
         });
         write_private(path, &serde_json::to_string_pretty(&creds)?)?;
     }
@@ -88,6 +90,85 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
         .await
         .context("stopping PostgreSQL")??;
     served.context("serving")
+}
+
+/// Where the demo issuer's directory is, and what `dev token` needs to know about it.
+const ISSUER_DIR: &str = "issuer";
+const ISSUER_FILE: &str = "issuer.json";
+
+/// Starts the demo's token issuer (its metadata and keys on a free loopback port) and turns
+/// `[oauth]` on for it, unless the configuration already names an identity provider.
+fn demo_issuer(
+    settings: &mut Settings,
+    dir: &Path,
+    port: u16,
+) -> anyhow::Result<Option<actix_web::dev::ServerHandle>> {
+    if settings.oauth.enabled {
+        return Ok(None);
+    }
+    let issuer = crate::oauth::issuer::DemoIssuer::open(&dir.join(ISSUER_DIR))?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let server = crate::oauth::issuer::serve(listener, &issuer)?;
+    let handle = server.handle();
+    actix_rt::spawn(server);
+    let o = &mut settings.oauth;
+    o.enabled = true;
+    o.issuer.clone_from(&base);
+    o.resource = format!("http://127.0.0.1:{port}/mcp");
+    o.auto_provision = true;
+    o.roles_claim = "groups".into();
+    o.group_roles = vec![crate::oauth::settings::GroupRole {
+        group: "analysts".into(),
+        source: demo::SHOP_DB.into(),
+        role: "analyst".into(),
+    }];
+    let facts = json!({"issuer": base, "resource": o.resource, "tools_scope": o.tools_scope});
+    std::fs::write(
+        dir.join(ISSUER_DIR).join(ISSUER_FILE),
+        serde_json::to_vec_pretty(&facts)?,
+    )?;
+    Ok(Some(handle))
+}
+
+/// `interlock dev token`: a signed access token from the demo issuer in `data_dir`.
+pub fn token(
+    data_dir: &Path,
+    identity: &str,
+    scopes: Vec<String>,
+    groups: Vec<String>,
+    ttl_secs: i64,
+) -> anyhow::Result<()> {
+    let dir = data_dir.join(ISSUER_DIR);
+    let facts: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(ISSUER_FILE)).with_context(|| {
+            format!(
+                "no demo issuer in {} (run `interlock dev` first)",
+                dir.display()
+            )
+        })?)?;
+    let issuer = crate::oauth::issuer::DemoIssuer::open(&dir)?;
+    let text = |k: &str| facts[k].as_str().unwrap_or_default().to_string();
+    let scopes = if scopes.is_empty() {
+        vec![text("tools_scope")]
+    } else {
+        scopes
+    };
+    let groups = if groups.is_empty() {
+        vec!["analysts".to_string()]
+    } else {
+        groups
+    };
+    let token = issuer.mint(
+        &text("issuer"),
+        &text("resource"),
+        identity,
+        &scopes,
+        &groups,
+        ttl_secs,
+    )?;
+    println!("{token}");
+    Ok(())
 }
 
 /// A private `redis-server` for the demo's shared rate limits, stopped when dropped.
@@ -162,6 +243,10 @@ InterLock demo is running.
 
 Try it:
   curl -s http://127.0.0.1:{port}/readyz
+
+Sign in with the demo's identity provider instead of a key:
+  interlock dev token --identity demo-agent      (prints an access token)
+  curl -s http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp
 
 Manage it from another terminal:
   interlock --config {config} keys list

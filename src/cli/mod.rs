@@ -167,6 +167,28 @@ pub struct DevArgs {
     /// is started for shared rate limits when the binary exists).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     pub replicas: u16,
+    #[command(subcommand)]
+    pub action: Option<DevAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DevAction {
+    /// Print an access token from the demo's token issuer (the demo must have run once in
+    /// this --data-dir): `Authorization: Bearer <token>` works like an API key.
+    Token {
+        /// The identity the token names (its `sub`); unknown ones are provisioned as agents.
+        #[arg(long, default_value = "demo-agent")]
+        identity: String,
+        /// Scopes (repeatable; default: the tools scope).
+        #[arg(long = "scope")]
+        scopes: Vec<String>,
+        /// Groups (repeatable; default: analysts, which the demo maps to shop's analyst role).
+        #[arg(long = "group")]
+        groups: Vec<String>,
+        /// Seconds the token is valid.
+        #[arg(long, default_value_t = 3600)]
+        ttl_secs: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -371,7 +393,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             crate::stdio::serve(state, key).await?;
             Ok(())
         }
-        Command::Dev(args) => dev::run(settings, args).await,
+        Command::Dev(args) => match args.action {
+            Some(DevAction::Token {
+                identity,
+                scopes,
+                groups,
+                ttl_secs,
+            }) => dev::token(&args.data_dir, &identity, scopes, groups, ttl_secs),
+            None => dev::run(settings, args).await,
+        },
         Command::Migrate => admin::migrate(&settings).await,
         Command::Keys(cmd) => admin::keys(&settings, cmd).await,
         Command::Sources(cmd) => admin::sources(&settings, cmd).await,

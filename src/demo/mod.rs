@@ -12,6 +12,8 @@ use crate::control::{keys, policy_file, sources, ControlError, ControlPool};
 use crate::pgcluster::Cluster;
 
 pub const SHOP_SQL: &str = include_str!("../../config/demo/shop.sql");
+/// Row-level security on the caller's identity (`public.agent_notes`), for the demo only.
+pub const IDENTITY_SQL: &str = include_str!("../../config/demo/identity.sql");
 pub const ACCESS_TOML: &str = include_str!("../../config/demo/access.toml");
 /// The demo handbook, read from the source tree (the demo runs from a checkout).
 pub const HANDBOOK_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/config/demo/handbook");
@@ -58,6 +60,11 @@ pub async fn prepare_databases(cluster: &Cluster) -> Result<(), DemoError> {
             }
         }
     }
+    cluster
+        .connect(SHOP_DB)
+        .await?
+        .batch_execute(IDENTITY_SQL)
+        .await?;
     Ok(())
 }
 
@@ -129,12 +136,23 @@ pub async fn seed(pool: &ControlPool, cluster: &Cluster) -> Result<DemoKeys, Dem
                 cache_ttl_ms: Some(5_000),
                 // The demo shows approvers what a write will do by running it rolled back.
                 approval_preview: Some(sources::PreviewMode::DryRun),
+                // public.agent_notes shows each caller only its own notes.
+                identity_propagation: Some(sources::Propagation::Settings),
                 ..Default::default()
             },
         )
         .await?;
     } else {
         update_port(pool, cluster.port()).await?;
+        sources::update_source(
+            pool,
+            SHOP_DB,
+            &sources::SourceChanges {
+                identity_propagation: Some(sources::Propagation::Settings),
+                ..Default::default()
+            },
+        )
+        .await?;
     }
     register_handbook(pool).await?;
     policy_file::apply(pool, &policy_file::AccessFile::parse(ACCESS_TOML)?).await?;

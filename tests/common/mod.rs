@@ -8,6 +8,7 @@
 pub mod approvals;
 pub mod env;
 pub mod http;
+pub mod issuer;
 pub mod mcp;
 pub mod process;
 pub mod receiver;

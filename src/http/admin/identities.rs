@@ -44,6 +44,32 @@ pub async fn list(_caller: Admin<Operators>, state: web::Data<AppState>) -> Http
     }
 }
 
+/// `POST /admin/identities/{name}/tokens/revoke`: every access token of the identity issued
+/// until now is refused (within `identity.cache_ttl_ms` on every replica); its API keys are
+/// untouched.
+pub async fn revoke_tokens(
+    caller: Admin<Operators>,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    match crate::control::token_identities::revoke_tokens(&state.control, &path).await {
+        Ok(at) => {
+            state.identities.invalidate_all();
+            state.fleet.changed(Changed::Keys).await;
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.tokens.revoke",
+                None,
+                json!({"identity": path.as_str(), "revoked_before": at}),
+            )
+            .await;
+            HttpResponse::Ok().json(json!({"identity": path.as_str(), "tokens_revoked_before": at}))
+        }
+        Err(e) => control_error(e),
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewIdentity {

@@ -7,7 +7,7 @@
 //! | `POST /admin/approvals/{id}/preview` (compute the effect preview again) | approvers (their sources), operators |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
-//! | sources, circuits, actors, replicas, webhooks, identities, audit | operators |
+//! | sources, circuits, actors, replicas, webhooks, identities (`POST /admin/identities/{name}/tokens/revoke` refuses the identity's access tokens issued until now), audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
@@ -102,6 +102,10 @@ pub fn routes() -> actix_web::Scope<
         .route(
             "/identities/{name}/grants/{source}/{role}",
             web::delete().to(identities::revoke_grant),
+        )
+        .route(
+            "/identities/{name}/tokens/revoke",
+            web::post().to(identities::revoke_tokens),
         )
         .route(
             "/keys/{prefix}/revoke",

@@ -1,0 +1,461 @@
+//! InterLock as an OAuth 2.1 protected resource, on real PostgreSQL with a test identity
+//! provider on loopback: tokens minted here from generated keys of every accepted type,
+//! served as a JWKS the gateway discovers from the issuer's metadata.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::env::{demo_env_with, DemoEnv};
+use common::issuer::{hmac_with_public_key, unsigned, SigningKey, TestIssuer};
+use common::mcp::{call, rows, MODERN};
+use interlock::oauth::settings::GroupRole;
+use serde_json::{json, Value};
+
+const RESOURCE: &str = "http://127.0.0.1/interlock-test/mcp";
+const TOOLS: &str = "interlock:tools";
+const ADMIN: &str = "interlock:admin";
+const METADATA: &str = "http://127.0.0.1/.well-known/oauth-protected-resource/interlock-test/mcp";
+
+async fn env_for(
+    issuer: &TestIssuer,
+    adjust: impl FnOnce(&mut interlock::oauth::settings::OAuthSettings),
+) -> DemoEnv {
+    let base = issuer.base.clone();
+    demo_env_with(
+        move |s| {
+            let o = &mut s.oauth;
+            o.enabled = true;
+            o.resource = RESOURCE.into();
+            o.issuer = base;
+            o.jwks_refresh_min_interval_ms = 300;
+            adjust(o);
+        },
+        |_| {},
+    )
+    .await
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Claims of a good token for `sub` with `scope`, from `iss`.
+fn claims(iss: &str, sub: &str, scope: &str) -> Value {
+    json!({"iss": iss, "aud": RESOURCE, "sub": sub, "scope": scope,
+           "iat": now(), "nbf": now(), "exp": now() + 600})
+}
+
+fn with(mut claims: Value, key: &str, value: Value) -> Value {
+    claims[key] = value;
+    claims
+}
+
+fn challenge(a: &common::mcp::Answer) -> String {
+    a.headers
+        .get("www-authenticate")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn list_sources(env: &DemoEnv, token: &str) -> common::mcp::Answer {
+    call(
+        &env.gateway.url(""),
+        Some(token),
+        MODERN,
+        "interlock_list_sources",
+        json!({}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn tokens_are_verified_and_every_kind_of_bad_token_is_refused_with_a_challenge() {
+    let issuer = TestIssuer::start();
+    let (es, ed, rs) = (
+        SigningKey::es256("es-1"),
+        SigningKey::ed25519("ed-1"),
+        SigningKey::rs256("rs-1"),
+    );
+    issuer.publish(&[&es, &ed, &rs]);
+    let env = env_for(&issuer, |_| {}).await;
+    let iss = issuer.base.as_str();
+    let good = claims(iss, "demo-agent", TOOLS);
+
+    // Every accepted algorithm works, like the demo agent's key.
+    for key in [&es, &ed, &rs] {
+        let a = list_sources(&env, &key.sign(&good)).await;
+        assert_eq!(a.status, 200, "{:?}: {:?}", key.alg, a.body);
+        assert!(a.body["result"]["isError"] != true, "{:?}", a.body);
+    }
+
+    let stranger = SigningKey::es256("es-unpublished");
+    let mut tampered = es.sign(&good);
+    let payload = common::issuer::unsigned("x", &with(good.clone(), "sub", json!("demo-operator")));
+    let forged_payload = payload.split('.').nth(1).unwrap().to_string();
+    let parts: Vec<&str> = tampered.split('.').collect();
+    tampered = format!("{}.{}.{}", parts[0], forged_payload, parts[2]);
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "wrong audience",
+            es.sign(&with(
+                good.clone(),
+                "aud",
+                json!("https://other.example/mcp"),
+            )),
+            "audience",
+        ),
+        (
+            "wrong issuer",
+            es.sign(&with(good.clone(), "iss", json!("https://evil.example"))),
+            "issuer",
+        ),
+        (
+            "expired",
+            es.sign(&with(good.clone(), "exp", json!(now() - 120))),
+            "expired",
+        ),
+        (
+            "not yet valid",
+            es.sign(&with(good.clone(), "nbf", json!(now() + 600))),
+            "not valid yet",
+        ),
+        (
+            "no exp",
+            es.sign(&json!({"iss": iss, "aud": RESOURCE, "sub": "demo-agent", "scope": TOOLS})),
+            "exp",
+        ),
+        ("bad signature", tampered, "signature"),
+        ("unknown kid", stranger.sign(&good), "does not publish"),
+        ("alg none", unsigned("es-1", &good), "\"none\""),
+        (
+            "HS256 with the public key",
+            hmac_with_public_key(&rs, &good),
+            "HS256",
+        ),
+        (
+            "garbage",
+            "eyJhbGciOi.not-a-jwt.at-all".into(),
+            "well-formed",
+        ),
+        (
+            "opaque without introspection",
+            "some-opaque-token".into(),
+            "neither",
+        ),
+        (
+            "no such identity",
+            es.sign(&with(good.clone(), "sub", json!("nobody-here"))),
+            "no identity named",
+        ),
+    ];
+    for (name, token, says) in &cases {
+        let a = list_sources(&env, token).await;
+        assert_eq!(a.status, 401, "{name}: {:?}", a.body);
+        let message = a.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{name}: {message}");
+        assert!(
+            !message.contains(token.as_str()),
+            "{name}: the token is echoed"
+        );
+        let c = challenge(&a);
+        assert!(
+            c.starts_with("Bearer error=\"invalid_token\""),
+            "{name}: {c}"
+        );
+        assert!(
+            c.contains(&format!("resource_metadata=\"{METADATA}\"")),
+            "{name}: {c}"
+        );
+    }
+
+    // No credential at all: the bare challenge tells the client where to start.
+    let a = call(
+        &env.gateway.url(""),
+        None,
+        MODERN,
+        "interlock_list_sources",
+        json!({}),
+    )
+    .await;
+    assert_eq!(a.status, 401);
+    assert_eq!(
+        challenge(&a),
+        format!("Bearer resource_metadata=\"{METADATA}\", scope=\"{TOOLS}\"")
+    );
+
+    // A valid token without the tools scope: 403 insufficient_scope naming the scope.
+    let a = list_sources(
+        &env,
+        &es.sign(&with(good.clone(), "scope", json!("openid"))),
+    )
+    .await;
+    assert_eq!(a.status, 403, "{:?}", a.body);
+    assert_eq!(a.body["error"]["data"]["code"], "insufficient_scope");
+    let c = challenge(&a);
+    assert!(c.starts_with("Bearer error=\"insufficient_scope\""), "{c}");
+    assert!(c.contains(&format!("scope=\"{TOOLS}\"")), "{c}");
+
+    // The admin API takes tokens too, with its own scope; the HTTP proxy with the tools one.
+    let http = common::http::client();
+    let whoami = |token: String| {
+        let http = http.clone();
+        let url = env.gateway.url("/admin/whoami");
+        async move { http.get(url).bearer_auth(token).send().await.unwrap() }
+    };
+    let operator = claims(iss, "demo-operator", TOOLS);
+    let r = whoami(es.sign(&operator)).await;
+    assert_eq!(r.status(), 403);
+    let c = r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        c.contains("error=\"insufficient_scope\"") && c.contains(&format!("scope=\"{ADMIN}\"")),
+        "{c}"
+    );
+    let r = whoami(es.sign(&with(operator, "scope", json!(format!("{TOOLS} {ADMIN}"))))).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["name"], "demo-operator");
+    let r = http
+        .get(env.gateway.url("/v1/sources"))
+        .bearer_auth(es.sign(&good))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{:?}", r.text().await);
+    let r = http
+        .get(env.gateway.url("/v1/sources"))
+        .bearer_auth(unsigned("es-1", &good))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers()["www-authenticate"]
+        .to_str()
+        .unwrap()
+        .contains("invalid_token"));
+
+    // API keys keep working beside tokens.
+    assert_eq!(list_sources(&env, &env.agent_key).await.status, 200);
+
+    // The audit says who (issuer and subject), and never holds a token.
+    let token = es.sign(&with(good.clone(), "jti", json!("audit-probe")));
+    let a = call(
+        &env.gateway.url(""),
+        Some(&token),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": "SELECT 1 AS one"}),
+    )
+    .await;
+    assert_eq!(rows(&a)[0]["one"], 1, "{:?}", a.body);
+    let audit = env.last_audit().await;
+    assert_eq!(audit["identity"], "demo-agent");
+    assert_eq!(
+        audit["decision"]["credential"],
+        json!({"type": "oauth", "issuer": iss, "subject": "demo-agent"})
+    );
+    let leaked: i64 = common::admin(&env.control_db)
+        .await
+        .query_one(
+            "SELECT count(*) FROM audit_records a WHERE strpos(to_jsonb(a)::text, $1) > 0",
+            &[&token.split('.').nth(2).unwrap()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(leaked, 0, "a token signature is in the audit log");
+}
+
+#[tokio::test]
+async fn the_protected_resource_metadata_names_the_issuer_and_scopes() {
+    let issuer = TestIssuer::start();
+    let env = env_for(&issuer, |o| o.authorization_servers = vec![]).await;
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let r = common::http::client()
+            .get(env.gateway.url(path))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        let doc: Value = r.json().await.unwrap();
+        assert_eq!(doc["resource"], RESOURCE, "{path}");
+        assert_eq!(doc["authorization_servers"], json!([issuer.base]), "{path}");
+        assert_eq!(doc["scopes_supported"], json!([TOOLS, ADMIN]), "{path}");
+        assert_eq!(doc["bearer_methods_supported"], json!(["header"]), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_rotated_key_is_fetched_once_and_unknown_kids_cannot_flood_the_issuer() {
+    let issuer = TestIssuer::start();
+    let old = SigningKey::es256("old");
+    issuer.publish(&[&old]);
+    let env = env_for(&issuer, |o| o.jwks_refresh_min_interval_ms = 2_000).await;
+    let iss = issuer.base.as_str();
+    let good = claims(iss, "demo-agent", TOOLS);
+    assert_eq!(list_sources(&env, &old.sign(&good)).await.status, 200);
+    let fetched = issuer.fetches();
+    assert_eq!(fetched, 1, "the keys are fetched once and cached");
+
+    // A flood of tokens naming unknown keys costs at most one fetch per interval.
+    let started = Instant::now();
+    for i in 0..20 {
+        let key = SigningKey::es256(&format!("random-{i}"));
+        assert_eq!(list_sources(&env, &key.sign(&good)).await.status, 401);
+    }
+    let intervals = started.elapsed().as_millis() / 2_000 + 1;
+    assert!(
+        (issuer.fetches() - fetched) as u128 <= intervals,
+        "{} fetches in {:?}",
+        issuer.fetches() - fetched,
+        started.elapsed()
+    );
+
+    // The issuer rotates: the new key is picked up without a restart, the old one retired.
+    let new = SigningKey::ed25519("new");
+    issuer.publish(&[&new]);
+    tokio::time::sleep(Duration::from_millis(2_100)).await;
+    let a = list_sources(
+        &env,
+        &new.sign(&with(good.clone(), "jti", json!("after-rotation"))),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let a = list_sources(
+        &env,
+        &old.sign(&with(good.clone(), "jti", json!("old-key"))),
+    )
+    .await;
+    assert_eq!(
+        a.status, 401,
+        "a retired key no longer verifies: {:?}",
+        a.body
+    );
+}
+
+#[tokio::test]
+async fn token_identities_are_provisioned_granted_by_group_and_revocable() {
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("k");
+    issuer.publish(&[&key]);
+    let env = env_for(&issuer, |o| {
+        o.auto_provision = true;
+        o.roles_claim = "groups".into();
+        o.group_roles = vec![GroupRole {
+            group: "analysts".into(),
+            source: "shop".into(),
+            role: "analyst".into(),
+        }];
+    })
+    .await;
+    let iss = issuer.base.as_str();
+    let query = |token: String| {
+        let base = env.gateway.url("");
+        async move {
+            call(
+                &base,
+                Some(&token),
+                MODERN,
+                "interlock_query",
+                json!({"source_id": "shop", "sql": "SELECT count(*) AS n FROM public.orders"}),
+            )
+            .await
+        }
+    };
+
+    // First use: the identity is created (audited) and its group grants the analyst role.
+    let member = with(
+        claims(iss, "fresh-agent", TOOLS),
+        "groups",
+        json!(["analysts", "other"]),
+    );
+    let a = query(key.sign(&member)).await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert!(rows(&a)[0]["n"].as_i64().unwrap() > 0);
+    let provisioned: i64 = common::admin(&env.control_db)
+        .await
+        .query_one(
+            "SELECT count(*) FROM audit_records WHERE tool = 'oauth.identity.provision' AND identity = 'fresh-agent'
+               AND decision->'credential'->>'issuer' = $1",
+            &[&iss],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(provisioned, 1);
+
+    // Out of the group: the grant goes with it (after the identity cache's 300 ms).
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let left = with(member.clone(), "groups", json!(["other"]));
+    let a = query(key.sign(&with(left, "jti", json!("left")))).await;
+    assert_eq!(a.status, 403, "{:?}", a.body);
+
+    // Revoking the identity's tokens refuses the ones issued so far; later ones work.
+    let before = key.sign(&with(member.clone(), "jti", json!("before")));
+    assert_eq!(query(before.clone()).await.status, 200);
+    let r = common::http::client()
+        .post(
+            env.gateway
+                .url("/admin/identities/fresh-agent/tokens/revoke"),
+        )
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let a = query(before).await;
+    assert_eq!(a.status, 401, "{:?}", a.body);
+    assert!(a.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("revoked"));
+    let after = key.sign(&with(
+        with(member, "iat", json!(now())),
+        "jti",
+        json!("after"),
+    ));
+    assert_eq!(query(after).await.status, 200);
+}
+
+#[tokio::test]
+async fn opaque_tokens_are_checked_by_introspection() {
+    let issuer = TestIssuer::start();
+    let introspection = format!("{}/introspect", issuer.base);
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "client-secret").unwrap();
+    let secret_path = secret.path().to_string_lossy().into_owned();
+    let env = env_for(&issuer, |o| {
+        o.introspection_url = introspection;
+        o.introspection_client_id = "interlock".into();
+        o.introspection_secret_file = secret_path;
+    })
+    .await;
+    let iss = issuer.base.as_str();
+    issuer.introspects(
+        "opaque-good",
+        json!({"active": true, "iss": iss, "aud": RESOURCE,
+        "sub": "demo-agent", "scope": TOOLS, "exp": now() + 600}),
+    );
+    issuer.introspects(
+        "opaque-other-aud",
+        json!({"active": true, "iss": iss, "aud": "https://other.example",
+        "sub": "demo-agent", "scope": TOOLS, "exp": now() + 600}),
+    );
+    let cases = [
+        ("opaque-good", 200),
+        ("opaque-other-aud", 401),
+        ("opaque-revoked", 401),
+    ];
+    for (token, status) in cases {
+        let a = list_sources(&env, token).await;
+        assert_eq!(a.status, status, "{token}: {:?}", a.body);
+    }
+}
