@@ -2,7 +2,9 @@
 //! gateway: Python `mcp` 2.3.0 (auto = 2026-07-28 via server/discover, and legacy), the
 //! TypeScript SDK 1.32.2, `rmcp` 3.11.0 (initialize and Discover), the Python SDK launching
 //! `interlock stdio` as a subprocess, and
-//! `@modelcontextprotocol/conformance` 0.1.16 / 0.2.0-alpha.12. The scripts live in
+//! `@modelcontextprotocol/conformance` 0.1.16 / 0.2.0-alpha.12; with the gateway an OAuth
+//! protected resource, the Python and TypeScript SDKs also connect with an access token and
+//! run their OAuth discovery from a bare 401 (python_oauth.py, node/ts_oauth.mjs). The scripts live in
 //! tests/interop/ (see docs/interop.md); `run_all.sh` installs what is missing (a Python venv,
 //! npm packages, Node 22 from npm, and builds the rmcp client once).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,12 +13,47 @@ mod common;
 
 use std::process::Command;
 
-use common::env::demo_env;
+use common::env::demo_env_with;
+use common::issuer::{SigningKey, TestIssuer};
+use serde_json::json;
 
 #[tokio::test]
 async fn official_clients_and_the_conformance_suite_pass() {
-    let env = demo_env().await;
-    let endpoint = env.gateway.url("/mcp");
+    // The gateway is also an OAuth protected resource, its resource the endpoint the clients
+    // use (they check the metadata's resource against it), with a test identity provider.
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("interop");
+    issuer.publish(&[&key]);
+    let port = interlock::pgcluster::free_port().expect("port");
+    let endpoint = format!("http://127.0.0.1:{port}/mcp");
+    let (resource, issuer_url) = (endpoint.clone(), issuer.base.clone());
+    let env = demo_env_with(
+        move |s| {
+            s.server.listen = format!("127.0.0.1:{port}");
+            s.oauth.enabled = true;
+            s.oauth.resource = resource;
+            s.oauth.issuer = issuer_url;
+        },
+        |_| {},
+    )
+    .await;
+    assert_eq!(env.gateway.url("/mcp"), endpoint);
+    let now = chrono::Utc::now().timestamp();
+    let token = key.sign(
+        &json!({"iss": issuer.base, "aud": endpoint, "sub": "demo-agent",
+        "scope": "interlock:tools", "iat": now, "exp": now + 3600}),
+    );
+    let issuer_base = issuer.base.clone();
+    // A second gateway on the same control database that challenges every request without a
+    // credential (oauth.challenge_unauthenticated): the SDKs' sign-in starts from its 401.
+    let port = interlock::pgcluster::free_port().expect("port");
+    let challenging = format!("http://127.0.0.1:{port}/mcp");
+    let mut settings = env.gateway.settings.clone();
+    settings.server.listen = format!("127.0.0.1:{port}");
+    settings.oauth.resource.clone_from(&challenging);
+    settings.oauth.challenge_unauthenticated = true;
+    let second = common::TestGateway::start(settings);
+    assert_eq!(second.url("/mcp"), challenging);
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop");
     let rmcp_target = concat!(env!("CARGO_MANIFEST_DIR"), "/target/interop-rmcp");
     let cfg_dir = tempfile::tempdir().expect("dir");
@@ -30,6 +67,10 @@ async fn official_clients_and_the_conformance_suite_pass() {
             .env("INTEROP_RMCP_TARGET", rmcp_target)
             .env("INTEROP_INTERLOCK_BIN", env!("CARGO_BIN_EXE_interlock"))
             .env("INTEROP_STDIO_CONFIG", &stdio_config)
+            .env("INTEROP_OAUTH_TOKEN", &token)
+            .env("INTEROP_OAUTH_ISSUER", &issuer_base)
+            .env("INTEROP_OAUTH_SCOPE", "interlock:tools")
+            .env("INTEROP_OAUTH_ENDPOINT", &challenging)
             .output()
             .expect("run tests/interop/run_all.sh")
     })

@@ -459,3 +459,39 @@ async fn opaque_tokens_are_checked_by_introspection() {
         assert_eq!(a.status, status, "{token}: {:?}", a.body);
     }
 }
+
+#[tokio::test]
+async fn with_challenge_unauthenticated_every_keyless_mcp_request_is_challenged() {
+    let issuer = TestIssuer::start();
+    let env = env_for(&issuer, |o| o.challenge_unauthenticated = true).await;
+    let base = env.gateway.url("");
+    for method in ["initialize", "tools/list"] {
+        let a = common::mcp::rpc(
+            &base,
+            None,
+            common::mcp::HANDSHAKE,
+            1,
+            method,
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}),
+        )
+        .await;
+        assert_eq!(a.status, 401, "{method}: {:?}", a.body);
+        assert_eq!(
+            challenge(&a),
+            format!("Bearer resource_metadata=\"{METADATA}\", scope=\"{TOOLS}\""),
+            "{method}"
+        );
+    }
+    // With a credential nothing changes.
+    let a = common::mcp::rpc(
+        &base,
+        Some(&env.agent_key),
+        common::mcp::HANDSHAKE,
+        1,
+        "tools/list",
+        json!({}),
+    )
+    .await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+}

@@ -46,6 +46,14 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
         .get("authorization")
         .and_then(|v| v.to_str().ok());
     let bearer_key = bearer(auth).map(str::to_string);
+    if auth.is_none()
+        && state
+            .oauth
+            .as_ref()
+            .is_some_and(|o| o.settings.challenge_unauthenticated)
+    {
+        return challenge(&req, &state).await;
+    }
     let dispatched = mcp::dispatch(&inbound, &state.tool_catalog, &state.server_info);
     CallStage::Decode.since(started);
     match dispatched {
@@ -63,6 +71,36 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
             tool_call(state.into_inner(), call, request_id, bearer_key, "mcp").await
         }
     }
+}
+
+/// 401 with the `Bearer` challenge for a request without credentials while
+/// `oauth.challenge_unauthenticated` is on (audited like other early refusals).
+async fn challenge(req: &HttpRequest, state: &AppState) -> HttpResponse {
+    use crate::pipeline::refusal_audit::EarlyRefusal;
+    let reason = "this gateway requires a credential on every MCP request: sign in with the \
+                  authorization server named by the protected-resource metadata, or send an API key";
+    state.refusals.record(
+        EarlyRefusal {
+            request_id: crate::http::request_id::of(req),
+            adapter: "mcp",
+            target: "POST /mcp".into(),
+            code: "unauthenticated".into(),
+            step: "identity",
+            rule: "oauth.challenge_unauthenticated",
+            reason: reason.into(),
+            status: 401,
+            peer: req.peer_addr().map(|a| a.ip()),
+        },
+        None,
+    );
+    HttpResponse::Unauthorized()
+        .insert_header(("WWW-Authenticate", "Bearer"))
+        .json(serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": null,
+            "error": {"code": -32602, "message": reason,
+                      "data": {"status": 401, "code": "unauthenticated", "reason": reason}},
+        }))
 }
 
 /// Audits a JSON-RPC error the protocol layer answered without the pipeline (an unknown

@@ -42,6 +42,9 @@ pub struct OAuthSettings {
     pub group_roles: Vec<GroupRole>,
     /// Create an agent identity the first time a valid token names an unknown one.
     pub auto_provision: bool,
+    /// Answer every `POST /mcp` without an `Authorization` header 401 with the challenge
+    /// (initialize and tools/list included), so standard MCP clients start their sign-in.
+    pub challenge_unauthenticated: bool,
     /// The scope the tools (MCP, HTTP proxy) need.
     pub tools_scope: String,
     /// The scope the admin API needs.

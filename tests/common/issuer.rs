@@ -49,6 +49,7 @@ impl TestIssuer {
                         )
                         .route("/jwks.json", web::get().to(jwks))
                         .route("/introspect", web::post().to(introspect))
+                        .route("/register", web::post().to(register))
                 })
                 .workers(1)
                 .listen(listener)
@@ -86,8 +87,23 @@ async fn metadata(base: web::Data<String>) -> HttpResponse {
         "issuer": base.as_str(),
         "jwks_uri": format!("{}/jwks.json", base.as_str()),
         "introspection_endpoint": format!("{}/introspect", base.as_str()),
+        "authorization_endpoint": format!("{}/authorize", base.as_str()),
+        "token_endpoint": format!("{}/token", base.as_str()),
+        "registration_endpoint": format!("{}/register", base.as_str()),
         "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code"],
+        "code_challenge_methods_supported": ["S256"],
+        "token_endpoint_auth_methods_supported": ["none"],
     }))
+}
+
+/// RFC 7591 dynamic registration: every client is registered as a public client.
+async fn register(body: web::Json<Value>) -> HttpResponse {
+    let mut client = body.into_inner();
+    client["client_id"] = json!(format!("client-{}", uuid::Uuid::new_v4()));
+    client["client_id_issued_at"] = json!(chrono::Utc::now().timestamp());
+    client["token_endpoint_auth_method"] = json!("none");
+    HttpResponse::Created().json(client)
 }
 
 async fn jwks(shared: web::Data<Shared>) -> HttpResponse {

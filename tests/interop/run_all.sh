@@ -13,6 +13,13 @@
 #   - python_stdio.py auto|legacy      (Python mcp 2.3.0 launching `interlock stdio`, when
 #                                       INTEROP_INTERLOCK_BIN and INTEROP_STDIO_CONFIG are set)
 #   - run_conformance.sh               (conformance 0.1.16 and 0.2.0-alpha.12 / 2026-07-28)
+# With INTEROP_OAUTH_TOKEN, INTEROP_OAUTH_ISSUER, INTEROP_OAUTH_SCOPE and INTEROP_OAUTH_ENDPOINT
+# set (ENDPOINT's gateway has [oauth] on with resource = ENDPOINT; INTEROP_OAUTH_ENDPOINT is one
+# with oauth.challenge_unauthenticated, its resource = itself), also:
+#   - python_client.py and node/ts_client.mjs with the access token as their bearer credential
+#   - python_oauth.py and node/ts_oauth.mjs against INTEROP_OAUTH_ENDPOINT: each SDK's OAuth
+#     discovery from a bare 401 (protected-resource metadata, authorization server metadata,
+#     registration, the redirect with resource = that endpoint and the challenged scope)
 # Quiet on success: one line per step and a closing "N passed, N failed" line. Full output goes to
 # results/ (INTEROP_RESULTS to change). Exits 1 when any step fails, 2 on a setup error.
 #
@@ -120,6 +127,18 @@ if [[ -n "${INTEROP_INTERLOCK_BIN:-}" && -n "${INTEROP_STDIO_CONFIG:-}" ]]; then
 else
   skipped=$((skipped + 2))
   echo "SKIP python-mcp-stdio (set INTEROP_INTERLOCK_BIN and INTEROP_STDIO_CONFIG)"
+fi
+if [[ -n "${INTEROP_OAUTH_TOKEN:-}" && -n "${INTEROP_OAUTH_ISSUER:-}" && -n "${INTEROP_OAUTH_SCOPE:-}" &&
+      -n "${INTEROP_OAUTH_ENDPOINT:-}" ]]; then
+  step python-mcp-token "$PY" "$HERE/python_client.py" --endpoint "$ENDPOINT" --key "$INTEROP_OAUTH_TOKEN" --mode auto
+  step typescript-sdk-token "$NODE" "$NODE_DIR/ts_client.mjs" --endpoint "$ENDPOINT" --key "$INTEROP_OAUTH_TOKEN"
+  step python-mcp-oauth-discovery "$PY" "$HERE/python_oauth.py" --endpoint "$INTEROP_OAUTH_ENDPOINT" \
+    --issuer "$INTEROP_OAUTH_ISSUER" --scope "$INTEROP_OAUTH_SCOPE"
+  step typescript-sdk-oauth-discovery "$NODE" "$NODE_DIR/ts_oauth.mjs" --endpoint "$INTEROP_OAUTH_ENDPOINT" \
+    --issuer "$INTEROP_OAUTH_ISSUER" --scope "$INTEROP_OAUTH_SCOPE"
+else
+  skipped=$((skipped + 4))
+  echo "SKIP oauth (set INTEROP_OAUTH_TOKEN, INTEROP_OAUTH_ISSUER, INTEROP_OAUTH_SCOPE and INTEROP_OAUTH_ENDPOINT)"
 fi
 step conformance "$HERE/run_conformance.sh" "$ENDPOINT" "$RESULTS/conformance"
 

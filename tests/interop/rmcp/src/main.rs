@@ -372,9 +372,10 @@ async fn run(endpoint: &str, key: &str, mode: &str, strict: bool) -> Result<Valu
                     && o["code"] == json!(-32602)
                     && o["status"] == json!(401)
                     && is_str(&o["key"]);
+                // The challenge is `Bearer`, or with [oauth] on `Bearer resource_metadata=…`.
                 let limited = o["form"] == "client-error"
                     && o["debug"].as_str().unwrap_or_default().contains(
-                        r#"AuthRequired(AuthRequiredError { www_authenticate_header: "Bearer""#,
+                        r#"AuthRequired(AuthRequiredError { www_authenticate_header: "Bearer"#,
                     );
                 if !ok && limited {
                     checks.record_limited("unauthorized-modern-jsonrpc-error", o);
