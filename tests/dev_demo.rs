@@ -2,6 +2,8 @@
 //! database, clean shutdown on SIGTERM, reuse on the next run, recovery after SIGKILL.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -181,6 +183,64 @@ async fn dev_demo_runs_stops_cleanly_and_recovers_from_a_crash() {
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The demo's identity provider: `dev token` signs in as demo-agent, and another agent
+    // (provisioned on first use, its group granting the analyst role); the shop's row-level
+    // security on interlock.identity shows each its own notes.
+    let token = |identity: &str| {
+        let out = Command::new(BIN)
+            .args(["dev", "--data-dir"])
+            .arg(dir.path().join("dev"))
+            .args(["token", "--identity", identity])
+            .output()
+            .expect("dev token");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let notes = |credential: String| {
+        let endpoint = endpoint.clone();
+        async move {
+            let a = common::mcp::call(
+                &endpoint,
+                Some(&credential),
+                common::mcp::MODERN,
+                "interlock_query",
+                serde_json::json!({"source_id": "shop", "sql": "SELECT agent FROM public.agent_notes"}),
+            )
+            .await;
+            common::mcp::rows(&a)
+                .iter()
+                .map(|r| r["agent"].as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        notes(token("demo-agent")).await,
+        ["demo-agent", "demo-agent"]
+    );
+    assert_eq!(
+        notes(creds["agent_key"].as_str().unwrap().to_string()).await,
+        ["demo-agent", "demo-agent"]
+    );
+    assert_eq!(notes(token("night-agent")).await, ["night-agent"]);
+    let (status, metadata) = get_json(&format!(
+        "http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp"
+    ))
+    .await;
+    assert_eq!(status, 200, "{metadata}");
+    assert_eq!(metadata["resource"], format!("http://127.0.0.1:{port}/mcp"));
+    assert_eq!(
+        metadata["authorization_servers"],
+        creds["oauth"]["issuer"]
+            .as_str()
+            .map(|i| serde_json::json!([i]))
+            .unwrap()
     );
 
     // SIGTERM stops the gateway and PostgreSQL.
