@@ -211,6 +211,10 @@ async fn the_sources_row_level_security_sees_who_is_calling() {
     for forbidden in [
         "SELECT current_setting('interlock.identity') AS who",
         "SELECT set_config('interlock.identity', 'demo-agent', false) AS who",
+        "SELECT set_config('role', 'postgres', true) AS who",
+        "SET ROLE postgres",
+        "SET LOCAL interlock.identity = 'demo-agent'",
+        "RESET ROLE",
     ] {
         let a = query(&env, &other, forbidden).await;
         let status = a.body["error"]["data"]["status"].as_u64();

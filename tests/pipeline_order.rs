@@ -26,7 +26,7 @@ use interlock::control::{ControlError, ControlPool};
 use interlock::governance::{AccessProfile, SqlLimits};
 use interlock::limits::RateRefusal;
 use interlock::mcp::{ToolArgs, ToolKind};
-use interlock::pipeline::identity::{Principal, Resolved};
+use interlock::pipeline::identity::{Principal, Resolved, TokenFacts};
 use interlock::pipeline::ports::Read;
 use interlock::pipeline::profiles::LoadedProfile;
 use interlock::pipeline::steps::{declared, GovernanceStep as S};
@@ -51,6 +51,10 @@ enum Make {
     Nothing,
     UnknownKey,
     NoKey,
+    /// An access token that does not verify.
+    BadToken,
+    /// A valid access token without the tools scope.
+    NoToolsScope,
     AuditDown,
     NoRole,
     /// The fixture's roles only: no describe and no discover grant.
@@ -135,13 +139,20 @@ impl Ports for Fake {
         _credential: &str,
     ) -> impl Future<Output = Result<Resolved, Arc<ControlError>>> + Send {
         self.reach(Port::ResolveKey);
-        let found = if self.make == Make::UnknownKey {
-            Resolved::UnknownKey
-        } else {
-            Resolved::Caller(Arc::new(Principal {
+        let found = match self.make {
+            Make::UnknownKey => Resolved::UnknownKey,
+            Make::BadToken => Resolved::InvalidToken("the token has expired".into()),
+            make => Resolved::Caller(Arc::new(Principal {
                 identity: self.identity.clone(),
-                token: None,
-            }))
+                token: (make == Make::NoToolsScope).then(|| TokenFacts {
+                    issuer: "https://issuer.test".into(),
+                    subject: "demo-agent".into(),
+                    scopes: vec!["openid".into()],
+                    expires_at: None,
+                    tools: false,
+                    admin: false,
+                }),
+            })),
         };
         async move { Ok(found) }
     }
@@ -442,6 +453,8 @@ fn cases() -> Vec<Case> {
     let mut all = vec![
         case(T::Query, q(READ), NoKey, S::Identity, Refused(401)),
         case(T::Query, q(READ), UnknownKey, S::Identity, Refused(401)),
+        case(T::Query, q(READ), BadToken, S::Identity, Refused(401)),
+        case(T::Query, q(READ), NoToolsScope, S::Identity, Refused(403)),
         case(
             T::Query,
             q(READ),
@@ -715,7 +728,9 @@ async fn every_tool_stops_at_the_step_that_answers_and_runs_nothing_after_it() {
         }
         // The step that answered was reached through its port (where it has one).
         let own: Option<Port> = match (c.stops_at, c.make) {
-            (S::Identity, Make::UnknownKey) => Some(Port::ResolveKey),
+            (S::Identity, Make::UnknownKey | Make::BadToken | Make::NoToolsScope) => {
+                Some(Port::ResolveKey)
+            }
             (S::AuditGate, _) => Some(Port::AuditHealthy),
             (S::RateLimit, _) => Some(Port::RateCheck),
             (S::Cache, _) => Some(Port::CacheGet),

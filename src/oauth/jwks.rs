@@ -29,8 +29,8 @@ enum Origin {
 pub struct Keys {
     origin: Origin,
     set: ArcSwap<JwkSet>,
-    /// When the keys were last fetched (serializes fetches, too).
-    fetched: Mutex<Option<Instant>>,
+    /// When the keys were last fetched and why that failed, if it did (serializes fetches).
+    fetched: Mutex<Option<(Instant, Option<String>)>>,
     min_interval: Duration,
     http: reqwest::Client,
 }
@@ -82,19 +82,24 @@ impl Keys {
     /// Fetches the keys again, unless they were fetched less than `min_interval` ago.
     async fn refresh(&self) -> Result<(), TokenError> {
         let mut fetched = self.fetched.lock().await;
-        if fetched.is_some_and(|at| at.elapsed() < self.min_interval) {
-            return Ok(());
+        if let Some((at, failure)) = fetched.as_ref() {
+            if at.elapsed() < self.min_interval {
+                // Too soon to ask again; a failure stays a failure until then.
+                return failure
+                    .clone()
+                    .map_or(Ok(()), |why| Err(TokenError::KeysUnavailable(why)));
+            }
         }
-        let set = self.fetch().await;
-        *fetched = Some(Instant::now());
-        match set {
+        match self.fetch().await {
             Ok(set) => {
                 self.set.store(Arc::new(set));
+                *fetched = Some((Instant::now(), None));
                 Ok(())
             }
             Err(why) => {
                 tracing::warn!(error = %why, "the issuer's signing keys could not be fetched");
                 metrics::counter!("interlock_oauth_jwks_errors_total").increment(1);
+                *fetched = Some((Instant::now(), Some(why.clone())));
                 Err(TokenError::KeysUnavailable(why))
             }
         }
