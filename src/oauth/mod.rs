@@ -203,26 +203,11 @@ impl OAuth {
                     self.settings.identity_claim
                 ))
             })?;
-        let scopes = match claims.get("scope").or_else(|| claims.get("scp")) {
-            Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
-            Some(Value::Array(a)) => a
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            _ => Vec::new(),
-        };
-        let groups = match (self.settings.roles_claim.as_str(), claims) {
-            ("", _) => Vec::new(),
-            (claim, claims) => match claims.get(claim) {
-                Some(Value::String(s)) => vec![s.clone()],
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect(),
-                _ => Vec::new(),
-            },
+        // `scope` is a space-separated string (RFC 9068); some issuers send `scp` or a list.
+        let scopes = words(claims.get("scope").or_else(|| claims.get("scp")), true);
+        let groups = match self.settings.roles_claim.as_str() {
+            "" => Vec::new(),
+            claim => words(claims.get(claim), false),
         };
         Ok(Verified {
             issuer: text("iss").unwrap_or_else(|| self.settings.issuer.clone()),
@@ -233,6 +218,21 @@ impl OAuth {
             issued_at: claims.get("iat").and_then(Value::as_i64),
             expires_at: claims.get("exp").and_then(Value::as_i64),
         })
+    }
+}
+
+/// The strings of a claim that is a list of strings or one string (split at whitespace
+/// when `split`).
+fn words(claim: Option<&Value>, split: bool) -> Vec<String> {
+    match claim {
+        Some(Value::String(s)) if split => s.split_whitespace().map(str::to_string).collect(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -249,5 +249,40 @@ fn peek_header(token: &str) -> Result<Value, TokenError> {
         Ok(header)
     } else {
         Err(malformed())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{peek_header, words};
+    use serde_json::json;
+
+    #[test]
+    fn scopes_and_groups_are_read_in_every_shape_issuers_send() {
+        let cases = [
+            (json!("a b  c"), true, vec!["a", "b", "c"]),
+            (json!("team one"), false, vec!["team one"]),
+            (json!(["a", 1, "b"]), true, vec!["a", "b"]),
+            (json!(7), true, vec![]),
+        ];
+        for (claim, split, want) in cases {
+            assert_eq!(words(Some(&claim), split), want, "{claim}");
+        }
+        assert!(words(None, true).is_empty());
+    }
+
+    #[test]
+    fn a_header_is_read_only_from_a_well_formed_first_segment() {
+        assert_eq!(
+            peek_header("eyJhbGciOiJub25lIn0.e30.").unwrap()["alg"],
+            "none"
+        );
+        for bad in ["", "not base64!.x.y", "WyJhIl0.e30.x", "e30"] {
+            let header = peek_header(bad);
+            assert!(
+                header.is_err() || header.as_ref().is_ok_and(|h| h["alg"].is_null()),
+                "{bad}"
+            );
+        }
     }
 }

@@ -148,3 +148,67 @@ impl OAuthSettings {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Settings;
+
+    fn with(change: impl FnOnce(&mut super::OAuthSettings)) -> Result<(), String> {
+        let mut s = Settings::load_with_env(None, Vec::new()).expect("defaults");
+        s.oauth.enabled = true;
+        s.oauth.resource = "https://gw.example.com/mcp".into();
+        s.oauth.issuer = "https://login.example.com".into();
+        change(&mut s.oauth);
+        s.oauth.validate().map_err(|e| e.to_string())
+    }
+
+    type Change = Box<dyn FnOnce(&mut super::OAuthSettings)>;
+
+    #[test]
+    fn oauth_settings_are_checked_when_enabled() {
+        assert_eq!(with(|_| {}), Ok(()));
+        let refused: Vec<(&str, Change)> = vec![
+            (
+                "oauth.resource",
+                Box::new(|o| o.resource = "http://gw.example.com/mcp".into()),
+            ),
+            (
+                "oauth.resource",
+                Box::new(|o| o.resource = "https://gw/mcp#x".into()),
+            ),
+            ("oauth.issuer", Box::new(|o| o.issuer = String::new())),
+            (
+                "oauth.jwks_file",
+                Box::new(|o| {
+                    o.jwks_uri = "https://login.example.com/keys".into();
+                    o.jwks_file = "/etc/keys.json".into();
+                }),
+            ),
+            (
+                "oauth.algorithms",
+                Box::new(|o| o.algorithms = vec!["HS256".into()]),
+            ),
+            ("oauth.algorithms", Box::new(|o| o.algorithms = vec![])),
+            (
+                "oauth.tools_scope",
+                Box::new(|o| o.tools_scope = "two words".into()),
+            ),
+            (
+                "oauth.group_roles",
+                Box::new(|o| {
+                    o.group_roles = vec![super::GroupRole {
+                        group: "g".into(),
+                        source: "s".into(),
+                        role: "r".into(),
+                    }];
+                }),
+            ),
+        ];
+        for (key, change) in refused {
+            let e = with(change).expect_err(key);
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        // Loopback issuers may use http (the demo and tests).
+        assert_eq!(with(|o| o.issuer = "http://127.0.0.1:9000".into()), Ok(()));
+    }
+}
