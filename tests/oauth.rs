@@ -422,7 +422,25 @@ async fn token_identities_are_provisioned_granted_by_group_and_revocable() {
         "jti",
         json!("after"),
     ));
-    assert_eq!(query(after).await.status, 200);
+    assert_eq!(query(after.clone()).await.status, 200);
+
+    // The CLI revokes the same way.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = common::control_config_file(dir.path(), &env.control_db, "");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .arg("--config")
+        .arg(&config)
+        .args(["keys", "revoke-tokens", "fresh-agent"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(query(after).await.status, 401);
 }
 
 #[tokio::test]

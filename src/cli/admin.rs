@@ -74,6 +74,15 @@ pub async fn keys(settings: &Settings, cmd: KeysCommand) -> anyhow::Result<()> {
                 k.prefix, k.identity, settings.identity.cache_ttl_ms
             );
         }
+        KeysCommand::RevokeTokens { identity } => {
+            let at = crate::control::token_identities::revoke_tokens(&pool, &identity).await?;
+            crate::fleet::announce(&pool, Changed::Keys).await;
+            println!(
+                "access tokens of {identity} issued until {} are refused within {} ms on every replica",
+                at.to_rfc3339(),
+                settings.identity.cache_ttl_ms
+            );
+        }
     }
     Ok(())
 }

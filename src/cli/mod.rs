@@ -221,6 +221,12 @@ pub enum KeysCommand {
         /// The prefix shown by `keys list`, e.g. ilk_AbCdEfGh.
         prefix: String,
     },
+    /// Refuse every OAuth access token of an identity issued until now (its keys are
+    /// untouched); tokens issued later work.
+    RevokeTokens {
+        /// The identity, e.g. night-agent.
+        identity: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
