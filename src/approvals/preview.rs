@@ -158,9 +158,8 @@ impl Previewer {
             Ok(planned) => planned,
             Err(why) => return Imaged::Without(why),
         };
-        let caller = now.caller.clone();
-        let rows = match execute::run(pools, dry, &sql, &[], limits, &never, caller.as_ref()).await
-        {
+        let caller = now.caller.as_ref();
+        let rows = match execute::run(pools, dry, &sql, &[], limits, &never, caller).await {
             Ok(rows) => rows,
             Err(e) => return Imaged::Failed(e),
         };
@@ -200,18 +199,8 @@ impl Previewer {
         };
         let never = CancellationToken::new();
         let dry = Mode::DryRun(self.timeouts);
-        let caller = now.caller.clone();
-        match execute::run(
-            pools,
-            dry,
-            &allowed.statement,
-            &[],
-            limits,
-            &never,
-            caller.as_ref(),
-        )
-        .await
-        {
+        let caller = now.caller.as_ref();
+        match execute::run(pools, dry, &allowed.statement, &[], limits, &never, caller).await {
             Ok(rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
                 let truncated = rows.truncated.is_some();

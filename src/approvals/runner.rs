@@ -102,9 +102,13 @@ impl GatewayRunner {
             Ok(now) => now,
             Err(reason) => return failed(reason),
         };
-        // The write runs as the requester, not as the approver.
-        let caller = now.caller.clone();
-        let (rt, allowed) = (now.rt, now.allowed);
+        // The write runs as the requester (`caller`), not as the approver.
+        let super::recheck::Now {
+            rt,
+            allowed,
+            caller,
+            ..
+        } = now;
         let Some(pools) = rt.pools.as_ref() else {
             return failed("the source's connection settings are unusable".into());
         };

@@ -211,7 +211,7 @@ async fn resolve_identity(
             Ok(Resolved::InvalidToken(why)) => {
                 return Err(Refusal::denied(
                     "identity",
-                    401,
+                    status,
                     "invalid_token",
                     "access token",
                     why.clone(),
