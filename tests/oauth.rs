@@ -513,3 +513,38 @@ async fn with_challenge_unauthenticated_every_keyless_mcp_request_is_challenged(
     .await;
     assert_eq!(a.status, 200, "{:?}", a.body);
 }
+
+#[tokio::test]
+async fn an_air_gapped_site_reads_the_keys_from_a_local_file_and_rereads_it_on_rotation() {
+    // The issuer is never reachable: keys come from the file only.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jwks.json");
+    let first = SigningKey::ed25519("file-1");
+    std::fs::write(&file, json!({"keys": [first.jwk]}).to_string()).unwrap();
+    let issuer = "https://login.air-gapped.example";
+    let path = file.to_string_lossy().into_owned();
+    let env = demo_env_with(
+        move |s| {
+            let o = &mut s.oauth;
+            o.enabled = true;
+            o.resource = RESOURCE.into();
+            o.issuer = issuer.into();
+            o.jwks_file = path;
+            o.jwks_refresh_min_interval_ms = 100;
+        },
+        |_| {},
+    )
+    .await;
+    let good = claims(issuer, "demo-agent", TOOLS);
+    assert_eq!(list_sources(&env, &first.sign(&good)).await.status, 200);
+
+    let second = SigningKey::es256("file-2");
+    std::fs::write(&file, json!({"keys": [second.jwk]}).to_string()).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let a = list_sources(&env, &second.sign(&good)).await;
+    assert_eq!(
+        a.status, 200,
+        "the rotated file is read again: {:?}",
+        a.body
+    );
+}
