@@ -8,6 +8,9 @@
 //! - **agent**: agent-style SQL, a new literal in every statement (as agents write it);
 //!   baseline: the same texts over the simple protocol;
 //! - **param**: the demo point query with `$1`; baseline: a prepared statement;
+//! - **param as caller**: the same with `identity_propagation = "settings"` on the source
+//!   (each read in its own transaction that first sets the caller's identity); the other
+//!   cells run with the source carrying no identity;
 //! - **cache hit**: the param query with the result cache on and warm (every hit still
 //!   writes a durable audit record); baseline: the prepared statement;
 //! - **tools/list**, against `/healthz` (no database, no audit);
@@ -23,6 +26,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use interlock::control::sources::Propagation;
 use interlock::pgcluster::{Cluster, ClusterOptions};
 use interlock::Settings;
 use serde_json::json;
@@ -319,6 +323,17 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Sets how the shop source carries the caller's identity.
+async fn propagate(control: &interlock::control::ControlPool, how: Propagation) {
+    let changes = interlock::control::sources::SourceChanges {
+        identity_propagation: Some(how),
+        ..Default::default()
+    };
+    interlock::control::sources::update_source(control, "shop", &changes)
+        .await
+        .expect("identity propagation");
+}
+
 fn main() {
     let secs = arg("--seconds", 5);
     let memory_secs = arg("--memory-seconds", 60);
@@ -353,6 +368,9 @@ fn main() {
             settings.sources.refresh_interval_ms = 500;
             let gateway = interlock::Gateway::start(settings).await.expect("gateway");
             let keys = interlock::demo::seed(&gateway.state().control, &cl).await.expect("seed");
+            // The demo's shop carries identities into PostgreSQL (its RLS demo); the cells
+            // measure the default path, and the "as caller" cells that cost separately.
+            propagate(&gateway.state().control, Propagation::None).await;
             gateway.state().sources.reload().await.expect("reload");
             gateway.state().sources.refresh_catalog("shop").await.expect("catalog");
             let base = format!("http://{}", gateway.addr());
@@ -393,6 +411,17 @@ fn main() {
                 let after = stages(&base, &op).await;
                 print_pair("param", conns, d, g, &breakdown(&before, &after));
             }
+            // The same reads with the caller's identity set in their own transaction
+            // (identity_propagation = "settings": BEGIN and set_config, the read, COMMIT).
+            propagate(&control, Propagation::Settings).await;
+            tokio::time::sleep(Duration::from_millis(1200)).await;
+            for conns in [1, 32] {
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Param(1000), conns, secs).await;
+                let after = stages(&base, &op).await;
+                print_pair("param as caller", conns, prepared[&conns], g, &breakdown(&before, &after));
+            }
+            propagate(&control, Propagation::None).await;
             interlock::control::sources::set_cache_ttl(&control, "shop", 600_000).await.expect("ttl");
             tokio::time::sleep(Duration::from_millis(1200)).await;
             governed(&base, &key, Governed::Param(100), 4, 2).await; // warm the cache

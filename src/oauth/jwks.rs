@@ -70,7 +70,8 @@ impl Keys {
             Some(found) => Ok(found),
             None => Err(TokenError::Invalid(match kid {
                 Some(kid) => format!(
-                    "the token names signing key {kid:?}, which the issuer does not publish"
+                    "the token names signing key {:?}, which the issuer does not publish",
+                    kid.chars().take(64).collect::<String>()
                 ),
                 None => {
                     "the token names no signing key (kid) and the issuer publishes several".into()

@@ -165,6 +165,33 @@ mod tests {
     type Change = Box<dyn FnOnce(&mut super::OAuthSettings)>;
 
     #[test]
+    fn group_roles_load_from_a_config_file_in_either_toml_form() {
+        for text in [
+            "group_roles = [{ group = \"analysts\", source = \"shop\", role = \"analyst\" }]\n",
+            "[[oauth.group_roles]]\ngroup = \"analysts\"\nsource = \"shop\"\nrole = \"analyst\"\n",
+        ] {
+            let dir = tempfile::tempdir().expect("dir");
+            let path = dir.path().join("interlock.toml");
+            let body = format!(
+                "[oauth]\nenabled = true\nresource = \"https://gw.example.com/mcp\"\n\
+                 issuer = \"https://login.example.com\"\nroles_claim = \"groups\"\n{text}"
+            );
+            // The array-of-tables form must follow the [oauth] keys it belongs beside.
+            std::fs::write(&path, body).expect("write");
+            let s = Settings::load_with_env(Some(&path), Vec::new()).expect(text);
+            assert_eq!(
+                s.oauth.group_roles,
+                [super::GroupRole {
+                    group: "analysts".into(),
+                    source: "shop".into(),
+                    role: "analyst".into(),
+                }],
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn oauth_settings_are_checked_when_enabled() {
         assert_eq!(with(|_| {}), Ok(()));
         let refused: Vec<(&str, Change)> = vec![

@@ -274,7 +274,7 @@ impl IdentityResolver {
                 tracing::error!(error = %e, "provisioning an identity could not be audited");
             }
         }
-        crate::fleet::announce(&self.control, crate::fleet::Changed::Keys).await;
+        // Nothing cached anywhere names an identity that did not exist: no fleet notice.
         Ok(identity)
     }
 
