@@ -207,6 +207,38 @@ async fn the_sources_row_level_security_sees_who_is_calling() {
     assert_eq!(by_other["preview"]["rows_affected"], 0, "{by_other}");
     assert_eq!(by_agent["preview"]["rows_affected"], seven, "{by_agent}");
 
+    // A read that fails mid-transaction (one flight: BEGIN and the settings, the read,
+    // COMMIT) leaves no transaction and no identity behind on its connection: with one
+    // connection in the pool, the next reads run on it and see only their own rows.
+    interlock::control::sources::update_source(
+        &env.pool,
+        "shop_rls",
+        &interlock::control::sources::SourceChanges {
+            pool_size: Some(1),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("pool size");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    for round in 0..3 {
+        let failed = query(
+            &env,
+            &env.agent_key,
+            "SELECT 1 / (count(*) - count(*)) AS boom FROM public.orders",
+        )
+        .await;
+        assert!(
+            failed.body["error"].is_object() || failed.body["result"]["isError"] == true,
+            "round {round}: {:?}",
+            failed.body
+        );
+        let theirs = query(&env, &other, sql).await;
+        assert_eq!(rows(&theirs)[0]["c"], 9, "round {round}: {:?}", theirs.body);
+        let mine = query(&env, &env.agent_key, sql).await;
+        assert_eq!(rows(&mine)[0]["c"], 7, "round {round}: {:?}", mine.body);
+    }
+
     // Agents can neither read nor set these settings themselves.
     for forbidden in [
         "SELECT current_setting('interlock.identity') AS who",

@@ -321,34 +321,37 @@ async fn statement_work(
     limits: Limits,
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
-    match mode {
-        Mode::Query | Mode::Plan | Mode::Estimate if caller.is_some() => {
+    match (mode, caller) {
+        (Mode::Query, Some(who)) => {
+            super::flight::query_as(conn, who, statement, params, limits).await
+        }
+        (Mode::Plan | Mode::Estimate, Some(_)) => {
             // As the caller: its own transaction, opened with the caller's settings (so
-            // row-level security applies to reads and to a write's plan alike).
+            // row-level security applies to a plan and to a write's estimate alike).
             if let Err(e) = super::flight::begin_as(conn, caller).await {
                 // Never hand back a read connection inside a transaction.
                 let _ = super::flight::end(conn, false).await;
                 return Err(e);
             }
-            let read = match mode {
-                Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
-                Mode::Estimate => super::flight::estimate(conn, statement).await,
-                _ => super::flight::query(conn, statement, params, limits).await,
+            let read = if matches!(mode, Mode::Plan) {
+                super::flight::plan(conn, statement, params, limits).await
+            } else {
+                super::flight::estimate(conn, statement).await
             };
             super::flight::end(conn, read.is_ok()).await?;
             read
         }
-        Mode::Query => super::flight::query(conn, statement, params, limits).await,
-        Mode::Plan => super::flight::plan(conn, statement, params, limits).await,
-        Mode::Write { bound } => {
+        (Mode::Query, None) => super::flight::query(conn, statement, params, limits).await,
+        (Mode::Plan, None) => super::flight::plan(conn, statement, params, limits).await,
+        (Mode::Write { bound }, _) => {
             let ending = super::flight::Ending::Commit { bound };
             super::flight::write(conn, statement, params, limits, ending, caller).await
         }
-        Mode::DryRun(timeouts) => {
+        (Mode::DryRun(timeouts), _) => {
             let ending = super::flight::Ending::DryRun(timeouts);
             super::flight::write(conn, statement, params, limits, ending, caller).await
         }
-        Mode::Estimate => super::flight::estimate(conn, statement).await,
+        (Mode::Estimate, None) => super::flight::estimate(conn, statement).await,
     }
 }
 

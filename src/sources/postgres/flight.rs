@@ -112,11 +112,22 @@ const SET_CALLER: &str =
 const SET_CALLER_ROLE: &str = "SELECT set_config('interlock.identity', $1, true), \
      set_config('interlock.roles', $2, true), set_config('role', $3, true)";
 
-/// The statement and parameters that set who `who` is, transaction-local.
-fn set_caller(who: &super::execute::Caller) -> (&'static str, Vec<&(dyn ToSql + Sync)>) {
+/// The statement and its parameters, typed as text, that set who `who` is,
+/// transaction-local. Typed parameters let it go out without a Parse round trip of its own.
+fn set_caller(who: &super::execute::Caller) -> (&'static str, Vec<(&(dyn ToSql + Sync), Type)>) {
     match &who.pg_role {
-        None => (SET_CALLER, vec![&who.identity, &who.roles]),
-        Some(role) => (SET_CALLER_ROLE, vec![&who.identity, &who.roles, role]),
+        None => (
+            SET_CALLER,
+            vec![(&who.identity, Type::TEXT), (&who.roles, Type::TEXT)],
+        ),
+        Some(role) => (
+            SET_CALLER_ROLE,
+            vec![
+                (&who.identity, Type::TEXT),
+                (&who.roles, Type::TEXT),
+                (role, Type::TEXT),
+            ],
+        ),
     }
 }
 
@@ -131,11 +142,32 @@ pub(super) async fn begin_as(
     let (set_sql, values) = set_caller(who);
     let (begun, set) = tokio::join!(
         client.batch_execute("BEGIN"),
-        client.execute(set_sql, &values)
+        client.query_typed(set_sql, &values)
     );
     begun.map_err(db_error)?;
     set.map_err(db_error)?;
     Ok(())
+}
+
+/// A read as `caller` in one flight: BEGIN and the settings, the read, COMMIT. PostgreSQL
+/// runs them in order; when anything fails the transaction is aborted and its COMMIT rolls
+/// it back (a read changes nothing), so the connection never stays inside it.
+pub(super) async fn query_as(
+    client: &tokio_postgres::Client,
+    caller: &super::execute::Caller,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    let (begun, read, ended) = tokio::join!(
+        begin_as(client, Some(caller)),
+        query(client, statement, params, limits),
+        end(client, true)
+    );
+    begun?;
+    let rows = read?;
+    ended?;
+    Ok(rows)
 }
 
 /// Ends a read's transaction (a read changes nothing: COMMIT and ROLLBACK differ only in
@@ -187,7 +219,7 @@ pub(super) async fn write(
     }
     if let Some(who) = caller {
         let (set_sql, values) = set_caller(who);
-        tx.execute(set_sql, &values).await.map_err(db_error)?;
+        tx.query_typed(set_sql, &values).await.map_err(db_error)?;
     }
     let rows = tx
         .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
