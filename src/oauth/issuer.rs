@@ -108,17 +108,16 @@ impl DemoIssuer {
     }
 }
 
-/// The issuer's metadata (RFC 8414) as served at `base` (its issuer identifier).
+/// The issuer's metadata (RFC 8414) as served at `base` (its issuer identifier). It names
+/// only what the demo issuer serves: its keys. It has no authorization or token endpoint
+/// (tokens come from `interlock dev token`), so an MCP client's interactive sign-in against
+/// the demo stops at discovery, saying so.
 pub fn metadata(base: &str) -> Value {
     json!({
         "issuer": base,
         "jwks_uri": format!("{base}/jwks.json"),
-        "response_types_supported": ["code"],
-        "grant_types_supported": ["authorization_code", "client_credentials"],
-        "token_endpoint": format!("{base}/token"),
-        "authorization_endpoint": format!("{base}/authorize"),
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
+        "response_types_supported": [],
+        "grant_types_supported": [],
     })
 }
 
