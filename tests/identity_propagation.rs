@@ -228,8 +228,9 @@ async fn the_sources_row_level_security_sees_who_is_calling() {
             "SELECT 1 / (count(*) - count(*)) AS boom FROM public.orders",
         )
         .await;
-        assert!(
-            failed.body["error"].is_object() || failed.body["result"]["isError"] == true,
+        // It failed in PostgreSQL (division by zero), inside the caller's transaction.
+        assert_eq!(
+            failed.body["error"]["data"]["code"], "tool_execution_failed",
             "round {round}: {:?}",
             failed.body
         );
@@ -388,4 +389,28 @@ async fn role_mode_runs_each_caller_as_its_mapped_role_and_refuses_the_unmapped(
         .await,
         seven
     );
+
+    // An `explain` preview plans the write as the requester's role too (the login alone may
+    // not even plan a statement on orders).
+    interlock::control::sources::update_source(
+        &env.pool,
+        "shop_role",
+        &interlock::control::sources::SourceChanges {
+            approval_preview: Some(PreviewMode::Explain),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("explain previews");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let id = approvals::queue(
+        &env.gateway,
+        &env.agent_key,
+        "shop_role",
+        "UPDATE public.orders SET status = 'role-planned'",
+    )
+    .await;
+    let planned = approvals::wait(&env.gateway, &env.operator_key, &id, approvals::previewed).await;
+    assert_eq!(planned["preview"]["mode"], "explain", "{planned}");
+    assert_eq!(planned["preview"]["ok"], true, "{planned}");
 }

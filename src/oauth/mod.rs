@@ -279,16 +279,17 @@ mod tests {
 
     #[test]
     fn a_header_is_read_only_from_a_well_formed_first_segment() {
-        assert_eq!(
-            peek_header("eyJhbGciOiJub25lIn0.e30.").unwrap()["alg"],
-            "none"
-        );
-        for bad in ["", "not base64!.x.y", "WyJhIl0.e30.x", "e30"] {
-            let header = peek_header(bad);
-            assert!(
-                header.is_err() || header.as_ref().is_ok_and(|h| h["alg"].is_null()),
-                "{bad}"
-            );
+        // (token, the header's alg when it reads as a JSON object)
+        let cases: [(&str, Option<serde_json::Value>); 5] = [
+            ("eyJhbGciOiJub25lIn0.e30.", Some(json!("none"))),
+            ("e30", Some(serde_json::Value::Null)),
+            ("", None),
+            ("not base64!.x.y", None),
+            ("WyJhIl0.e30.x", None),
+        ];
+        for (token, alg) in cases {
+            let header = peek_header(token);
+            assert_eq!(header.ok().map(|h| h["alg"].clone()), alg, "{token:?}");
         }
     }
 }

@@ -321,37 +321,41 @@ async fn statement_work(
     limits: Limits,
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
-    match (mode, caller) {
-        (Mode::Query, Some(who)) => {
-            super::flight::query_as(conn, who, statement, params, limits).await
-        }
-        (Mode::Plan | Mode::Estimate, Some(_)) => {
-            // As the caller: its own transaction, opened with the caller's settings (so
-            // row-level security applies to a plan and to a write's estimate alike).
-            if let Err(e) = super::flight::begin_as(conn, caller).await {
-                // Never hand back a read connection inside a transaction.
-                let _ = super::flight::end(conn, false).await;
-                return Err(e);
-            }
-            let read = if matches!(mode, Mode::Plan) {
-                super::flight::plan(conn, statement, params, limits).await
-            } else {
-                super::flight::estimate(conn, statement).await
-            };
-            super::flight::end(conn, read.is_ok()).await?;
-            read
-        }
-        (Mode::Query, None) => super::flight::query(conn, statement, params, limits).await,
-        (Mode::Plan, None) => super::flight::plan(conn, statement, params, limits).await,
-        (Mode::Write { bound }, _) => {
+    let read = match mode {
+        Mode::Write { bound } => {
             let ending = super::flight::Ending::Commit { bound };
-            super::flight::write(conn, statement, params, limits, ending, caller).await
+            return super::flight::write(conn, statement, params, limits, ending, caller).await;
         }
-        (Mode::DryRun(timeouts), _) => {
+        Mode::DryRun(timeouts) => {
             let ending = super::flight::Ending::DryRun(timeouts);
-            super::flight::write(conn, statement, params, limits, ending, caller).await
+            return super::flight::write(conn, statement, params, limits, ending, caller).await;
         }
-        (Mode::Estimate, None) => super::flight::estimate(conn, statement).await,
+        Mode::Query | Mode::Plan | Mode::Estimate => {
+            read_only(conn, mode, statement, params, limits)
+        }
+    };
+    match caller {
+        // As the caller: in its own transaction, opened with the caller's settings (so
+        // row-level security applies to a read, a plan and a write's estimate alike).
+        Some(who) => super::flight::read_as(conn, who, read).await,
+        None => read.await,
+    }
+}
+
+/// A query, a plan or a write's estimate: one unnamed statement, one flight (sent whole
+/// when first polled, as [`super::flight::read_as`] needs).
+async fn read_only(
+    client: &tokio_postgres::Client,
+    mode: Mode,
+    statement: &str,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    match mode {
+        Mode::Plan => super::flight::plan(client, statement, params, limits).await,
+        Mode::Estimate => super::flight::estimate(client, statement).await,
+        // A query (writes never come here: `statement_work` runs them).
+        _ => super::flight::query(client, statement, params, limits).await,
     }
 }
 

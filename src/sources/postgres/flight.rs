@@ -131,52 +131,30 @@ fn set_caller(who: &super::execute::Caller) -> (&'static str, Vec<(&(dyn ToSql +
     }
 }
 
-/// Opens a transaction for a read as `caller`: BEGIN and the settings, in one flight.
-pub(super) async fn begin_as(
+/// A read (a query, a plan or a write's estimate) as `caller`, in one flight: BEGIN and
+/// the settings, the read, COMMIT. PostgreSQL runs them in order; when anything fails the
+/// transaction is aborted and its COMMIT rolls it back (a read changes nothing), so the
+/// connection never stays inside it. `read` must send all of its messages when first
+/// polled (one unnamed statement, as [`query`], [`plan`] and [`estimate`] do): `join!`
+/// polls BEGIN and the settings first and COMMIT last, and a read that waited for a reply
+/// before sending its statement would run after the COMMIT.
+pub(super) async fn read_as(
     client: &tokio_postgres::Client,
-    caller: Option<&super::execute::Caller>,
-) -> Result<(), ExecError> {
-    let Some(who) = caller else {
-        return Ok(());
-    };
+    who: &super::execute::Caller,
+    read: impl std::future::Future<Output = Result<Rows, ExecError>>,
+) -> Result<Rows, ExecError> {
     let (set_sql, values) = set_caller(who);
-    let (begun, set) = tokio::join!(
+    let (begun, set, rows, ended) = tokio::join!(
         client.batch_execute("BEGIN"),
-        client.query_typed(set_sql, &values)
+        client.query_typed(set_sql, &values),
+        read,
+        client.batch_execute("COMMIT")
     );
     begun.map_err(db_error)?;
     set.map_err(db_error)?;
-    Ok(())
-}
-
-/// A read as `caller` in one flight: BEGIN and the settings, the read, COMMIT. PostgreSQL
-/// runs them in order; when anything fails the transaction is aborted and its COMMIT rolls
-/// it back (a read changes nothing), so the connection never stays inside it.
-pub(super) async fn query_as(
-    client: &tokio_postgres::Client,
-    caller: &super::execute::Caller,
-    statement: &str,
-    params: &[TextParam],
-    limits: Limits,
-) -> Result<Rows, ExecError> {
-    let (begun, read, ended) = tokio::join!(
-        begin_as(client, Some(caller)),
-        query(client, statement, params, limits),
-        end(client, true)
-    );
-    begun?;
-    let rows = read?;
-    ended?;
+    let rows = rows?;
+    ended.map_err(db_error)?;
     Ok(rows)
-}
-
-/// Ends a read's transaction (a read changes nothing: COMMIT and ROLLBACK differ only in
-/// what an aborted transaction reports).
-pub(super) async fn end(client: &tokio_postgres::Client, ok: bool) -> Result<(), ExecError> {
-    client
-        .batch_execute(if ok { "COMMIT" } else { "ROLLBACK" })
-        .await
-        .map_err(db_error)
 }
 
 /// How a write's transaction ends.
@@ -239,15 +217,17 @@ pub(super) async fn write(
 }
 
 /// A write's plan, without running it: one row, the `EXPLAIN (FORMAT JSON)` document. The
-/// statement is the decision's own re-serialized single statement.
+/// statement is the decision's own re-serialized single statement, sent as one unnamed
+/// statement (one flight).
 pub(super) async fn estimate(
     client: &tokio_postgres::Client,
     statement: &str,
 ) -> Result<Rows, ExecError> {
-    let row = client
-        .query_one(&format!("EXPLAIN (FORMAT JSON) {statement}"), &[])
+    let rows = client
+        .query_typed(&format!("EXPLAIN (FORMAT JSON) {statement}"), &[])
         .await
         .map_err(db_error)?;
+    let row = rows.first().ok_or(ExecError::Driver)?;
     let plan: Value = row.try_get(0).map_err(|_| ExecError::Driver)?;
     Ok(Rows {
         columns: vec!["QUERY PLAN".into()],
