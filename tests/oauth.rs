@@ -548,3 +548,41 @@ async fn an_air_gapped_site_reads_the_keys_from_a_local_file_and_rereads_it_on_r
         a.body
     );
 }
+
+#[tokio::test]
+async fn a_cached_token_is_not_used_past_its_expiry() {
+    // A long identity cache: only the token's own `exp` can end its cache entry.
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("k");
+    issuer.publish(&[&key]);
+    let base = issuer.base.clone();
+    let env = demo_env_with(
+        move |s| {
+            s.identity.cache_ttl_ms = 60_000;
+            let o = &mut s.oauth;
+            o.enabled = true;
+            o.resource = RESOURCE.into();
+            o.issuer = base;
+            o.leeway_secs = 0;
+        },
+        |_| {},
+    )
+    .await;
+    let token = key.sign(&with(
+        claims(&issuer.base, "demo-agent", TOOLS),
+        "exp",
+        json!(now() + 2),
+    ));
+    assert_eq!(list_sources(&env, &token).await.status, 200);
+    tokio::time::sleep(Duration::from_millis(3_100)).await;
+    let a = list_sources(&env, &token).await;
+    assert_eq!(a.status, 401, "{:?}", a.body);
+    assert!(
+        a.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("expired"),
+        "{:?}",
+        a.body
+    );
+}

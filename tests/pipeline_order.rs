@@ -147,8 +147,7 @@ impl Ports for Fake {
                 token: (make == Make::NoToolsScope).then(|| TokenFacts {
                     issuer: "https://issuer.test".into(),
                     subject: "demo-agent".into(),
-                    scopes: vec!["openid".into()],
-                    expires_at: None,
+                    usable_until: None,
                     tools: false,
                     admin: false,
                 }),

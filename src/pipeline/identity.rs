@@ -34,8 +34,8 @@ pub struct Principal {
 pub struct TokenFacts {
     pub issuer: String,
     pub subject: String,
-    pub scopes: Vec<String>,
-    pub expires_at: Option<i64>,
+    /// Its `exp` plus `oauth.leeway_secs`, seconds since the epoch: it is not used after.
+    pub usable_until: Option<i64>,
     /// Whether it carries `oauth.tools_scope` and `oauth.admin_scope`.
     pub tools: bool,
     pub admin: bool,
@@ -63,6 +63,23 @@ impl Principal {
         self.token
             .as_ref()
             .map(|t| json!({"type": "oauth", "issuer": t.issuer, "subject": t.subject}))
+    }
+}
+
+/// Keeps a verified token in the cache no longer than its `exp` (plus the leeway) allows,
+/// within the cache's own time-to-live.
+struct UntilExpiry;
+
+impl moka::Expiry<[u8; 32], Arc<Principal>> for UntilExpiry {
+    fn expire_after_create(
+        &self,
+        _digest: &[u8; 32],
+        principal: &Arc<Principal>,
+        _created_at: std::time::Instant,
+    ) -> Option<Duration> {
+        let until = principal.token.as_ref()?.usable_until?;
+        let left = until.saturating_sub(chrono::Utc::now().timestamp());
+        Some(Duration::from_secs(u64::try_from(left).unwrap_or(0)))
     }
 }
 
@@ -98,6 +115,7 @@ impl IdentityResolver {
             tokens: Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(ttl)
+                .expire_after(UntilExpiry)
                 .build(),
             control,
             oauth: None,
@@ -155,20 +173,9 @@ impl IdentityResolver {
         token: &str,
     ) -> Result<Resolved, Arc<ControlError>> {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        let now = chrono::Utc::now().timestamp();
+        // A cached token is dropped when its `exp` (with the leeway) passes ([`UntilExpiry`]).
         if let Some(known) = self.tokens.get(&digest).await {
-            let live = known
-                .token
-                .as_ref()
-                .and_then(|t| t.expires_at)
-                .is_none_or(|exp| {
-                    exp + i64::try_from(oauth.settings.leeway_secs).unwrap_or(0) >= now
-                });
-            if live {
-                return Ok(Resolved::Caller(known));
-            }
-            self.tokens.invalidate(&digest).await;
-            return Ok(Resolved::InvalidToken("the token has expired".into()));
+            return Ok(Resolved::Caller(known));
         }
         let verified = match oauth.verify(token).await {
             Ok(v) => v,
@@ -231,8 +238,9 @@ impl IdentityResolver {
                 admin: v.scopes.contains(&oauth.settings.admin_scope),
                 issuer: v.issuer,
                 subject: v.subject,
-                scopes: v.scopes,
-                expires_at: v.expires_at,
+                usable_until: v.expires_at.map(|exp| {
+                    exp.saturating_add(i64::try_from(oauth.settings.leeway_secs).unwrap_or(0))
+                }),
             }),
         })))
     }
