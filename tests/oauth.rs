@@ -273,7 +273,7 @@ async fn tokens_are_verified_and_every_kind_of_bad_token_is_refused_with_a_chall
 #[tokio::test]
 async fn the_protected_resource_metadata_names_the_issuer_and_scopes() {
     let issuer = TestIssuer::start();
-    let env = env_for(&issuer, |o| o.authorization_servers = vec![]).await;
+    let env = env_for(&issuer, |_| {}).await;
     for path in [
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",

@@ -136,24 +136,24 @@ pub async fn seed(pool: &ControlPool, cluster: &Cluster) -> Result<DemoKeys, Dem
                 cache_ttl_ms: Some(5_000),
                 // The demo shows approvers what a write will do by running it rolled back.
                 approval_preview: Some(sources::PreviewMode::DryRun),
-                // public.agent_notes shows each caller only its own notes.
-                identity_propagation: Some(sources::Propagation::Settings),
                 ..Default::default()
             },
         )
         .await?;
     } else {
         update_port(pool, cluster.port()).await?;
-        sources::update_source(
-            pool,
-            SHOP_DB,
-            &sources::SourceChanges {
-                identity_propagation: Some(sources::Propagation::Settings),
-                ..Default::default()
-            },
-        )
-        .await?;
     }
+    // public.agent_notes shows each caller only its own notes (also on a data directory
+    // from before the demo carried identities).
+    sources::update_source(
+        pool,
+        SHOP_DB,
+        &sources::SourceChanges {
+            identity_propagation: Some(sources::Propagation::Settings),
+            ..Default::default()
+        },
+    )
+    .await?;
     register_handbook(pool).await?;
     policy_file::apply(pool, &policy_file::AccessFile::parse(ACCESS_TOML)?).await?;
     for k in keys::list_keys(pool, None).await? {

@@ -23,18 +23,9 @@ pub fn for_refusal(status: u16, code: &str) -> Option<&'static str> {
     }
 }
 
-/// Where the protected-resource metadata of `resource` is (RFC 9728 §3.1: the well-known
-/// name goes between the host and the resource's path).
+/// Where the protected-resource metadata of `resource` is (RFC 9728 §3.1).
 pub fn metadata_url(resource: &str) -> String {
-    let start = resource.find("://").map_or(0, |i| i + 3);
-    let (origin, path) = match resource[start..].find('/') {
-        Some(slash) => resource.split_at(start + slash),
-        None => (resource, ""),
-    };
-    format!(
-        "{origin}/.well-known/oauth-protected-resource{}",
-        path.trim_end_matches('/')
-    )
+    super::well_known::url(resource, "oauth-protected-resource")
 }
 
 /// Completes the `Bearer` challenge of a response with `resource_metadata` and `scope`.
@@ -76,27 +67,7 @@ pub async fn complete(
 
 #[cfg(test)]
 mod tests {
-    use super::{for_refusal, metadata_url};
-
-    #[test]
-    fn metadata_is_published_beside_the_resource_path() {
-        for (resource, url) in [
-            (
-                "https://gw.example.com/mcp",
-                "https://gw.example.com/.well-known/oauth-protected-resource/mcp",
-            ),
-            (
-                "http://127.0.0.1:8080",
-                "http://127.0.0.1:8080/.well-known/oauth-protected-resource",
-            ),
-            (
-                "https://gw.example.com/",
-                "https://gw.example.com/.well-known/oauth-protected-resource",
-            ),
-        ] {
-            assert_eq!(metadata_url(resource), url, "{resource}");
-        }
-    }
+    use super::for_refusal;
 
     #[test]
     fn refusals_challenge_as_rfc_6750_says() {

@@ -170,17 +170,12 @@ impl Keys {
 /// Where an issuer's metadata may be: RFC 8414 inserts the well-known name before the
 /// issuer's path; OpenID Connect appends it.
 fn metadata_urls(issuer: &str) -> Vec<String> {
-    let trimmed = issuer.trim_end_matches('/');
-    let (origin, path) = match trimmed.find("://").map(|i| i + 3) {
-        Some(start) => match trimmed[start..].find('/') {
-            Some(slash) => trimmed.split_at(start + slash),
-            None => (trimmed, ""),
-        },
-        None => (trimmed, ""),
-    };
     vec![
-        format!("{origin}/.well-known/oauth-authorization-server{path}"),
-        format!("{trimmed}/.well-known/openid-configuration"),
+        super::well_known::url(issuer, "oauth-authorization-server"),
+        format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ),
     ]
 }
 

@@ -13,6 +13,7 @@ pub mod issuer;
 pub mod jwks;
 pub mod metadata;
 pub mod settings;
+pub mod well_known;
 
 mod introspect;
 
