@@ -414,3 +414,72 @@ async fn role_mode_runs_each_caller_as_its_mapped_role_and_refuses_the_unmapped(
     assert_eq!(planned["preview"]["mode"], "explain", "{planned}");
     assert_eq!(planned["preview"]["ok"], true, "{planned}");
 }
+
+/// Issue 25 §4: `EXPLAIN (ANALYSE)` must not count rows a row-level security policy hides.
+/// PostgreSQL decides which plans a policy would filter: the plan runs with
+/// `row_security = off`, and a policy that applies makes it refuse (on a source carrying
+/// identities, and on one whose login the policies apply to all the same).
+#[tokio::test]
+async fn explain_analyse_never_counts_rows_a_policy_hides() {
+    let env = demo_env().await;
+    rls_source(&env, "rls_explain").await;
+    register(
+        &env,
+        "shop_rls_plain",
+        "rls_explain",
+        Propagation::None,
+        &[],
+    )
+    .await;
+    let analysed = [
+        "EXPLAIN (ANALYSE) SELECT * FROM public.orders WHERE id = 3",
+        "EXPLAIN ANALYZE SELECT count(*) FROM public.orders",
+        "EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM public.orders WHERE customer_id <> 7",
+        "EXPLAIN (ANALYSE true, COSTS off) SELECT o.id FROM public.orders o JOIN public.orders p ON p.id = o.id",
+    ];
+    // (source, statement, refused)
+    let mut cases: Vec<(&str, &str, bool)> = Vec::new();
+    for sql in analysed {
+        cases.push(("shop_rls", sql, true));
+        cases.push(("shop_rls_plain", sql, true));
+        // The superuser's source: no policy applies to its login, nothing is hidden.
+        cases.push(("shop", sql, false));
+    }
+    // Without ANALYZE nothing runs and no row is counted: allowed everywhere.
+    cases.push((
+        "shop_rls",
+        "EXPLAIN SELECT * FROM public.orders WHERE id = 3",
+        false,
+    ));
+    cases.push((
+        "shop_rls",
+        "EXPLAIN (ANALYSE false) SELECT * FROM public.orders",
+        false,
+    ));
+    for (source, sql, refused) in cases {
+        let a = query_on(&env, source, &env.agent_key, sql).await;
+        if refused {
+            // Refused once the plan ran: on the result stream, the refusal's own status.
+            assert_eq!(
+                a.body["error"]["data"]["status"], 403,
+                "{source}: {sql}: {:?}",
+                a.body
+            );
+            assert_eq!(
+                a.body["error"]["data"]["code"], "explain_analyze_row_security",
+                "{source}: {sql}: {:?}",
+                a.body
+            );
+            let reason = a.body["error"]["data"]["reason"].as_str().unwrap_or("");
+            assert!(reason.contains("run EXPLAIN without ANALYZE"), "{reason}");
+            assert!(!a.body.to_string().contains("Rows Removed"), "{:?}", a.body);
+        } else {
+            assert_eq!(a.status, 200, "{source}: {sql}: {:?}", a.body);
+            assert!(
+                a.body["result"]["isError"] != true,
+                "{source}: {sql}: {:?}",
+                a.body
+            );
+        }
+    }
+}

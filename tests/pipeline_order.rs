@@ -293,6 +293,7 @@ impl Ports for Fake {
                 rows: vec![row],
                 truncated: None,
                 affected: None,
+                changed: None,
             }),
         };
         async move { result }

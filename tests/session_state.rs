@@ -244,7 +244,9 @@ async fn read(pools: &pool::SourcePools, sql: &str, params: &[&str]) -> Result<u
         max_rows: 5,
         max_bytes: 4096,
     };
-    let explain = sql.starts_with("EXPLAIN");
+    let explain = sql
+        .starts_with("EXPLAIN")
+        .then_some(interlock::sql::classify::ExplainMode { analyze: false });
     execute::run(
         pools,
         Mode::read(explain),

@@ -197,7 +197,7 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
         let token = tokio_util::sync::CancellationToken::new();
         let run = execute::run(
             &pools,
-            Mode::read(allowed.explain.is_some()),
+            Mode::read(allowed.explain),
             &allowed.statement,
             &[] as &[TextParam],
             Limits {

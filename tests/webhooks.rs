@@ -112,6 +112,13 @@ async fn every_event_arrives_signed() {
     let executed = &accepted_for(&receiver, &id)["approval.executed"][0];
     let body = verify(executed);
     assert_eq!(body["data"]["state"], "executed", "{body}");
+    // The rows it changed, as PostgreSQL counted them (issue 25 §1).
+    assert_eq!(body["data"]["rows_affected"], 1, "{body}");
+    assert_eq!(
+        body["data"]["rows_changed"],
+        json!({"public.orders": 1}),
+        "{body}"
+    );
 
     // Refusals: a URL that is not http(s), and an event nobody offers.
     for (bad, why) in [

@@ -50,6 +50,12 @@ pub enum Event {
         id: String,
         source: String,
         state: String,
+        /// Rows the write changed in all tables (PostgreSQL's count), when it ran.
+        #[serde(default)]
+        rows_affected: Option<i64>,
+        /// Rows the write changed per table (`{"schema.table": n}`), when it ran.
+        #[serde(default)]
+        rows_changed: Option<serde_json::Value>,
         at: DateTime<Utc>,
     },
     #[serde(rename = "approval.expired")]

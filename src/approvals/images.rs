@@ -11,11 +11,20 @@
 //! Only the plain shapes are imaged (one target table with a primary key; no `UPDATE …
 //! FROM`, no `DELETE … USING`); anything else falls back to the plain dry run, which says
 //! why there are no images.
+//!
+//! An imaged preview also records the digest of the keys of every row the write changed
+//! ([`keys_digest`]), and the approved write is then run as [`keyed_sql`]: the statement
+//! as written, its `RETURNING` extended by the same key, so the execution can check that
+//! it changes exactly the rows the approvers were shown (by key) before it commits. A
+//! statement that chooses its rows by the clock would otherwise change other rows than
+//! the ones previewed. The key of a row is `jsonb_build_array(<key columns>)::text`, made
+//! by PostgreSQL in both runs; the digest is the SHA-256 of the keys sorted bytewise and
+//! joined by commas (the JSON text of the array of keys, so distinct sets never collide).
 
 use serde_json::{Map, Value};
 use sqlparser::ast::{
-    FromTable, ObjectName, ObjectNamePart, SelectItem, SelectItemQualifiedWildcardKind, Statement,
-    TableFactor, TableObject, WildcardAdditionalOptions,
+    FromTable, Ident, ObjectName, ObjectNamePart, SelectItem, SelectItemQualifiedWildcardKind,
+    Statement, TableFactor, TableObject, WildcardAdditionalOptions,
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -82,27 +91,95 @@ pub fn images_sql(
                    FROM (SELECT * FROM interlock_changed LIMIT {IMAGE_ROWS}) c),
                 (SELECT coalesce(jsonb_agg(to_jsonb(o)), '[]'::jsonb)
                    FROM {table} o
-                  WHERE ({}) IN (SELECT {} FROM interlock_changed c LIMIT {IMAGE_ROWS}))",
+                  WHERE ({}) IN (SELECT {} FROM interlock_changed c LIMIT {IMAGE_ROWS})),
+                (SELECT encode(sha256(convert_to(
+                            coalesce(string_agg(k, ',' ORDER BY k COLLATE \"C\"), ''), 'UTF8')), 'hex')
+                   FROM (SELECT jsonb_build_array({})::text AS k FROM interlock_changed c) ks)",
         old_key.join(", "),
+        new_key.join(", "),
         new_key.join(", "),
     );
     Ok((sql, kind))
 }
 
+/// The name of the key column [`keyed_sql`] adds.
+pub const KEY_COLUMN: &str = "interlock key";
+
+/// `statement` (an allowed write on `target` with primary key `pk`, of a shape
+/// [`images_sql`] images) with its `RETURNING` extended by one last column, the key of each
+/// row it changes, made as the preview made it.
+pub fn keyed_sql(statement: &str, target: &RelationRef, pk: &[String]) -> Result<String, String> {
+    if pk.is_empty() {
+        return Err(format!("{target} has no primary key"));
+    }
+    let mut parsed = reparse(statement)?;
+    let plain = plain_write(&mut parsed)?;
+    let key = format!(
+        "jsonb_build_array({})::text AS \"{KEY_COLUMN}\"",
+        pk.iter()
+            .map(|c| format!("{}.{}", plain.qualifier, quote_always(c)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let item = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&key)
+        .and_then(|mut p| p.parse_select_item())
+        .map_err(|e| format!("the key of {target} could not be formed: {e}"))?;
+    plain.returning.get_or_insert_with(Vec::new).push(item);
+    Ok(parsed.to_string())
+}
+
+/// The digest of a set of row keys (see the module documentation).
+pub fn keys_digest(keys: &mut [String]) -> [u8; 32] {
+    use sha2::Digest;
+    keys.sort_unstable();
+    let mut hash = sha2::Sha256::new();
+    for (i, k) in keys.iter().enumerate() {
+        if i > 0 {
+            hash.update(b",");
+        }
+        hash.update(k.as_bytes());
+    }
+    hash.finalize().into()
+}
+
 /// `statement` with `RETURNING <target>.*` in place of its own `RETURNING`.
 fn with_returning(statement: &str) -> Result<(String, WriteKind), String> {
-    let mut parsed = Parser::parse_sql(&PostgreSqlDialect {}, statement)
+    let mut parsed = reparse(statement)?;
+    let plain = plain_write(&mut parsed)?;
+    *plain.returning = Some(vec![SelectItem::QualifiedWildcard(
+        SelectItemQualifiedWildcardKind::ObjectName(plain.qualifier),
+        WildcardAdditionalOptions::default(),
+    )]);
+    let kind = plain.kind;
+    Ok((parsed.to_string(), kind))
+}
+
+fn reparse(statement: &str) -> Result<Statement, String> {
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, statement)
         .map_err(|e| format!("the statement could not be re-read: {e}"))?;
-    let [one] = parsed.as_mut_slice() else {
-        return Err("not a single statement".into());
+    match <[Statement; 1]>::try_from(parsed) {
+        Ok([one]) => Ok(one),
+        Err(_) => Err("not a single statement".into()),
+    }
+}
+
+/// A write of the imaged shape: what it does, the name its `RETURNING` calls the target
+/// by, and its `RETURNING`.
+struct PlainWrite<'a> {
+    kind: WriteKind,
+    qualifier: ObjectName,
+    returning: &'a mut Option<Vec<SelectItem>>,
+}
+
+fn plain_write(one: &mut Statement) -> Result<PlainWrite<'_>, String> {
+    let by_alias = |name: &ObjectName, alias: Option<&Ident>| {
+        alias.map_or_else(
+            || name.clone(),
+            |a| ObjectName(vec![ObjectNamePart::Identifier(a.clone())]),
+        )
     };
-    let star = |name: ObjectName| {
-        Some(vec![SelectItem::QualifiedWildcard(
-            SelectItemQualifiedWildcardKind::ObjectName(name),
-            WildcardAdditionalOptions::default(),
-        )])
-    };
-    let kind = match one {
+    match one {
         Statement::Update(u) => {
             if u.from.is_some() || !u.table.joins.is_empty() {
                 return Err("an UPDATE that reads other tables is not imaged".into());
@@ -110,12 +187,11 @@ fn with_returning(statement: &str) -> Result<(String, WriteKind), String> {
             let TableFactor::Table { name, alias, .. } = &u.table.relation else {
                 return Err("the UPDATE target is not a plain table".into());
             };
-            let target = alias.as_ref().map_or_else(
-                || name.clone(),
-                |a| ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
-            );
-            u.returning = star(target);
-            WriteKind::Update
+            Ok(PlainWrite {
+                kind: WriteKind::Update,
+                qualifier: by_alias(name, alias.as_ref().map(|a| &a.name)),
+                returning: &mut u.returning,
+            })
         }
         Statement::Delete(d) => {
             if d.using.is_some() || !d.tables.is_empty() {
@@ -131,27 +207,24 @@ fn with_returning(statement: &str) -> Result<(String, WriteKind), String> {
             let TableFactor::Table { name, alias, .. } = &only.relation else {
                 return Err("the DELETE target is not a plain table".into());
             };
-            let target = alias.as_ref().map_or_else(
-                || name.clone(),
-                |a| ObjectName(vec![ObjectNamePart::Identifier(a.name.clone())]),
-            );
-            d.returning = star(target);
-            WriteKind::Delete
+            Ok(PlainWrite {
+                kind: WriteKind::Delete,
+                qualifier: by_alias(name, alias.as_ref().map(|a| &a.name)),
+                returning: &mut d.returning,
+            })
         }
         Statement::Insert(i) => {
             let TableObject::TableName(name) = &i.table else {
                 return Err("the INSERT target is not a plain table".into());
             };
-            let target = i.table_alias.as_ref().map_or_else(
-                || name.clone(),
-                |a| ObjectName(vec![ObjectNamePart::Identifier(a.alias.clone())]),
-            );
-            i.returning = star(target);
-            WriteKind::Insert
+            Ok(PlainWrite {
+                kind: WriteKind::Insert,
+                qualifier: by_alias(name, i.table_alias.as_ref().map(|a| &a.alias)),
+                returning: &mut i.returning,
+            })
         }
-        _ => return Err("only INSERT, UPDATE and DELETE are imaged".into()),
-    };
-    Ok((one.to_string(), kind))
+        _ => Err("only INSERT, UPDATE and DELETE are imaged".into()),
+    }
 }
 
 /// The rows of one image as the requester may see them: only readable columns, in the

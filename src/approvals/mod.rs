@@ -8,7 +8,9 @@
 //!   policy, running the write in a READ WRITE transaction, storing the outcome, invalidating
 //!   the cache; plus expiry and recovery;
 //! - [`instance`]: the advisory lock that tells a live executor from a dead one;
-//! - [`display`]: the statement as approvers see it, control characters escaped.
+//! - [`display`]: the statement as approvers see it, control characters escaped;
+//! - [`preview`], [`images`], [`side_effects`]: what a queued write would do, shown to
+//!   approvers, and the rows (by key) an imaged preview binds the execution to.
 
 pub mod decide;
 pub mod display;
@@ -17,6 +19,7 @@ pub mod instance;
 pub mod preview;
 pub mod recheck;
 pub mod runner;
+pub mod side_effects;
 
 pub use decide::{decide, DecideError};
 pub use display::escape_for_display;

@@ -24,8 +24,13 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
 use super::images::{self, WriteKind};
 use super::recheck::{allowed_now, Now, Queued};
+use super::side_effects;
 use crate::control::approval_lifecycle as lifecycle;
 use crate::control::approvals;
 use crate::control::sources::PreviewMode;
@@ -33,8 +38,11 @@ use crate::control::{ControlError, ControlPool};
 use crate::governance::readable_columns;
 use crate::governance::SqlLimits;
 use crate::pipeline::mask;
+use crate::sources::postgres::changes::Changes;
 use crate::sources::postgres::execute::{self, Limits, Mode, PreviewTimeouts};
+use crate::sources::postgres::pool::SourcePools;
 use crate::sources::registry::SourceRegistry;
+use crate::sql::lineage::RelationRef;
 
 /// Rows of a dry run's `RETURNING` kept in the preview.
 pub const RETURNING_ROWS: u64 = 20;
@@ -58,62 +66,84 @@ impl Previewer {
             requester: &a.requester,
             statement: &a.statement,
         };
-        let (preview, bound) = self.compute(&queued).await;
-        lifecycle::store_preview(&self.control, id, &preview, bound).await?;
+        let (preview, bound, keys) = match self.compute(&queued).await {
+            Computed::Imaged(preview, bound, keys) => (preview, bound, Some(keys)),
+            Computed::Unkeyed(preview, bound) => (preview, bound, None),
+        };
+        lifecycle::store_preview(&self.control, id, &preview, bound, keys.as_deref()).await?;
         Ok(preview)
     }
 
-    /// The preview and the bound it suggests.
-    async fn compute(&self, q: &Queued<'_>) -> (Value, Option<i64>) {
+    /// The preview, the bound it suggests, and the keys of the rows it showed.
+    async fn compute(&self, q: &Queued<'_>) -> Computed {
         let now = match allowed_now(&self.control, &self.sources, &self.sql_limits, q).await {
             Ok(now) => now,
-            Err(reason) => return (failed(None, &reason), None),
+            Err(reason) => return Computed::Unkeyed(failed(None, &reason), None),
         };
-        let (rt, allowed) = (&now.rt, &now.allowed);
+        match self.preview_of(&now).await {
+            Computed::Unkeyed(preview, bound) => Computed::Unkeyed(not_imaged(preview), bound),
+            imaged => imaged,
+        }
+    }
+
+    /// The preview the source's mode asks for.
+    async fn preview_of(&self, now: &Now) -> Computed {
+        let rt = &now.rt;
         let mode = rt.source.approval_preview;
         let Some(pools) = rt.pools.as_ref() else {
-            return (
-                failed(Some(mode), "the source's connection settings are unusable"),
-                None,
-            );
+            let unusable = failed(Some(mode), "the source's connection settings are unusable");
+            return Computed::Unkeyed(unusable, None);
         };
-        let never = CancellationToken::new();
         let limits = Limits {
             max_rows: RETURNING_ROWS,
             max_bytes: rt.source.max_bytes,
         };
-        match mode {
+        let (preview, bound) = match mode {
             PreviewMode::Off => (json!({"mode": "off", "computed_at": Utc::now()}), None),
-            PreviewMode::Explain => {
-                match execute::run(
-                    pools,
-                    Mode::Estimate,
-                    &allowed.statement,
-                    &[],
-                    limits,
-                    &never,
-                    now.caller.as_ref(),
-                )
-                .await
-                {
-                    Ok(rows) => {
-                        let plan = first_value(rows);
-                        let estimate = estimated_rows(&plan);
-                        (
-                            json!({"mode": "explain", "ok": true, "estimated_rows": estimate,
-                                   "plan": plan, "computed_at": Utc::now()}),
-                            estimate,
-                        )
-                    }
-                    Err(e) => (failed(Some(mode), &e.to_string()), None),
+            PreviewMode::Explain => self.explain(now, pools, limits).await,
+            PreviewMode::DryRun => match self.imaged(now, limits).await {
+                Imaged::Done(preview, bound, keys) => {
+                    return Computed::Imaged(preview, bound, keys)
                 }
-            }
-            PreviewMode::DryRun => match self.imaged(&now, limits).await {
-                Imaged::Done(preview, bound) => (preview, bound),
                 Imaged::Failed(e) => (failed(Some(mode), &self.why(&e)), None),
-                Imaged::Without(why) => self.plain_dry_run(&now, limits, &why).await,
+                Imaged::Without(why) => self.plain_dry_run(now, limits, &why).await,
             },
-        }
+        };
+        Computed::Unkeyed(preview, bound)
+    }
+
+    /// The planner's estimate: nothing runs. For `EXPLAIN (ANALYSE)` of a write, the
+    /// estimate of the write inside it. Triggers and foreign-key actions are not in a plan:
+    /// those on the tables the write changes are named, since the bound counts their rows.
+    async fn explain(
+        &self,
+        now: &Now,
+        pools: &SourcePools,
+        limits: Limits,
+    ) -> (Value, Option<i64>) {
+        let mode = PreviewMode::Explain;
+        let never = CancellationToken::new();
+        let planned = match explained_write(&now.allowed.statement) {
+            Ok(planned) => planned,
+            Err(why) => return (failed(Some(mode), &why), None),
+        };
+        let caller = now.caller.as_ref();
+        let plan = match execute::run(pools, Mode::Estimate, &planned, &[], limits, &never, caller)
+            .await
+        {
+            Ok(rows) => first_value(rows),
+            Err(e) => return (failed(Some(mode), &e.to_string()), None),
+        };
+        let estimate = estimated_rows(&plan);
+        let also = match side_effects::of(pools, &now.allowed.tables_written).await {
+            Ok(also) => also,
+            Err(e) => return (failed(Some(mode), &e.to_string()), None),
+        };
+        (
+            json!({"mode": "explain", "ok": true, "estimated_rows": estimate, "plan": plan,
+                   "may_also_change": also, "computed_at": Utc::now()}),
+            estimate,
+        )
     }
 
     /// The dry run with row images (see [`super::images`]), when the write's shape allows.
@@ -132,28 +162,10 @@ impl Previewer {
         };
         let never = CancellationToken::new();
         let dry = Mode::DryRun(self.timeouts);
-        let pk = match execute::run(
-            pools,
-            dry,
-            &images::primary_key_sql(target),
-            &[],
-            limits,
-            &never,
-            None,
-        )
-        .await
-        {
-            Ok(rows) => first_value(rows),
+        let pk = match primary_key(pools, target).await {
+            Ok(pk) => pk,
             Err(e) => return Imaged::Failed(e),
         };
-        let pk: Vec<String> = pk
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
         let (sql, kind) = match images::images_sql(&now.allowed.statement, target, &pk) {
             Ok(planned) => planned,
             Err(why) => return Imaged::Without(why),
@@ -163,11 +175,16 @@ impl Previewer {
             Ok(rows) => rows,
             Err(e) => return Imaged::Failed(e),
         };
+        // The effect is every row the write changed, in every table (triggers included).
+        let count = rows.affected.and_then(|n| i64::try_from(n).ok());
+        let changed = rows.changed.as_ref().map(Changes::to_json);
         let row = rows.rows.into_iter().next().unwrap_or_default();
-        let mut values = row.into_iter();
-        let count = values.next().and_then(|v| v.as_i64());
+        let mut values = row.into_iter().skip(1);
         let returned = values.next().unwrap_or(Value::Null);
         let old = values.next().unwrap_or(Value::Null);
+        let Some(Value::String(keys)) = values.next() else {
+            return Imaged::Without("the keys of the changed rows could not be read".into());
+        };
         let key = &now.rt.source.mask_key;
         let after = match kind {
             WriteKind::Delete => Value::Array(Vec::new()),
@@ -176,9 +193,13 @@ impl Previewer {
         let before = images::view(&old, &readable, key);
         Imaged::Done(
             json!({"mode": "dry_run", "ok": true, "rows_affected": count,
-                   "table": target.to_string(), "before": before, "after": after,
-                   "images_limit": images::IMAGE_ROWS, "computed_at": Utc::now()}),
+                   "rows_changed": changed, "table": target.to_string(), "before": before,
+                   "after": after, "images_limit": images::IMAGE_ROWS,
+                   "bound_to_rows_shown": true,
+                   "bound_to_rows_shown_why": "the write must change exactly the rows of this preview, by primary key, or it fails with nothing changed",
+                   "computed_at": Utc::now()}),
             count,
+            keys,
         )
     }
 
@@ -203,11 +224,13 @@ impl Previewer {
         match execute::run(pools, dry, &allowed.statement, &[], limits, &never, caller).await {
             Ok(rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
+                let changed = rows.changed.as_ref().map(Changes::to_json);
                 let truncated = rows.truncated.is_some();
                 let returning =
                     mask::returning_rows(rows, &allowed.output_columns, &rt.source.mask_key);
                 (
                     json!({"mode": "dry_run", "ok": true, "rows_affected": affected,
+                                   "rows_changed": changed,
                                    "returning": returning, "returning_truncated": truncated,
                                    "no_images": no_images, "computed_at": Utc::now()}),
                     affected,
@@ -233,9 +256,73 @@ impl Previewer {
     }
 }
 
+/// A computed preview and the bound it suggests; an imaged one also with the digest of
+/// the keys of the rows it showed.
+enum Computed {
+    Imaged(Value, Option<i64>, String),
+    Unkeyed(Value, Option<i64>),
+}
+
+/// A preview that showed no rows by key says so: the write is held to its count only.
+fn not_imaged(mut preview: Value) -> Value {
+    if let Some(p) = preview.as_object_mut() {
+        p.insert("bound_to_rows_shown".into(), Value::Bool(false));
+        p.insert(
+            "bound_to_rows_shown_why".into(),
+            Value::String(
+                "this preview did not image the changed rows by key: the write is held to its row count only"
+                    .into(),
+            ),
+        );
+    }
+    preview
+}
+
+/// The primary-key columns of `target`, in key order (empty when it has none).
+pub async fn primary_key(
+    pools: &SourcePools,
+    target: &RelationRef,
+) -> Result<Vec<String>, execute::ExecError> {
+    let limits = Limits {
+        max_rows: 1,
+        max_bytes: 1 << 20,
+    };
+    let never = CancellationToken::new();
+    let rows = execute::run(
+        pools,
+        Mode::Query,
+        &images::primary_key_sql(target),
+        &[],
+        limits,
+        &never,
+        None,
+    )
+    .await?;
+    Ok(first_value(rows)
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// The statement whose plan estimates a queued write: the write itself, or the write inside
+/// `EXPLAIN (ANALYSE)` (whose own plan cannot be explained).
+fn explained_write(statement: &str) -> Result<String, String> {
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, statement)
+        .map_err(|e| format!("the statement could not be re-read: {e}"))?;
+    match parsed.as_slice() {
+        [Statement::Explain { statement, .. }] => Ok(statement.to_string()),
+        [_] => Ok(statement.to_string()),
+        _ => Err("not a single statement".into()),
+    }
+}
+
 /// How the imaged dry run went.
 enum Imaged {
-    Done(Value, Option<i64>),
+    Done(Value, Option<i64>, String),
     /// The source refused or timed out: the preview failed.
     Failed(execute::ExecError),
     /// The write's shape has no images; the plain dry run runs instead.
@@ -254,18 +341,28 @@ fn failed(mode: Option<PreviewMode>, why: &str) -> Value {
     json!({"mode": mode.map(PreviewMode::as_str), "ok": false, "error": why, "computed_at": Utc::now()})
 }
 
-/// The planner's estimate of the rows a write touches: a write's top node (ModifyTable)
-/// reports 0 rows without `RETURNING`, so its input's estimate is the one that counts.
+/// The planner's estimate of the rows a write changes: the sum, over every ModifyTable node
+/// of the plan (one per data-modifying statement, wherever it sits: the top, a CTE, an
+/// init plan), of its input's estimate (a ModifyTable node itself reports 0 rows without
+/// `RETURNING`). `None` when the plan modifies nothing or is not a plan.
 pub fn estimated_rows(plan: &Value) -> Option<i64> {
-    let top = plan.get(0)?.get("Plan")?;
-    let node = if top.get("Node Type").and_then(Value::as_str) == Some("ModifyTable") {
-        top.get("Plans").and_then(|p| p.get(0)).unwrap_or(top)
-    } else {
-        top
-    };
-    node.get("Plan Rows")
-        .and_then(Value::as_f64)
-        .map(|r| r.round() as i64)
+    fn walk(node: &Value, sum: &mut Option<f64>) {
+        let children = node.get("Plans").and_then(Value::as_array);
+        if node.get("Node Type").and_then(Value::as_str) == Some("ModifyTable") {
+            let input = children
+                .and_then(|c| c.first())
+                .and_then(|c| c.get("Plan Rows"))
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            *sum = Some(sum.unwrap_or(0.0) + input);
+        }
+        for child in children.into_iter().flatten() {
+            walk(child, sum);
+        }
+    }
+    let mut sum = None;
+    walk(plan.get(0)?.get("Plan")?, &mut sum);
+    sum.map(|r| r.round() as i64)
 }
 
 #[cfg(test)]
@@ -281,8 +378,15 @@ mod tests {
         let insert_values = json!([{"Plan": {"Node Type": "ModifyTable", "Plan Rows": 0,
             "Plans": [{"Node Type": "Result", "Plan Rows": 1}]}}]);
         assert_eq!(estimated_rows(&insert_values), Some(1));
-        let other = json!([{"Plan": {"Node Type": "Result", "Plan Rows": 3.4}}]);
-        assert_eq!(estimated_rows(&other), Some(3));
+        // Data-modifying CTEs: each ModifyTable below a Result or CTE Scan counts.
+        let ctes = json!([{"Plan": {"Node Type": "Result", "Plan Rows": 1, "Plans": [
+            {"Node Type": "ModifyTable", "Subplan Name": "CTE u", "Plans": [
+                {"Node Type": "Seq Scan", "Plan Rows": 10000}]},
+            {"Node Type": "CTE Scan", "Plans": [{"Node Type": "ModifyTable", "Plans": [
+                {"Node Type": "Index Scan", "Plan Rows": 2.4}]}]}]}}]);
+        assert_eq!(estimated_rows(&ctes), Some(10002));
+        let read = json!([{"Plan": {"Node Type": "Result", "Plan Rows": 3.4}}]);
+        assert_eq!(estimated_rows(&read), None);
         assert_eq!(estimated_rows(&json!(null)), None);
     }
 }

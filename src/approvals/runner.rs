@@ -11,11 +11,13 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::images;
 use super::recheck::{allowed_now, Queued};
-use crate::control::approval_lifecycle::{self as lifecycle, LostExecution};
+use crate::control::approval_lifecycle::{self as lifecycle, Ended, LostExecution};
 use crate::control::{instances, ControlError, ControlPool};
 use crate::governance::SqlLimits;
 use crate::pipeline::{audit, mask, AuditDraft, Outcome};
+use crate::sources::postgres::changes::Changes;
 use crate::sources::postgres::execute::{self, Limits, Mode};
 use crate::sources::registry::SourceRegistry;
 
@@ -36,12 +38,12 @@ pub struct GatewayRunner {
 }
 
 struct Claimed {
-    id: Uuid,
     source_id: String,
     requester_id: Uuid,
     requester: String,
     statement: String,
     max_rows: Option<i64>,
+    preview_keys: Option<String>,
 }
 
 impl GatewayRunner {
@@ -69,29 +71,24 @@ impl GatewayRunner {
         }
         let row = lifecycle::claim(&self.control, id, self.instance).await?;
         Ok(row.map(|r| Claimed {
-            id,
             source_id: r.source_id,
             requester_id: r.requester_id,
             requester: r.requester,
             statement: r.statement,
             max_rows: r.max_rows,
+            preview_keys: r.preview_keys,
         }))
     }
 
-    async fn finish(
-        &self,
-        c: &Claimed,
-        state: &str,
-        rows_affected: Option<i64>,
-        result: Option<Value>,
-        error: Option<String>,
-    ) -> Result<(), ControlError> {
-        lifecycle::finish(&self.control, c.id, state, rows_affected, result, error).await
-    }
-
     /// Re-checks grants and policy as they are now, then runs the write.
-    async fn run(&self, c: &Claimed) -> (String, Option<i64>, Option<Value>, Option<String>) {
-        let failed = |reason: String| ("failed".to_string(), None, None, Some(reason));
+    async fn run(&self, c: &Claimed) -> Ended {
+        let failed = |reason: String| Ended {
+            state: "failed",
+            rows_affected: None,
+            rows_changed: None,
+            result: None,
+            error: Some(reason),
+        };
         let queued = Queued {
             source_id: &c.source_id,
             requester_id: c.requester_id,
@@ -102,45 +99,58 @@ impl GatewayRunner {
             Ok(now) => now,
             Err(reason) => return failed(reason),
         };
-        // The write runs as the requester (`caller`), not as the approver.
-        let super::recheck::Now {
-            rt,
-            allowed,
-            caller,
-            ..
-        } = now;
-        let Some(pools) = rt.pools.as_ref() else {
+        let Some(pools) = now.rt.pools.as_ref() else {
             return failed("the source's connection settings are unusable".into());
+        };
+        // Where the preview showed the rows by key, the write must change exactly those.
+        let (statement, keys) = match &c.preview_keys {
+            None => (now.allowed.statement.clone(), None),
+            Some(digest) => match keyed(&now, pools, digest).await {
+                Ok(keyed) => keyed,
+                Err(reason) => return failed(reason),
+            },
         };
         let never = CancellationToken::new();
         let limits = Limits {
-            max_rows: u64::from(rt.source.max_rows),
-            max_bytes: rt.source.max_bytes,
+            max_rows: u64::from(now.rt.source.max_rows),
+            max_bytes: now.rt.source.max_bytes,
         };
         let bound = c.max_rows.and_then(|m| u64::try_from(m).ok());
-        match execute::run(
+        // The write runs as the requester (`caller`), not as the approver.
+        let result = execute::run(
             pools,
-            Mode::Write { bound },
-            &allowed.statement,
+            Mode::Write { bound, keys },
+            &statement,
             &[],
             limits,
             &never,
-            caller.as_ref(),
+            now.caller.as_ref(),
         )
-        .await
-        {
+        .await;
+        match result {
             Ok(rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
-                let returning =
-                    mask::returning_rows(rows, &allowed.output_columns, &rt.source.mask_key);
-                let tables: Vec<(String, String)> = allowed
+                let changed = rows.changed.as_ref().map(Changes::to_json);
+                let returning = mask::returning_rows(
+                    rows,
+                    &now.allowed.output_columns,
+                    &now.rt.source.mask_key,
+                );
+                let tables: Vec<(String, String)> = now
+                    .allowed
                     .tables_written
                     .iter()
                     .map(|t| (t.schema.clone(), t.name.clone()))
                     .collect();
                 self.cache.invalidate(&c.source_id, tables.clone()).await;
                 self.fleet.invalidated(&c.source_id, &tables).await;
-                ("executed".into(), affected, returning, None)
+                Ended {
+                    state: "executed",
+                    rows_affected: affected,
+                    rows_changed: changed,
+                    result: returning,
+                    error: None,
+                }
             }
             Err(e) => failed(e.to_string()),
         }
@@ -183,14 +193,11 @@ impl ApprovalRunner for GatewayRunner {
                 json!({"step": "execution started"}),
             )
             .await;
-            let (state, affected, result, error) = this.run(&claimed).await;
-            if let Err(e) = this
-                .finish(&claimed, &state, affected, result, error.clone())
-                .await
-            {
+            let ended = this.run(&claimed).await;
+            if let Err(e) = lifecycle::finish(&this.control, id, &ended).await {
                 tracing::error!(%id, error = %e, "storing an approval outcome failed");
             }
-            let outcome = if state == "executed" {
+            let outcome = if ended.state == "executed" {
                 Outcome::Json(Value::Null)
             } else {
                 Outcome::Failed
@@ -200,13 +207,16 @@ impl ApprovalRunner for GatewayRunner {
                 &claimed.source_id,
                 "approval.outcome",
                 outcome,
-                json!({"state": state, "rows_affected": affected, "error": error}),
+                json!({"state": ended.state, "rows_affected": ended.rows_affected,
+                       "rows_changed": ended.rows_changed, "error": ended.error}),
             )
             .await;
             this.events.publish(Event::ApprovalExecuted {
                 id: id.to_string(),
                 source: claimed.source_id.clone(),
-                state,
+                state: ended.state.to_string(),
+                rows_affected: ended.rows_affected,
+                rows_changed: ended.rows_changed,
                 at: Utc::now(),
             });
         })
@@ -311,7 +321,35 @@ impl GatewayRunner {
             id: id.to_string(),
             source,
             state: "outcome_unknown".into(),
+            rows_affected: None,
+            rows_changed: None,
             at: Utc::now(),
         });
     }
+}
+
+/// The write as it runs when its preview showed the rows by key: the statement with each
+/// changed row's key as its last column, and the digest of the keys it must change.
+async fn keyed(
+    now: &super::recheck::Now,
+    pools: &crate::sources::postgres::pool::SourcePools,
+    digest: &str,
+) -> Result<(String, Option<[u8; 32]>), String> {
+    let unchecked = |why: String| {
+        format!(
+            "the rows the preview showed can no longer be checked ({why}); the write was not run"
+        )
+    };
+    let expected: [u8; 32] = hex::decode(digest)
+        .ok()
+        .and_then(|d| d.try_into().ok())
+        .ok_or_else(|| unchecked("the stored digest is malformed".into()))?;
+    let [target] = now.allowed.tables_written.as_slice() else {
+        return Err(unchecked("the write changes more than one table".into()));
+    };
+    let pk = super::preview::primary_key(pools, target)
+        .await
+        .map_err(|e| unchecked(e.to_string()))?;
+    let sql = images::keyed_sql(&now.allowed.statement, target, &pk).map_err(unchecked)?;
+    Ok((sql, Some(expected)))
 }

@@ -97,6 +97,9 @@ pub struct ClaimedRow {
     pub statement: String,
     /// The most rows the write may affect (the approved effect); `None`: unbounded.
     pub max_rows: Option<i64>,
+    /// The digest of the keys of the rows the preview showed changing, which the write must
+    /// change exactly; `None` when the preview could not image rows.
+    pub preview_keys: Option<String>,
 }
 
 /// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
@@ -111,7 +114,7 @@ pub async fn claim(
             "UPDATE approvals a SET state = 'executing', executing_by = $2, executing_at = now()
               FROM identities i
              WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
-             RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows",
+             RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows, a.preview_keys",
             &[&id, &instance],
         )
         .await?;
@@ -121,22 +124,27 @@ pub async fn claim(
         requester: r.get(2),
         statement: r.get(3),
         max_rows: r.get(4),
+        preview_keys: r.get(5),
     }))
 }
 
 /// Stores the preview of approval `id`; unless a bound was set already, the bound becomes
-/// `default_bound` (the previewed or estimated row count).
+/// `default_bound` (the previewed or estimated row count). The keys the write must change
+/// are always the latest preview's (`None`: it imaged no rows), so approvers approve the
+/// rows they were last shown.
 pub async fn store_preview(
     pool: &ControlPool,
     id: Uuid,
     preview: &Value,
     default_bound: Option<i64>,
+    keys: Option<&str>,
 ) -> Result<(), ControlError> {
     pool.get()
         .await?
         .execute(
-            "UPDATE approvals SET preview = $2, max_rows = coalesce(max_rows, $3) WHERE id = $1",
-            &[&id, preview, &default_bound],
+            "UPDATE approvals SET preview = $2, max_rows = coalesce(max_rows, $3), preview_keys = $4
+              WHERE id = $1 AND state = 'pending'",
+            &[&id, preview, &default_bound, &keys],
         )
         .await?;
     Ok(())
@@ -157,21 +165,36 @@ pub async fn set_bound(
     Ok(())
 }
 
-/// Ends the execution of claimed approval `id` in `state`, with its result.
-pub async fn finish(
-    pool: &ControlPool,
-    id: Uuid,
-    state: &str,
-    rows_affected: Option<i64>,
-    result: Option<Value>,
-    error: Option<String>,
-) -> Result<(), ControlError> {
+/// How a claimed write ended.
+#[derive(Debug, Clone)]
+pub struct Ended {
+    /// `executed` or `failed`.
+    pub state: &'static str,
+    /// Rows changed in all tables (PostgreSQL's count, never the command tag).
+    pub rows_affected: Option<i64>,
+    /// Rows changed per table (`{"schema.table": n}`).
+    pub rows_changed: Option<Value>,
+    /// The statement's own `RETURNING` rows, masked.
+    pub result: Option<Value>,
+    pub error: Option<String>,
+}
+
+/// Ends the execution of claimed approval `id` as `ended` says.
+pub async fn finish(pool: &ControlPool, id: Uuid, ended: &Ended) -> Result<(), ControlError> {
     let client = pool.get().await?;
     client
         .execute(
-            "UPDATE approvals SET state = $2, executed_at = now(), rows_affected = $3, result = $4, error = $5
+            "UPDATE approvals SET state = $2, executed_at = now(), rows_affected = $3, result = $4,
+                    error = $5, rows_changed = $6
               WHERE id = $1 AND state = 'executing'",
-            &[&id, &state, &rows_affected, &result, &error],
+            &[
+                &id,
+                &ended.state,
+                &ended.rows_affected,
+                &ended.result,
+                &ended.error,
+                &ended.rows_changed,
+            ],
         )
         .await?;
     Ok(())

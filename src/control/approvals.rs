@@ -66,6 +66,8 @@ pub struct Approval {
     pub expires_at: DateTime<Utc>,
     pub executed_at: Option<DateTime<Utc>>,
     pub rows_affected: Option<i64>,
+    /// Rows the write changed per table, as PostgreSQL counted them.
+    pub rows_changed: Option<Value>,
     pub result: Option<Value>,
     pub error: Option<String>,
     /// The effect preview (`approvals::preview`), when it has been computed.
@@ -77,7 +79,7 @@ pub struct Approval {
 
 pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.source_id, a.requester_id, i.name AS requester, a.statement,
     a.fingerprint, a.touches, a.state, a.approvals_required, a.created_at, a.expires_at, a.executed_at,
-    a.rows_affected, a.result, a.error, a.preview, a.max_rows";
+    a.rows_affected, a.rows_changed, a.result, a.error, a.preview, a.max_rows";
 
 pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
     Approval {
@@ -94,6 +96,7 @@ pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
         expires_at: r.get("expires_at"),
         executed_at: r.get("executed_at"),
         rows_affected: r.get("rows_affected"),
+        rows_changed: r.get("rows_changed"),
         result: r.get("result"),
         error: r.get("error"),
         preview: r.get("preview"),

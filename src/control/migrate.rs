@@ -70,6 +70,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0010_oauth_identities",
         sql: include_str!("../../migrations/0010_oauth_identities.sql"),
     },
+    Migration {
+        version: 11,
+        name: "0011_approval_rows_changed",
+        sql: include_str!("../../migrations/0011_approval_rows_changed.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -198,6 +198,7 @@ fn decide_inner(
         columns_written,
         output_columns,
         non_deterministic: analysis.non_deterministic || classification.explain.is_some(),
+        reads_clock: analysis.non_deterministic,
         row_cap,
         approvals_required,
         deciding_rules: rules.into_vec(),

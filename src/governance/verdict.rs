@@ -89,6 +89,9 @@ pub struct Allowed {
     pub output_columns: Vec<OutputColumn>,
     /// True when the result depends on the clock or plan: do not serve it from cache.
     pub non_deterministic: bool,
+    /// True when the statement itself reads the clock (`now()`, `current_date`, …), so what a
+    /// write changes can differ between its preview and its execution.
+    pub reads_clock: bool,
     /// The lowest `MaxRows` of any policy.
     pub row_cap: Option<u64>,
     /// Approvals a write needs (max of matching rules, default 1); 0 for reads.

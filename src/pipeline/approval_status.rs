@@ -28,6 +28,7 @@ pub fn status_json(a: &approvals::Approval) -> Value {
         "result": {
             "executed_at": a.executed_at,
             "rows_affected": a.rows_affected,
+            "rows_changed": a.rows_changed,
             "returning": a.result,
             "error": a.error,
         },

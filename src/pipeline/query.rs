@@ -307,6 +307,8 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         "tables_written": a.tables_written.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
         "columns_written": a.columns_written.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
         "tables_read": a.tables_read.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
+        // What it changes may differ between the preview and the execution.
+        "depends_on_clock": a.reads_clock,
     });
     let new = NewApproval {
         source_id: plan.rt.source.id.clone(),
@@ -412,7 +414,7 @@ pub async fn run_read(
         max_bytes: rt.source.max_bytes,
     };
     let started = std::time::Instant::now();
-    let mode = Mode::read(a.explain.is_some());
+    let mode = Mode::read(a.explain);
     let read = Read {
         mode,
         statement: &a.statement,
@@ -484,6 +486,15 @@ fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
             "invalid_parameter",
             "parameter types",
             e.to_string(),
+            e.to_string(),
+        )
+        .apply(draft),
+        ExecError::RowSecurity => Refusal::denied(
+            "execution",
+            403,
+            "explain_analyze_row_security",
+            "row-level security",
+            "EXPLAIN ANALYZE over rows a policy hides",
             e.to_string(),
         )
         .apply(draft),

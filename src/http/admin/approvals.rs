@@ -34,6 +34,7 @@ pub fn approval_json(a: &Approval) -> Value {
         "expires_at": a.expires_at,
         "executed_at": a.executed_at,
         "rows_affected": a.rows_affected,
+        "rows_changed": a.rows_changed,
         "result": a.result,
         "error": a.error,
         "statement_sha256": hex::encode(sha2::Sha256::digest(a.statement.as_bytes())),

@@ -961,7 +961,16 @@
     return h("dl", { className: "touches" },
       h("div", {}, h("dt", {}, "Writes tables"), h("dd", {}, chips(t.tables_written, "none"))),
       h("div", {}, h("dt", {}, "Writes columns"), h("dd", {}, chips(t.columns_written, "none"))),
-      h("div", {}, h("dt", {}, "Reads tables"), h("dd", {}, chips(t.tables_read, "none"))));
+      h("div", {}, h("dt", {}, "Reads tables"), h("dd", {}, chips(t.tables_read, "none"))),
+      t.depends_on_clock ? h("div", { dataset: { role: "clock" } }, h("dt", {}, "Depends on"), h("dd", {}, h("span", { className: "chip warn" }, "the clock: it may change other rows when it runs than when previewed"))) : null);
+  }
+
+  /** Rows changed per table, when PostgreSQL counted more than one table. */
+  function perTableEl(changed) {
+    const tables = Object.entries(changed || {});
+    if (tables.length < 2) return null;
+    return h("p", { className: "small muted", dataset: { role: "rows-changed" } },
+      "In each table: ", tables.map(([t, n]) => `${displaySafe(t)} ${n}`).join(", "));
   }
 
   function progressEl(a) {
@@ -1000,7 +1009,8 @@
       parts.push(h("p", { className: "effect-count effect-failed", dataset: { role: "effect" } }, `Effect preview failed: ${displaySafe(p.error || "unknown error")}. You can still decide.`));
     } else if (p.mode === "dry_run") {
       const n = p.rows_affected ?? 0;
-      parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n) } }, h("strong", {}, `Affects ${n} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (ran and rolled back)")));
+      parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n) } }, h("strong", {}, `Changes ${n} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (ran and rolled back; every table, triggers included)")));
+      parts.push(perTableEl(p.rows_changed));
       const rowsTable = (rows) => {
         const cols = Object.keys(rows[0]);
         const head = h("thead", {}, h("tr", {}, cols.map((c) => h("th", { attrs: { scope: "col" } }, displaySafe(c)))));
@@ -1020,7 +1030,13 @@
     } else {
       const n = p.estimated_rows;
       parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n ?? "") } }, h("strong", {}, `About ${n ?? "?"} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (planner estimate; nothing ran)")));
+      if (Array.isArray(p.may_also_change) && p.may_also_change.length) {
+        parts.push(h("p", { className: "small warn-text", dataset: { role: "also" } }, `Not in the estimate, counted by the bound: ${p.may_also_change.map(displaySafe).join("; ")}.`));
+      }
       parts.push(h("details", { className: "effect-plan" }, h("summary", {}, "Plan"), h("pre", { className: "mono small" }, JSON.stringify(p.plan, null, 2))));
+    }
+    if (p && p.ok && p.bound_to_rows_shown_why) {
+      parts.push(h("p", { className: "small muted", dataset: { role: "rows-shown", bound: String(!!p.bound_to_rows_shown) } }, displaySafe(p.bound_to_rows_shown_why) + "."));
     }
     parts.push(h("p", { className: "effect-bound small", dataset: { role: "bound" } },
       a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect." : `Bound: fails and changes nothing if it affects more than ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`,

@@ -51,6 +51,16 @@ pub enum ExecError {
     /// An approved write affected more rows than its approval allows; it was rolled back.
     #[error("effect exceeded the approved bound ({affected} rows > {bound})")]
     BoundExceeded { affected: u64, bound: u64 },
+    /// `EXPLAIN ANALYZE` of a statement that a row-level security policy would filter:
+    /// its row counts would tell what the policy hides (PostgreSQL refused it, run with
+    /// `row_security = off`). SQLSTATE 42501 under that setting; a plain lack of privilege
+    /// on a table is refused alike, before anything ran.
+    #[error("EXPLAIN ANALYZE is refused here: a row-level security policy (or a missing privilege) applies to a relation it reads, and its row counts would reveal rows the policy hides; run EXPLAIN without ANALYZE, or the query itself")]
+    RowSecurity,
+    /// An approved write whose preview showed the rows it changes (by key) would have
+    /// changed other rows; it was rolled back.
+    #[error("the write would change different rows than the preview showed; it was rolled back and nothing was changed (queue it again for a new preview)")]
+    DifferentRows,
     /// The source's settings are unusable (no pools could be built from them).
     #[error("{}", .0.message)]
     Unusable(crate::sources::registry::SettingsError),

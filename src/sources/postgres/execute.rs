@@ -28,11 +28,18 @@ const CANCEL_RETRY: Duration = Duration::from_millis(100);
 pub enum Mode {
     /// A read that returns rows, under a row cap (at most cap + 1 rows are produced).
     Query,
-    /// An `EXPLAIN` (it cannot be a derived table; its output is a plan).
-    Plan,
-    /// An approved write, committed; rolled back instead when it affects more rows than
-    /// `bound` (the approved effect).
-    Write { bound: Option<u64> },
+    /// An `EXPLAIN` (it cannot be a derived table; its output is a plan). With `analyze`
+    /// the statement runs, and its plan counts rows: it runs with `row_security = off`, so
+    /// PostgreSQL refuses it ([`ExecError::RowSecurity`]) wherever a row-level security
+    /// policy would hide rows, instead of reporting how many it removed.
+    Plan { analyze: bool },
+    /// An approved write, committed; rolled back instead when it changes more rows than
+    /// `bound` (the approved effect), or, with `keys` (the digest of the keys the preview
+    /// showed; the statement's last column is each row's key), other rows than those.
+    Write {
+        bound: Option<u64>,
+        keys: Option<[u8; 32]>,
+    },
     /// A write's preview: executed in a transaction that is always rolled back, under
     /// short statement and lock timeouts.
     DryRun(PreviewTimeouts),
@@ -108,17 +115,16 @@ pub struct PreviewTimeouts {
 
 impl Mode {
     /// The mode of an allowed read: a plan for `EXPLAIN`, a capped query otherwise.
-    pub fn read(explain: bool) -> Mode {
-        if explain {
-            Mode::Plan
-        } else {
-            Mode::Query
+    pub fn read(explain: Option<crate::sql::classify::ExplainMode>) -> Mode {
+        match explain {
+            Some(e) => Mode::Plan { analyze: e.analyze },
+            None => Mode::Query,
         }
     }
 
     fn purpose(self) -> Purpose {
         match self {
-            Mode::Query | Mode::Plan => Purpose::Read,
+            Mode::Query | Mode::Plan { .. } => Purpose::Read,
             Mode::Write { .. } | Mode::DryRun(_) | Mode::Estimate => Purpose::Write,
         }
     }
@@ -162,8 +168,12 @@ pub struct Rows {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Value>>,
     pub truncated: Option<Truncation>,
-    /// For writes: rows affected.
+    /// For writes: the rows the transaction changed in all tables (see `changed`); for
+    /// anything else, the command tag's count.
     pub affected: Option<u64>,
+    /// For writes: the rows the transaction changed, per table, as PostgreSQL counted them
+    /// ([`super::changes`]).
+    pub changed: Option<super::changes::Changes>,
 }
 
 impl Rows {
@@ -322,23 +332,24 @@ async fn statement_work(
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
     let read = match mode {
-        Mode::Write { bound } => {
-            let ending = super::flight::Ending::Commit { bound };
+        Mode::Write { bound, keys } => {
+            let ending = super::flight::Ending::Commit { bound, keys };
             return super::flight::write(conn, statement, params, limits, ending, caller).await;
         }
         Mode::DryRun(timeouts) => {
             let ending = super::flight::Ending::DryRun(timeouts);
             return super::flight::write(conn, statement, params, limits, ending, caller).await;
         }
-        Mode::Query | Mode::Plan | Mode::Estimate => {
+        Mode::Query | Mode::Plan { .. } | Mode::Estimate => {
             read_only(conn, mode, statement, params, limits)
         }
     };
-    match caller {
+    let analyzed = matches!(mode, Mode::Plan { analyze: true });
+    match (caller, analyzed) {
         // As the caller: in its own transaction, opened with the caller's settings (so
         // row-level security applies to a read, a plan and a write's estimate alike).
-        Some(who) => super::flight::read_as(conn, who, read).await,
-        None => read.await,
+        (Some(_), _) | (None, true) => super::flight::read_as(conn, caller, analyzed, read).await,
+        (None, false) => read.await,
     }
 }
 
@@ -352,7 +363,7 @@ async fn read_only(
     limits: Limits,
 ) -> Result<Rows, ExecError> {
     match mode {
-        Mode::Plan => super::flight::plan(client, statement, params, limits).await,
+        Mode::Plan { .. } => super::flight::plan(client, statement, params, limits).await,
         Mode::Estimate => super::flight::estimate(client, statement).await,
         // A query (writes never come here: `statement_work` runs them).
         _ => super::flight::query(client, statement, params, limits).await,

@@ -10,9 +10,10 @@
 //!   many distinct texts agents send, and `pg_stat_activity` shows the statement itself.
 //! - **Plan** (`EXPLAIN`, which cannot be a derived table): one unnamed statement, one flight.
 //! - **Write** (approved writes only): a named statement that is closed when dropped, in a
-//!   read-write transaction that commits; the rest of the result is drained so the row
-//!   count is known. When the count exceeds the approved bound the transaction is rolled
-//!   back instead.
+//!   read-write transaction that commits; the rest of the result is drained so the
+//!   statement completes. Its effect is the rows PostgreSQL counted the transaction
+//!   changing, in every table ([`super::changes`]), never the command tag. When the effect
+//!   exceeds the approved bound the transaction is rolled back instead.
 //! - **Dry run** (a write's preview): the same, under `SET LOCAL` statement and lock
 //!   timeouts, and always rolled back.
 //! - **Estimate** (a write's preview): `EXPLAIN (FORMAT JSON)` of the statement; nothing
@@ -26,6 +27,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 use tokio_postgres::types::{Kind, ToSql, Type};
 
+use super::changes::Changes;
 use super::exec_error::{check_params, db_error, is_input_refusal, parameter_refusal, ExecError};
 use super::execute::{Limits, Rows, TextParam, Truncation};
 use super::values;
@@ -87,7 +89,7 @@ async fn unnamed(
             return Err(e);
         }
     };
-    collect(rows, limits, false).await
+    collect(rows, limits, false, None).await
 }
 
 /// The statement as a derived table under `LIMIT cap + 1`, so the server never produces
@@ -131,28 +133,53 @@ fn set_caller(who: &super::execute::Caller) -> (&'static str, Vec<(&(dyn ToSql +
     }
 }
 
-/// A read (a query, a plan or a write's estimate) as `caller`, in one flight: BEGIN and
-/// the settings, the read, COMMIT. PostgreSQL runs them in order; when anything fails the
-/// transaction is aborted and its COMMIT rolls it back (a read changes nothing), so the
-/// connection never stays inside it. `read` must send all of its messages when first
-/// polled (one unnamed statement, as [`query`], [`plan`] and [`estimate`] do): `join!`
-/// polls BEGIN and the settings first and COMMIT last, and a read that waited for a reply
-/// before sending its statement would run after the COMMIT.
+/// Turns off row-level security for the transaction: a statement that a policy would
+/// filter is then refused by PostgreSQL (SQLSTATE 42501) instead of run.
+const NO_ROW_SECURITY: &str = "SELECT set_config('row_security', 'off', true)";
+
+/// A read (a query, a plan or a write's estimate) in a transaction of its own, in one
+/// flight: BEGIN, the settings (who `caller` is; with `no_row_security`, row_security off),
+/// the read, COMMIT. PostgreSQL runs them in order; when anything fails the transaction is
+/// aborted and its COMMIT rolls it back (a read changes nothing), so the connection never
+/// stays inside it. `read` must send all of its messages when first polled (one unnamed
+/// statement, as [`query`], [`plan`] and [`estimate`] do): `join!` polls BEGIN and the
+/// settings first and COMMIT last, and a read that waited for a reply before sending its
+/// statement would run after the COMMIT.
 pub(super) async fn read_as(
     client: &tokio_postgres::Client,
-    who: &super::execute::Caller,
+    caller: Option<&super::execute::Caller>,
+    no_row_security: bool,
     read: impl std::future::Future<Output = Result<Rows, ExecError>>,
 ) -> Result<Rows, ExecError> {
-    let (set_sql, values) = set_caller(who);
-    let (begun, set, rows, ended) = tokio::join!(
+    let who = caller.map(set_caller);
+    let set_who = async {
+        match &who {
+            Some((sql, values)) => client.query_typed(sql, values).await.map(drop),
+            None => Ok(()),
+        }
+    };
+    let set_security = async {
+        match no_row_security {
+            true => client.query_typed(NO_ROW_SECURITY, &[]).await.map(drop),
+            false => Ok(()),
+        }
+    };
+    let (begun, set, secured, rows, ended) = tokio::join!(
         client.batch_execute("BEGIN"),
-        client.query_typed(set_sql, &values),
+        set_who,
+        set_security,
         read,
         client.batch_execute("COMMIT")
     );
     begun.map_err(db_error)?;
     set.map_err(db_error)?;
-    let rows = rows?;
+    secured.map_err(db_error)?;
+    let rows = match rows {
+        Err(ExecError::Refused { code, .. }) if no_row_security && code == "42501" => {
+            return Err(ExecError::RowSecurity)
+        }
+        other => other?,
+    };
     ended.map_err(db_error)?;
     Ok(rows)
 }
@@ -160,9 +187,12 @@ pub(super) async fn read_as(
 /// How a write's transaction ends.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Ending {
-    /// An approved write: committed, unless it affected more rows than `bound` (then it is
-    /// rolled back and refused).
-    Commit { bound: Option<u64> },
+    /// An approved write: committed, unless it changed more rows than `bound`, or `keys`
+    /// is set and it changed other rows than those (then it is rolled back and refused).
+    Commit {
+        bound: Option<u64>,
+        keys: Option<[u8; 32]>,
+    },
     /// A preview: run under short timeouts and always rolled back (on every path out of
     /// [`write`] the transaction is dropped uncommitted, which rolls it back).
     DryRun(super::execute::PreviewTimeouts),
@@ -199,20 +229,55 @@ pub(super) async fn write(
         let (set_sql, values) = set_caller(who);
         tx.query_typed(set_sql, &values).await.map_err(db_error)?;
     }
+    let before = Changes::read(&tx).await?;
     let rows = tx
         .query_raw(&stmt, params.iter().map(|p| p as &(dyn ToSql + Sync)))
         .await
         .map_err(|e| parameter_refusal(db_error(e), params, stmt.params()))?;
-    let mut out = collect(rows, limits, true).await?;
-    match (ending, out.affected) {
-        (Ending::DryRun(_), _) => tx.rollback().await.map_err(db_error)?,
-        (Ending::Commit { bound: Some(bound) }, Some(affected)) if affected > bound => {
+    // With keys to check, the statement's last column is each changed row's key
+    // (`approvals::images::keyed_sql`): kept apart, never part of the result.
+    let mut keys = match ending {
+        Ending::Commit {
+            keys: Some(_),
+            bound,
+        } => Some(RowKeys::up_to(bound)),
+        _ => None,
+    };
+    let mut out = collect(rows, limits, true, keys.as_mut()).await?;
+    // The effect is what PostgreSQL counted, not the command tag (see [`super::changes`]).
+    let changed = Changes::read(&tx).await?.since(&before);
+    let affected = changed.total();
+    out.affected = Some(affected);
+    out.changed = Some(changed);
+    let keyed = keys.is_some();
+    let same_rows = match (ending, keys) {
+        (
+            Ending::Commit {
+                keys: Some(expected),
+                ..
+            },
+            Some(keys),
+        ) => keys.match_digest(&expected),
+        _ => true,
+    };
+    match ending {
+        Ending::DryRun(_) => tx.rollback().await.map_err(db_error)?,
+        Ending::Commit {
+            bound: Some(bound), ..
+        } if affected > bound => {
             tx.rollback().await.map_err(db_error)?;
             return Err(ExecError::BoundExceeded { affected, bound });
         }
-        (Ending::Commit { .. }, _) => tx.commit().await.map_err(db_error)?,
+        Ending::Commit { .. } if !same_rows => {
+            tx.rollback().await.map_err(db_error)?;
+            return Err(ExecError::DifferentRows);
+        }
+        Ending::Commit { .. } => tx.commit().await.map_err(db_error)?,
     }
     out.columns = columns;
+    if keyed {
+        out.columns.pop();
+    }
     Ok(out)
 }
 
@@ -234,6 +299,7 @@ pub(super) async fn estimate(
         rows: vec![vec![plan]],
         truncated: None,
         affected: None,
+        changed: None,
     })
 }
 
@@ -255,14 +321,19 @@ async fn name_the_parameter(
 /// Converts rows until a limit is reached. With `drain` (writes), the rest of the stream is
 /// still consumed so the statement completes and its row count is known. Column names come
 /// with the first row (a result without rows has nothing to name or mask).
+///
+/// With `keys`, each row's last column is its key (text): taken into `keys`, and left out
+/// of the row and its columns.
 async fn collect(
     rows: tokio_postgres::RowStream,
     limits: Limits,
     drain: bool,
+    mut keys: Option<&mut RowKeys>,
 ) -> Result<Rows, ExecError> {
     tokio::pin!(rows);
     let mut out = Rows::default();
     let mut bytes: u64 = 2;
+    let keyed = usize::from(keys.is_some());
     while let Some(row) = rows.next().await {
         let row = match row {
             Ok(row) => row,
@@ -273,8 +344,16 @@ async fn collect(
             }
             Err(e) => return Err(db_error(e)),
         };
+        let width = row.len().saturating_sub(keyed);
+        if let Some(keys) = keys.as_deref_mut() {
+            let key: String = row.try_get(width).map_err(|_| ExecError::Driver)?;
+            keys.push(key);
+        }
         if out.columns.is_empty() {
-            out.columns = row.columns().iter().map(|c| c.name().to_string()).collect();
+            out.columns = row.columns()[..width]
+                .iter()
+                .map(|c| c.name().to_string())
+                .collect();
         }
         if out.truncated.is_some() {
             continue;
@@ -286,8 +365,8 @@ async fn collect(
             }
             break;
         }
-        let mut values = Vec::with_capacity(row.len());
-        for i in 0..row.len() {
+        let mut values = Vec::with_capacity(width);
+        for i in 0..width {
             let v = values::to_json(&row, i)?;
             bytes += json_len(&v) + out.columns.get(i).map_or(0, |c| c.len() as u64 + 4);
             values.push(v);
@@ -314,3 +393,41 @@ fn json_len(v: &Value) -> u64 {
         other => other.to_string().len() as u64,
     }
 }
+
+/// The keys of the rows an approved write changed, kept up to one more than its bound (a
+/// write past its bound is refused for that, whatever its keys).
+pub(super) struct RowKeys {
+    keys: Vec<String>,
+    cap: usize,
+    overflowed: bool,
+}
+
+impl RowKeys {
+    fn up_to(bound: Option<u64>) -> Self {
+        let cap = bound
+            .and_then(|b| usize::try_from(b).ok())
+            .unwrap_or(MAX_KEYS)
+            .min(MAX_KEYS)
+            .saturating_add(1);
+        RowKeys {
+            keys: Vec::new(),
+            cap,
+            overflowed: false,
+        }
+    }
+
+    fn push(&mut self, key: String) {
+        if self.keys.len() < self.cap {
+            self.keys.push(key);
+        } else {
+            self.overflowed = true;
+        }
+    }
+
+    fn match_digest(mut self, expected: &[u8; 32]) -> bool {
+        !self.overflowed && crate::approvals::images::keys_digest(&mut self.keys) == *expected
+    }
+}
+
+/// The most row keys an execution keeps to compare with its preview.
+const MAX_KEYS: usize = 1_000_000;

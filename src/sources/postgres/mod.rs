@@ -5,6 +5,7 @@ pub mod affinity;
 pub mod budget;
 pub mod catalog_scan;
 pub mod cause;
+pub mod changes;
 pub mod connect;
 pub mod exec_error;
 pub mod execute;
