@@ -147,6 +147,10 @@ async fn writes_are_queued_never_run() {
         text.contains("NOT executed") && text.contains("not retry"),
         "{text}"
     );
+    // Said once, in one clear statement (issue 33).
+    assert_eq!(text.matches("executed").count(), 1, "{text}");
+    assert_eq!(text.matches("retry").count(), 2, "{text}");
+    assert_eq!(text, result["structuredContent"]["message"], "{text}");
     let approval_id = result["structuredContent"]["approval_id"]
         .as_str()
         .expect("id")

@@ -586,3 +586,580 @@ async fn a_cached_token_is_not_used_past_its_expiry() {
         a.body
     );
 }
+
+// ---- Issue 25 §6: refusals that were 503s, ignored header and time fields, two credentials,
+// and text PostgreSQL cannot store. Each class is checked on every public route that takes a
+// credential, with its HTTP status, machine key and message.
+
+/// One credential (or several `Authorization` values) on each route that reads it: the
+/// status, the machine key and the message of the answer.
+async fn on_every_route(
+    env: &DemoEnv,
+    authorization: &[String],
+) -> Vec<(&'static str, u16, Value)> {
+    let http = common::http::client();
+    let mut answers = Vec::new();
+    // POST /mcp, modern dialect: the refusal is a JSON-RPC error with `data.code`.
+    let mut req = http
+        .post(env.gateway.url("/mcp"))
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", MODERN)
+        .header("Mcp-Method", "tools/call")
+        .header("Mcp-Name", "interlock_list_sources");
+    for a in authorization {
+        req = req.header("Authorization", a.as_str());
+    }
+    let r = req
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "interlock_list_sources", "arguments": {},
+                                 "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN,
+                                           "io.modelcontextprotocol/clientCapabilities": {}}}}))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    let body: Value = if text.starts_with('{') {
+        serde_json::from_str(&text).unwrap()
+    } else {
+        common::mcp::last_message(&text)
+    };
+    answers.push((
+        "POST /mcp",
+        status,
+        json!({"code": body["error"]["data"]["code"], "message": body["error"]["message"]}),
+    ));
+    // The HTTP proxy API, the admin API and the deprecated route: `{"error", "code"}`.
+    for (route, method, path) in [
+        ("GET /v1/sources", "GET", "/v1/sources"),
+        ("GET /admin/whoami", "GET", "/admin/whoami"),
+        ("POST /mcp/tools/call", "POST", "/mcp/tools/call"),
+    ] {
+        let mut req = if method == "GET" {
+            http.get(env.gateway.url(path))
+        } else {
+            http.post(env.gateway.url(path))
+                .json(&json!({"name": "interlock_list_sources", "arguments": {}}))
+        };
+        for a in authorization {
+            req = req.header("Authorization", a.as_str());
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let body: Value = r.json().await.unwrap_or(Value::Null);
+        answers.push((
+            route,
+            status,
+            json!({"code": body["code"], "message": body["error"]}),
+        ));
+    }
+    answers
+}
+
+/// Asserts every route refused `token` 401 `invalid_token` with a message containing `says`
+/// (and nothing about the control database, and never the token).
+async fn refused_everywhere(env: &DemoEnv, name: &str, token: &str, says: &str) {
+    for (route, status, answer) in on_every_route(env, &[format!("Bearer {token}")]).await {
+        let message = answer["message"].as_str().unwrap_or_default();
+        assert_eq!(status, 401, "{name} on {route}: {answer}");
+        assert_eq!(
+            answer["code"], "invalid_token",
+            "{name} on {route}: {answer}"
+        );
+        assert!(message.contains(says), "{name} on {route}: {message}");
+        assert!(
+            !message.contains("control database"),
+            "{name} on {route}: {message}"
+        );
+        assert!(
+            !message.contains(token),
+            "{name} on {route}: the token is echoed"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_identity_claim_that_is_no_identity_name_is_an_invalid_token_not_a_503() {
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("k");
+    issuer.publish(&[&key]);
+    // With auto_provision every name a token carries would be inserted: the rule must hold
+    // before any database work.
+    let env = env_for(&issuer, |o| o.auto_provision = true).await;
+    let iss = issuer.base.as_str();
+    let scopes = format!("{TOOLS} {ADMIN}");
+    let long = "a".repeat(10 * 1024);
+    // (what, sub, why the message gives)
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "NUL",
+            "demo\u{0}agent".into(),
+            "it contains a control character",
+        ),
+        (
+            "newline",
+            "demo-agent\nx".into(),
+            "it contains a control character",
+        ),
+        (
+            "carriage return",
+            "demo\ragent".into(),
+            "it contains a control character",
+        ),
+        (
+            "tab",
+            "demo\tagent".into(),
+            "it contains a control character",
+        ),
+        (
+            "DEL",
+            "demo\u{7f}agent".into(),
+            "it contains a control character",
+        ),
+        ("10 KB", long, "it is 10240 characters long; at most 63"),
+        (
+            "leading space",
+            " demo-agent".into(),
+            "it starts or ends with white space",
+        ),
+        (
+            "trailing space",
+            "demo-agent ".into(),
+            "it starts or ends with white space",
+        ),
+        (
+            "inner space",
+            "demo agent".into(),
+            "it may hold only ASCII letters",
+        ),
+        (
+            "non-ASCII",
+            "d\u{e9}mo-agent".into(),
+            "it may hold only ASCII letters",
+        ),
+        (
+            "leading dot",
+            ".demo-agent".into(),
+            "it must start with a letter or a digit",
+        ),
+    ];
+    for (name, sub, says) in &cases {
+        let token = key.sign(&claims(iss, sub, &scopes));
+        let says = format!("the sub claim is not a usable identity name: {says}");
+        refused_everywhere(&env, name, &token, &says).await;
+    }
+    // Nothing was provisioned, and the refusals are audited as invalid tokens.
+    let control = common::admin(&env.control_db).await;
+    let identities: i64 = control
+        .query_one("SELECT count(*) FROM identities WHERE name LIKE '%demo%agent%' AND name <> 'demo-agent'", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(identities, 0);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let audited: i64 = control
+            .query_one(
+                "SELECT count(*) FROM audit_records WHERE decision->>'code' = 'invalid_token'
+                   AND decision::text LIKE '%not a usable identity name%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if audited > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the refusals were not audited");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A good name still signs in (and is provisioned).
+    let a = list_sources(&env, &key.sign(&claims(iss, "fresh.agent_1", TOOLS))).await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+}
+
+#[tokio::test]
+async fn header_extensions_malformed_times_future_iat_and_long_lifetimes_are_refused() {
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("k");
+    issuer.publish(&[&key]);
+    let env = env_for(&issuer, |_| {}).await;
+    let iss = issuer.base.as_str();
+    let good = claims(iss, "demo-operator", &format!("{TOOLS} {ADMIN}"));
+    let day = 86_400;
+    let without_iat = {
+        let mut c = good.clone();
+        c.as_object_mut().unwrap().remove("iat");
+        c
+    };
+    // (what, token, what the message says)
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "crit naming an extension",
+            key.sign_with_header(&json!({"crit": ["exp"]}), &good),
+            "crit",
+        ),
+        (
+            "crit naming b64",
+            key.sign_with_header(&json!({"crit": ["b64"], "b64": false}), &good),
+            "crit",
+        ),
+        (
+            "empty crit",
+            key.sign_with_header(&json!({"crit": []}), &good),
+            "crit",
+        ),
+        (
+            "b64 false",
+            key.sign_with_header(&json!({"b64": false}), &good),
+            "unencoded payload (b64",
+        ),
+        (
+            "nbf a string",
+            key.sign(&with(good.clone(), "nbf", json!(now().to_string()))),
+            "nbf claim is not a NumericDate",
+        ),
+        (
+            "nbf null",
+            key.sign(&with(good.clone(), "nbf", Value::Null)),
+            "nbf claim is not a NumericDate",
+        ),
+        (
+            "iat a string",
+            key.sign(&with(good.clone(), "iat", json!(now().to_string()))),
+            "iat claim is not a NumericDate",
+        ),
+        (
+            "iat an object",
+            key.sign(&with(good.clone(), "iat", json!({"at": now()}))),
+            "iat claim is not a NumericDate",
+        ),
+        (
+            "iat in the future",
+            key.sign(&with(good.clone(), "iat", json!(now() + 300))),
+            "iat is",
+        ),
+        (
+            "lifetime over the limit",
+            key.sign(&with(good.clone(), "exp", json!(now() + day + 60))),
+            "longer than oauth.max_token_lifetime_secs (86400 s)",
+        ),
+        (
+            "lifetime over the limit, no iat",
+            key.sign(&with(without_iat.clone(), "exp", json!(now() + 2 * day))),
+            "longer than oauth.max_token_lifetime_secs (86400 s)",
+        ),
+        (
+            "a year-long token issued long ago",
+            key.sign(&with(
+                with(good.clone(), "iat", json!(now() - 300 * day)),
+                "exp",
+                json!(now() + 65 * day),
+            )),
+            "(exp - iat)",
+        ),
+    ];
+    for (name, token, says) in &cases {
+        refused_everywhere(&env, name, token, says).await;
+    }
+
+    // Within the rules they are accepted: b64 true, fractional dates, the full lifetime,
+    // iat within the leeway, no iat with a short exp.
+    let accepted: Vec<(&str, String)> = vec![
+        (
+            "b64 true",
+            key.sign_with_header(&json!({"b64": true}), &good),
+        ),
+        (
+            "fractional dates",
+            key.sign(&with(
+                with(good.clone(), "iat", json!(now() as f64 + 0.5)),
+                "nbf",
+                json!(now() as f64 - 0.5),
+            )),
+        ),
+        ("exactly the limit", {
+            let t = now();
+            key.sign(&with(
+                with(good.clone(), "iat", json!(t)),
+                "exp",
+                json!(t + day),
+            ))
+        }),
+        (
+            "iat within the leeway",
+            key.sign(&with(good.clone(), "iat", json!(now() + 10))),
+        ),
+        ("no iat", key.sign(&without_iat)),
+    ];
+    let http = common::http::client();
+    for (name, token) in &accepted {
+        let a = list_sources(&env, token).await;
+        assert_eq!(a.status, 200, "{name}: {:?}", a.body);
+        let r = http
+            .get(env.gateway.url("/admin/whoami"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{name}: {:?}", r.text().await);
+    }
+
+    // The limit is a setting.
+    let env = env_for(&issuer, |o| o.max_token_lifetime_secs = 600).await;
+    let token = key.sign(&with(good.clone(), "exp", json!(now() + 900)));
+    refused_everywhere(&env, "over a 600 s limit", &token, "(600 s)").await;
+    assert_eq!(
+        list_sources(&env, &key.sign(&with(good, "jti", json!("short"))))
+            .await
+            .status,
+        200
+    );
+}
+
+#[tokio::test]
+async fn two_authorization_headers_are_refused_on_every_route_that_reads_one() {
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("k");
+    issuer.publish(&[&key]);
+    let env = env_for(&issuer, |_| {}).await;
+    let token = key.sign(&claims(
+        &issuer.base,
+        "demo-operator",
+        &format!("{TOOLS} {ADMIN}"),
+    ));
+    let pairs: Vec<(&str, Vec<String>)> = vec![
+        (
+            "two keys",
+            vec![
+                format!("Bearer {}", env.agent_key),
+                format!("Bearer {}", env.operator_key),
+            ],
+        ),
+        (
+            "the same key twice",
+            vec![
+                format!("Bearer {}", env.operator_key),
+                format!("Bearer {}", env.operator_key),
+            ],
+        ),
+        (
+            "a key and a token",
+            vec![
+                format!("Bearer {}", env.agent_key),
+                format!("Bearer {token}"),
+            ],
+        ),
+        (
+            "a key and garbage",
+            vec![
+                format!("Bearer {}", env.operator_key),
+                "Basic dXNlcjpwdw==".into(),
+            ],
+        ),
+        (
+            "three",
+            vec![
+                format!("Bearer {token}"),
+                format!("Bearer {token}"),
+                format!("Bearer {token}"),
+            ],
+        ),
+    ];
+    for (name, headers) in &pairs {
+        let answers = on_every_route(&env, headers).await;
+        assert_eq!(answers.len(), 4);
+        for (route, status, answer) in answers {
+            assert_eq!(status, 400, "{name} on {route}: {answer}");
+            assert_eq!(
+                answer["code"], "invalid_request",
+                "{name} on {route}: {answer}"
+            );
+            let message = answer["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains(&format!("{} Authorization headers", headers.len())),
+                "{name} on {route}: {message}"
+            );
+            assert!(
+                !message.contains(&env.operator_key),
+                "{name} on {route}: key echoed"
+            );
+        }
+    }
+    // /metrics (operator-keyed on the main listener) too.
+    let r = common::http::client()
+        .get(env.gateway.url("/metrics"))
+        .header("Authorization", format!("Bearer {}", env.operator_key))
+        .header("Authorization", format!("Bearer {}", env.agent_key))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "invalid_request");
+
+    // One header still works everywhere.
+    for (route, status, answer) in
+        on_every_route(&env, &[format!("Bearer {}", env.operator_key)]).await
+    {
+        assert!(
+            status != 400 && status != 401,
+            "one operator key on {route}: {status} {answer}"
+        );
+    }
+
+    // The refusal is audited like the other refusals decided before the pipeline.
+    let control = common::admin(&env.control_db).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let audited: i64 = control
+            .query_one(
+                "SELECT count(*) FROM audit_records WHERE decision->>'rule' = 'one Authorization header'
+                   AND decision->>'code' = 'invalid_request' AND outcome = 'refused'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if audited > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the refusal was not audited");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_nul_in_admin_text_is_a_400_naming_the_field_and_nothing_is_decided() {
+    let issuer = TestIssuer::start();
+    let env = env_for(&issuer, |_| {}).await;
+    let id = common::approvals::queue(
+        &env.gateway,
+        &env.agent_key,
+        "shop",
+        "UPDATE public.orders SET status = 'held' WHERE id = 1",
+    )
+    .await;
+    let http = common::http::client();
+    let post = |path: String, key: String, body: Value| {
+        let http = http.clone();
+        let url = env.gateway.url(&path);
+        async move {
+            let r = http
+                .post(url)
+                .bearer_auth(key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let approver = env.approver_key.clone();
+    let operator = env.operator_key.clone();
+    // (what, path, key, body, the field named)
+    let cases: Vec<(&str, String, &String, Value, &str)> = vec![
+        (
+            "reject reason",
+            format!("/admin/approvals/{id}/reject"),
+            &approver,
+            json!({"reason": "no\u{0}"}),
+            "reason",
+        ),
+        (
+            "approve reason",
+            format!("/admin/approvals/{id}/approve"),
+            &approver,
+            json!({"reason": "\u{0}ok", "max_rows": 5}),
+            "reason",
+        ),
+        (
+            "identity name",
+            "/admin/identities".into(),
+            &operator,
+            json!({"name": "nul\u{0}agent", "kind": "agent"}),
+            "name",
+        ),
+        (
+            "key label",
+            "/admin/identities/demo-agent/keys".into(),
+            &operator,
+            json!({"label": "laptop\u{0}"}),
+            "label",
+        ),
+        (
+            "grant role",
+            "/admin/identities/demo-agent/grants".into(),
+            &operator,
+            json!({"source": "shop", "role": "analyst\u{0}"}),
+            "role",
+        ),
+        (
+            "webhook events",
+            "/admin/webhooks".into(),
+            &operator,
+            json!({"url": "https://hooks.example/x", "events": ["approval.created", "x\u{0}"]}),
+            "events[1]",
+        ),
+        (
+            "identity in the path",
+            "/admin/identities/demo%00agent/keys".into(),
+            &operator,
+            json!({}),
+            "the path",
+        ),
+    ];
+    for (name, path, key, body, field) in cases {
+        let (status, answer) = post(path, key.clone(), body).await;
+        assert_eq!(status, 400, "{name}: {answer}");
+        assert_eq!(answer["code"], "nul_character", "{name}: {answer}");
+        assert_eq!(answer["field"], field, "{name}: {answer}");
+        let message = answer["error"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with(&format!("{field} contains a NUL character")),
+            "{name}: {message}"
+        );
+    }
+    // A list filter in the query string.
+    let r = http
+        .get(
+            env.gateway
+                .url("/admin/approvals?state=pending&source=sh%00op"),
+        )
+        .bearer_auth(&env.approver_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["field"],
+        "query parameter source"
+    );
+
+    // Nothing was decided or created: the approval is pending with no decision, and an
+    // approver can still decide it.
+    let a = common::approvals::show(&env.gateway, &env.approver_key, &id).await;
+    assert_eq!(a["state"], "pending", "{a}");
+    assert_eq!(a["decisions"], json!([]), "{a}");
+    let created: i64 = common::admin(&env.control_db)
+        .await
+        .query_one(
+            "SELECT count(*) FROM identities WHERE name LIKE 'nul%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(created, 0);
+    let (status, answer) = post(
+        format!("/admin/approvals/{id}/reject"),
+        env.approver_key.clone(),
+        json!({"reason": "not today"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["state"], "rejected", "{answer}");
+}

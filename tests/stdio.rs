@@ -133,3 +133,50 @@ async fn without_a_key_governed_tools_refuse() {
     assert_eq!(r["result"]["isError"], true, "{r}");
     let _ = s.child.kill();
 }
+
+/// Issue 33: a host that captures stderr gets plain log lines, never ANSI colour codes
+/// (stderr here is a pipe, not a terminal), with and without `NO_COLOR`.
+#[tokio::test]
+async fn log_lines_on_a_captured_stderr_carry_no_colour_codes() {
+    let env = demo_env().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = config_for(&env, dir.path());
+    for no_color in [None, Some("1")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_interlock"));
+        cmd.arg("--config")
+            .arg(&config)
+            .arg("stdio")
+            .env_remove("INTERLOCK_CONFIG")
+            .env("INTERLOCK_API_KEY", &env.agent_key)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        match no_color {
+            Some(v) => cmd.env("NO_COLOR", v),
+            None => cmd.env_remove("NO_COLOR"),
+        };
+        let mut child = cmd.spawn().expect("spawn stdio");
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(
+            stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        )
+        .expect("write");
+        drop(stdin);
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .expect("join")
+            .expect("output");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.trim().is_empty(),
+            "the test needs log lines to look at"
+        );
+        assert!(
+            !stderr.contains('\u{1b}'),
+            "NO_COLOR={no_color:?}: an escape code on a captured stderr: {stderr}"
+        );
+    }
+}

@@ -149,8 +149,14 @@ pub enum AuditCommand {
 
 #[derive(Debug, Args)]
 pub struct DevArgs {
-    /// Directory for the private PostgreSQL cluster and demo secrets (reused across runs).
-    #[arg(long, default_value = ".interlock/dev", value_name = "DIR")]
+    /// Directory for the private PostgreSQL cluster and demo secrets (reused across runs);
+    /// accepted before or after `token`.
+    #[arg(
+        long,
+        global = true,
+        default_value = ".interlock/dev",
+        value_name = "DIR"
+    )]
     pub data_dir: PathBuf,
     /// Port of the gateway on 127.0.0.1.
     #[arg(long, default_value_t = 8080)]
@@ -415,5 +421,71 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Audit(AuditCommand::Verify) => admin::audit_verify(&settings).await,
         Command::Grants(cmd) => admin::grants(&settings, cmd).await,
         Command::Approvals { remote, command } => remote::approvals(&remote, command).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Command, DevAction, LogFormat};
+
+    /// Options a subcommand's help refers to are accepted after it too.
+    #[test]
+    fn options_are_accepted_after_the_subcommand_that_uses_them() {
+        let placements: [&[&str]; 3] = [
+            &[
+                "interlock",
+                "dev",
+                "--data-dir",
+                "D",
+                "token",
+                "--identity",
+                "x",
+            ],
+            &[
+                "interlock",
+                "dev",
+                "token",
+                "--identity",
+                "x",
+                "--data-dir",
+                "D",
+            ],
+            &[
+                "interlock",
+                "--config",
+                "c.toml",
+                "dev",
+                "token",
+                "--data-dir",
+                "D",
+                "--log-format",
+                "json",
+            ],
+        ];
+        for argv in placements {
+            let cli = Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let Command::Dev(dev) = &cli.command else {
+                panic!("{argv:?}: not dev");
+            };
+            assert_eq!(dev.data_dir, std::path::PathBuf::from("D"), "{argv:?}");
+            assert!(
+                matches!(dev.action, Some(DevAction::Token { .. })),
+                "{argv:?}"
+            );
+        }
+        let cli = Cli::try_parse_from([
+            "interlock",
+            "dev",
+            "token",
+            "--config",
+            "c.toml",
+            "--log-format",
+            "json",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cli.config, Some(std::path::PathBuf::from("c.toml")));
+        assert!(matches!(cli.log_format, Some(LogFormat::Json)));
     }
 }

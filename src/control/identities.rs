@@ -84,6 +84,35 @@ impl FromStr for RateLimit {
     }
 }
 
+/// Longest identity name, in characters.
+pub const MAX_NAME_CHARS: usize = 63;
+
+/// Whether `name` is a usable identity name: what the `identities.name` CHECK of the
+/// control schema admits (`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`), checked here first so a bad
+/// name is refused with a reason, before any database work (PostgreSQL text cannot even
+/// carry a NUL). The reason never repeats the name (it may hold control characters).
+pub fn check_name(name: &str) -> Result<(), String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let chars = name.chars().count();
+    if name.is_empty() {
+        Err("it is empty".into())
+    } else if chars > MAX_NAME_CHARS {
+        Err(format!(
+            "it is {chars} characters long; at most {MAX_NAME_CHARS}"
+        ))
+    } else if name.chars().any(char::is_control) {
+        Err("it contains a control character (NUL, newline, …)".into())
+    } else if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
+        Err("it starts or ends with white space".into())
+    } else if !name.chars().all(allowed) {
+        Err("it may hold only ASCII letters, digits, '.', '_' and '-'".into())
+    } else if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        Err("it must start with a letter or a digit".into())
+    } else {
+        Ok(())
+    }
+}
+
 /// An identity as stored.
 #[derive(Debug, Clone, Serialize)]
 pub struct Identity {
@@ -118,6 +147,8 @@ pub async fn ensure_identity(
     kind: IdentityKind,
     rate: Option<RateLimit>,
 ) -> Result<Identity, ControlError> {
+    check_name(name)
+        .map_err(|why| ControlError::Invalid(format!("not a usable identity name: {why}")))?;
     let client = pool.get().await?;
     let per_second = rate.map(|r| r.per_second);
     let burst = rate.map(|r| i32::try_from(r.burst).unwrap_or(i32::MAX));
@@ -175,6 +206,33 @@ pub async fn identity_for_key(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn identity_names_follow_the_schema_rule() {
+        let long = "a".repeat(MAX_NAME_CHARS);
+        for good in ["demo-agent", "A", "9.x_y-z", long.as_str()] {
+            assert_eq!(check_name(good), Ok(()), "{good:?}");
+        }
+        let cases = [
+            ("", "empty"),
+            ("a\0b", "control character"),
+            ("a\nb", "control character"),
+            ("a\u{7f}", "control character"),
+            (" demo-agent", "white space"),
+            ("demo-agent ", "white space"),
+            ("demo agent", "only ASCII"),
+            ("d\u{e9}mo", "only ASCII"),
+            ("-agent", "start with a letter"),
+            (".agent", "start with a letter"),
+        ];
+        for (bad, says) in cases {
+            let why = check_name(bad).expect_err(bad);
+            assert!(why.contains(says), "{bad:?}: {why}");
+        }
+        let why = check_name(&"a".repeat(10_240)).expect_err("10 KB");
+        assert!(why.contains("10240 characters"), "{why}");
+        assert!(check_name(&"a".repeat(MAX_NAME_CHARS + 1)).is_err());
+    }
 
     #[test]
     fn rates_parse_or_explain() {

@@ -145,6 +145,7 @@ fn audit_edge(req: &ServiceRequest, code: &str, rule: &'static str, reason: &str
         return;
     };
     let request_id = super::request_id::of(req);
+    super::refusal_trail::mark(req);
     state.refusals.record(
         crate::pipeline::refusal_audit::EarlyRefusal {
             request_id,

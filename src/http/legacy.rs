@@ -61,6 +61,7 @@ pub async fn tools_call(
         token,
     );
     let outcome = pipeline::call(&**state, &ctx, &call.args).await;
+    super::refusal_trail::mark(&req);
     to_http(crate::mcp::render_governed_legacy(&outcome))
 }
 

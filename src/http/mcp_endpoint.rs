@@ -67,6 +67,8 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
             to_http(reply)
         }
         Dispatch::CallTool(call) => {
+            // The governed pipeline audits the call, refused or not.
+            super::refusal_trail::mark(&req);
             let request_id = crate::http::request_id::of(&req);
             tool_call(state.into_inner(), call, request_id, bearer_key, "mcp").await
         }
@@ -93,6 +95,7 @@ async fn challenge(req: &HttpRequest, state: &AppState) -> HttpResponse {
         },
         None,
     );
+    super::refusal_trail::mark(req);
     HttpResponse::Unauthorized()
         .insert_header(("WWW-Authenticate", "Bearer"))
         .json(serde_json::json!({
@@ -141,6 +144,7 @@ async fn audit_protocol_refusal(
         },
         who.as_deref(),
     );
+    super::refusal_trail::mark(req);
 }
 
 /// Runs a tool call: refusals as JSON, everything else on an SSE stream.

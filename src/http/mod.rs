@@ -2,6 +2,7 @@
 
 mod admin;
 mod console;
+mod credentials;
 mod guard;
 mod health;
 mod host;
@@ -15,6 +16,7 @@ mod legacy;
 mod mcp_endpoint;
 pub mod metrics;
 mod proxy;
+pub(crate) mod refusal_trail;
 pub mod request_id;
 pub(crate) mod sse;
 
@@ -67,8 +69,17 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .app_data(web::QueryConfig::default().error_handler(|e, _| json_error(e.to_string())))
             .app_data(web::PayloadConfig::new(settings.max_body_bytes))
             .app_data(metrics::MetricsListener(metrics_addr))
+            // Inside the request id (its refusals are audited with it).
+            .wrap(actix_web::middleware::from_fn(
+                credentials::one_authorization,
+            ))
             .wrap(actix_web::middleware::from_fn(
                 crate::oauth::challenge::complete,
+            ))
+            // Every 4xx answer nobody audited on purpose is audited here (inside the request
+            // id, outside everything that answers).
+            .wrap(actix_web::middleware::from_fn(
+                refusal_trail::audit_unaudited,
             ))
             .wrap(request_id::RequestId)
             .wrap(actix_web::middleware::Condition::new(

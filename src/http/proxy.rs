@@ -33,7 +33,9 @@ pub async fn list_sources(req: HttpRequest, state: web::Data<AppState>) -> HttpR
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    match pipeline::call(&**state, &ctx, &ToolArgs::ListSources).await {
+    let outcome = pipeline::call(&**state, &ctx, &ToolArgs::ListSources).await;
+    super::refusal_trail::mark(&req);
+    match outcome {
         Outcome::Json(sources) => HttpResponse::Ok().json(json!({"sources": sources})),
         other => render(other),
     }
@@ -76,7 +78,9 @@ pub async fn query(
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = context(&req, token);
-    render(pipeline::call(&**state, &ctx, &args).await)
+    let outcome = pipeline::call(&**state, &ctx, &args).await;
+    super::refusal_trail::mark(&req);
+    render(outcome)
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> HttpResponse {
@@ -93,7 +97,7 @@ pub fn render(outcome: Outcome) -> HttpResponse {
         })),
         Outcome::Json(v) => HttpResponse::Ok().json(v),
         Outcome::Queued { approval_id, state } => HttpResponse::Accepted().json(json!({
-            "error": Outcome::queued_message(&approval_id),
+            "error": Outcome::queued_message(&approval_id, &state),
             "code": "approval_required",
             "approval_id": approval_id,
             "approval_state": state,
@@ -143,5 +147,7 @@ pub async fn approval(
     let args = ToolArgs::ApprovalStatus(ApprovalStatusArgs {
         approval_id: path.into_inner(),
     });
-    render(pipeline::call(&**state, &ctx, &args).await)
+    let outcome = pipeline::call(&**state, &ctx, &args).await;
+    super::refusal_trail::mark(&req);
+    render(outcome)
 }

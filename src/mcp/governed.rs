@@ -43,7 +43,7 @@ pub fn tool_outcome(outcome: &Outcome) -> ToolOutcome {
         Outcome::Queued { approval_id, state } => ToolOutcome::Queued {
             approval_id: approval_id.to_string(),
             approval_state: state.clone(),
-            message: Outcome::queued_message(approval_id),
+            message: Outcome::queued_message(approval_id, state),
         },
         Outcome::Refused {
             status,

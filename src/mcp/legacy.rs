@@ -124,7 +124,7 @@ pub fn legacy_render(outcome: &ToolOutcome) -> Reply {
             message,
         } => {
             let body = json!({
-                "error": format!("approval required: the statement was not executed; do not retry. {message}"),
+                "error": message,
                 "code": "approval_required",
                 "approval_id": approval_id,
                 "approval_state": approval_state,

@@ -76,19 +76,16 @@ pub fn render_outcome(call: &ToolCall, outcome: &ToolOutcome, server: &ServerInf
     }
 }
 
+/// A queued write: the message says it all once (not executed, do not retry, where to
+/// check); the structured content carries the same facts as fields.
 fn queued(approval_id: &str, approval_state: &str, message: &str, server: &ServerInfo) -> Value {
-    let text = format!(
-        "Queued for approval: the statement was NOT executed. Do NOT retry this call — a retry \
-         would queue a second approval for the same write. approval_id: {approval_id} (state: \
-         {approval_state}); check it with interlock_approval_status. {message}"
-    );
     let structured = json!({
         "status": "queued",
         "approval_id": approval_id,
         "approval_state": approval_state,
         "message": message,
     });
-    tool_result(&text, false, Some(structured), server)
+    tool_result(message, false, Some(structured), server)
 }
 
 fn render_modern(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> Reply {

@@ -33,8 +33,11 @@ pub struct OAuthSettings {
     pub jwks_refresh_min_interval_ms: u64,
     /// Signature algorithms accepted (asymmetric only: RS256, ES256, EdDSA …).
     pub algorithms: Vec<String>,
-    /// Seconds of clock skew allowed on `exp` and `nbf`.
+    /// Seconds of clock skew allowed on `exp`, `nbf` and `iat`.
     pub leeway_secs: u64,
+    /// The longest a token may be valid, in seconds: `exp - iat` (without `iat`: what is
+    /// left of it, `exp - now`, beyond the leeway). Longer-lived tokens are refused.
+    pub max_token_lifetime_secs: u64,
     /// The claim naming the InterLock identity.
     pub identity_claim: String,
     /// A claim listing groups, mapped to roles by `group_roles` (empty: none).
@@ -107,6 +110,12 @@ impl OAuthSettings {
         }
         if !self.introspection_url.is_empty() {
             url("oauth.introspection_url", &self.introspection_url)?;
+        }
+        if self.max_token_lifetime_secs == 0 {
+            return Err(invalid(
+                "oauth.max_token_lifetime_secs",
+                "must be at least 1 (seconds)",
+            ));
         }
         if self.algorithms.is_empty() {
             return Err(invalid("oauth.algorithms", "must name at least one"));
@@ -216,6 +225,10 @@ mod tests {
                 Box::new(|o| o.algorithms = vec!["HS256".into()]),
             ),
             ("oauth.algorithms", Box::new(|o| o.algorithms = vec![])),
+            (
+                "oauth.max_token_lifetime_secs",
+                Box::new(|o| o.max_token_lifetime_secs = 0),
+            ),
             (
                 "oauth.tools_scope",
                 Box::new(|o| o.tools_scope = "two words".into()),

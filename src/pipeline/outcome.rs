@@ -62,10 +62,11 @@ impl Outcome {
     }
 
     /// The message a queued write carries, in every adapter.
-    pub fn queued_message(approval_id: &Uuid) -> String {
+    pub fn queued_message(approval_id: &Uuid, state: &str) -> String {
         format!(
-            "The statement was NOT executed. It is waiting for a human approver (approval {approval_id}). \
-             Do not retry it: every retry queues another approval. Check progress with \
+            "Queued for approval: the statement was NOT executed. It is waiting for a human \
+             approver (approval {approval_id}, state: {state}). Do not retry this call: every \
+             retry queues another approval for the same write. Check progress with \
              interlock_approval_status."
         )
     }

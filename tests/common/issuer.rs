@@ -212,6 +212,23 @@ impl SigningKey {
         header.kid = Some(self.kid.clone());
         jsonwebtoken::encode(&header, claims, &self.encoding).expect("sign")
     }
+
+    /// A JWT of `claims` whose JOSE header also holds `extra` (e.g. `crit`, `b64`), properly
+    /// signed with this key, naming it.
+    pub fn sign_with_header(&self, extra: &Value, claims: &Value) -> String {
+        let mut header = json!({"alg": self.alg, "kid": self.kid, "typ": "JWT"});
+        for (k, v) in extra.as_object().expect("header fields") {
+            header[k] = v.clone();
+        }
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let signature =
+            jsonwebtoken::crypto::sign(input.as_bytes(), &self.encoding, self.alg).expect("sign");
+        format!("{input}.{signature}")
+    }
 }
 
 /// A JWT with `alg: none` and no signature.

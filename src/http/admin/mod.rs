@@ -20,6 +20,7 @@ mod auth;
 mod events;
 mod gate;
 mod identities;
+mod nul_text;
 mod replicas;
 mod sources;
 mod webhooks;

@@ -100,7 +100,7 @@ fn outcomes_render_as_plain_json_with_real_statuses() {
                 message: "Awaiting review.".into(),
             },
             202,
-            json!({"error": "approval required: the statement was not executed; do not retry. Awaiting review.",
+            json!({"error": "Awaiting review.",
                    "code": "approval_required", "approval_id": "a-1", "approval_state": "pending"}),
             None,
         ),

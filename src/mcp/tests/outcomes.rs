@@ -34,9 +34,8 @@ fn queued() -> ToolOutcome {
     }
 }
 
-const QUEUED_TEXT: &str = "Queued for approval: the statement was NOT executed. Do NOT retry this call — a retry \
-would queue a second approval for the same write. approval_id: 6f1c2a54-2d7b-4b8e-9a43-0c6a1f3e7b21 (state: \
-pending); check it with interlock_approval_status. An approver must review this write.";
+/// The queued write's text is its message, said once.
+const QUEUED_TEXT: &str = "An approver must review this write.";
 
 fn result(text: &str, is_error: bool, structured: Option<Value>) -> Value {
     let mut result = json!({
