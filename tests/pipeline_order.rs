@@ -702,12 +702,39 @@ async fn every_tool_stops_at_the_step_that_answers_and_runs_nothing_after_it() {
         );
         let (last, before) = steps.split_last().unwrap();
         assert_eq!(*last, "audit", "{label}: every call ends with its audit");
-        let stopped = if c.stops_at == S::Audit {
-            before.last().copied()
+        if c.stops_at == S::Audit {
+            // The same call with an audit that commits: it ran the same steps and was
+            // answered otherwise, so the failed commit alone is what withheld its answer.
+            let healthy = self::fake(Make::Nothing, &supervision).await;
+            let answered = interlock::pipeline::call(&healthy, &ctx, &args).await;
+            assert_ne!(
+                answer(&answered),
+                c.answer,
+                "{label}: the twin with a healthy audit is answered otherwise: {answered:?}"
+            );
+            let twin = healthy.audited.lock().unwrap().clone();
+            assert_eq!(twin.len(), 1, "{label}: the twin's record");
+            let twin_steps: Vec<&str> = twin[0].decision["steps"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{label}: no steps in the twin"))
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert_eq!(
+                steps, twin_steps,
+                "{label}: every step ran, then the commit failed"
+            );
+            assert!(
+                before.last() != Some(&"audit_gate"),
+                "{label}: it got past the gate: {steps:?}"
+            );
         } else {
-            Some(c.stops_at.name())
-        };
-        assert_eq!(before.last().copied(), stopped, "{label}: {steps:?}");
+            assert_eq!(
+                before.last().copied(),
+                Some(c.stops_at.name()),
+                "{label}: {steps:?}"
+            );
+        }
         if matches!(c.answer, Answer::Refused(_) | Answer::NotFound)
             || (matches!(c.answer, Answer::Unavailable(_)) && c.stops_at < S::Execution)
         {

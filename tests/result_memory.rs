@@ -11,15 +11,19 @@ use common::env::demo_env;
 use common::mcp::rows;
 use serde_json::json;
 
-/// A field of /proc/self/status, in kB.
+/// A field of /proc/self/status, in kB. A memory test that cannot measure memory fails:
+/// it must never pass by reading 0 before and after.
 fn status_kb(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
+    let status = std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_else(|e| panic!("memory cannot be measured: /proc/self/status: {e}"));
+    let kb = status
         .lines()
         .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .unwrap_or_else(|| panic!("memory cannot be measured: no {field} in /proc/self/status"));
+    assert!(kb > 0, "memory cannot be measured: {field} reads 0 kB");
+    kb
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -114,6 +114,7 @@ async fn each_finding_is_refused_with_its_rule() {
         ),
     ];
     for (args, status, key) in cases {
+        let before = env.last_audit().await["seq"].as_i64().unwrap_or(0);
         let a = env.agent_query(args.clone()).await;
         let shown = args["sql"]
             .as_str()
@@ -131,8 +132,19 @@ async fn each_finding_is_refused_with_its_rule() {
                 "{shown}: {:?}",
                 a.body
             );
-            let audit = env.last_audit().await;
-            assert_eq!(audit["outcome"], "refused", "{shown}: audited");
+            // The record of this very request: its request id, and nothing older.
+            let request_id = a
+                .headers
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .expect("x-request-id");
+            let audit = env.audit_of(request_id).await;
+            assert_eq!(audit["outcome"], "refused", "{shown}: audited: {audit}");
+            assert_eq!(audit["decision"]["code"], key, "{shown}: {audit}");
+            assert!(
+                audit["seq"].as_i64().unwrap_or(0) > before,
+                "{shown}: {audit}"
+            );
         }
     }
     // The gateway is still up and answering after all of that.

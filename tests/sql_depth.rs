@@ -16,113 +16,242 @@ use interlock::sql::depth::DEFAULT_MAX_DEPTH;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// One construct, generated `n` deep or wide.
-type Family = (&'static str, fn(usize) -> String);
+/// One construct, generated `n` deep or wide, with the nesting levels each unit of `n`
+/// adds by the documented rule (each operator or infix keyword of a chain, each cast,
+/// parenthesis, `CASE` and set operation adds a level): at least `lo` and at most `hi` per
+/// unit, plus at most [`BASE`]. The expectation comes from the generator, never from the
+/// product's own depth function.
+struct Family {
+    name: &'static str,
+    make: fn(usize) -> String,
+    lo: usize,
+    hi: usize,
+}
 
+/// Levels a statement has besides its generated units (SELECT, a FROM, a WHERE).
+const BASE: usize = 8;
+
+/// A family as (name, generator, levels per unit at least, at most).
+type FamilyRow = (&'static str, fn(usize) -> String, usize, usize);
+
+/// The families.
 fn families() -> Vec<Family> {
-    vec![
-        ("plus chain", |n| format!("SELECT 1{}", " + 1".repeat(n))),
-        ("concat chain", |n| {
-            format!("SELECT val{} FROM app.t1", " || val".repeat(n))
-        }),
-        ("cast chain", |n| format!("SELECT 1{}", "::int".repeat(n))),
-        ("and chain", |n| {
-            format!(
-                "SELECT id FROM app.t1 WHERE {}",
-                vec!["id = 1"; n.max(1)].join(" AND ")
-            )
-        }),
-        ("or chain", |n| {
-            format!(
-                "SELECT id FROM app.t1 WHERE {}",
-                vec!["id = 1"; n.max(1)].join(" OR ")
-            )
-        }),
-        ("comparison chain", |n| {
-            format!("SELECT 1{}", " = true".repeat(n))
-        }),
-        ("is null chain", |n| {
-            format!("SELECT 1{}", " IS NULL".repeat(n))
-        }),
-        ("between chain", |n| {
-            format!("SELECT 1{}", " BETWEEN 0 AND 2".repeat(n))
-        }),
-        ("like chain", |n| {
-            format!("SELECT 'a'{}", " LIKE 'a'".repeat(n))
-        }),
-        ("in chain", |n| format!("SELECT 1{}", " IN (1)".repeat(n))),
-        ("not prefix", |n| format!("SELECT {}true", "NOT ".repeat(n))),
-        ("minus prefix", |n| format!("SELECT {}1", "- ".repeat(n))),
-        ("parentheses", |n| {
-            format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n))
-        }),
-        ("function nesting", |n| {
-            format!("SELECT {}1{}", "abs(".repeat(n), ")".repeat(n))
-        }),
-        ("scalar subqueries", |n| {
-            format!("SELECT {}1{}", "(SELECT ".repeat(n), ")".repeat(n))
-        }),
-        ("derived tables", |n| {
-            format!(
-                "SELECT * FROM {}SELECT 1 AS x{}",
-                "(SELECT * FROM ".repeat(n),
-                ") AS d".repeat(n)
-            )
-        }),
-        ("nested case", |n| {
-            format!(
-                "SELECT {}1{}",
-                "CASE WHEN true THEN ".repeat(n),
-                " END".repeat(n)
-            )
-        }),
-        ("case else chain", |n| {
-            format!(
-                "SELECT CASE WHEN true THEN 1 ELSE 1{} END",
-                " + 1".repeat(n)
-            )
-        }),
-        ("union chain", |n| {
-            vec!["SELECT 1, 2"; n.max(1)].join(" UNION ")
-        }),
-        ("union all of selects from tables", |n| {
-            vec!["SELECT id FROM app.t1"; n.max(1)].join(" UNION ALL ")
-        }),
-        ("subscripts", |n| {
-            format!("SELECT ARRAY[1]{}", "[1]".repeat(n))
-        }),
-        ("array nesting", |n| {
-            format!("SELECT {}1{}", "ARRAY[".repeat(n), "]".repeat(n))
-        }),
-        ("wide select list", |n| {
-            format!(
-                "SELECT {}",
-                vec!["id"; n.max(1)].join(", ") + " FROM app.t1"
-            )
-        }),
-        ("wide in list", |n| {
-            format!(
-                "SELECT id FROM app.t1 WHERE id IN ({})",
-                vec!["1"; n.max(1)].join(", ")
-            )
-        }),
-        ("many joins", |n| {
-            let mut sql = "SELECT 1 FROM app.t1 t0".to_string();
-            for i in 1..n.max(1) {
-                sql.push_str(&format!(" JOIN app.t1 t{i} ON t{i}.id = t0.id"));
-            }
-            sql
-        }),
-        ("chain inside parentheses", |n| {
-            format!("SELECT {}(1{})", "1 + ".repeat(n / 2), " + 1".repeat(n / 2))
-        }),
-        ("ctes", |n| {
-            let ctes: Vec<String> = (0..n.max(1))
-                .map(|i| format!("c{i} AS (SELECT {i} AS x)"))
-                .collect();
-            format!("WITH {} SELECT 1", ctes.join(", "))
-        }),
-    ]
+    let table: Vec<FamilyRow> = vec![
+        (
+            "plus chain",
+            |n| format!("SELECT 1{}", " + 1".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "concat chain",
+            |n| format!("SELECT val{} FROM app.t1", " || val".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "cast chain",
+            |n| format!("SELECT 1{}", "::int".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "and chain",
+            |n| {
+                format!(
+                    "SELECT id FROM app.t1 WHERE {}",
+                    vec!["id = 1"; n.max(1)].join(" AND ")
+                )
+            },
+            1,
+            2,
+        ),
+        (
+            "or chain",
+            |n| {
+                format!(
+                    "SELECT id FROM app.t1 WHERE {}",
+                    vec!["id = 1"; n.max(1)].join(" OR ")
+                )
+            },
+            1,
+            2,
+        ),
+        (
+            "comparison chain",
+            |n| format!("SELECT 1{}", " = true".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "is null chain",
+            |n| format!("SELECT 1{}", " IS NULL".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "between chain",
+            |n| format!("SELECT 1{}", " BETWEEN 0 AND 2".repeat(n)),
+            1,
+            2,
+        ),
+        (
+            "like chain",
+            |n| format!("SELECT 'a'{}", " LIKE 'a'".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "in chain",
+            |n| format!("SELECT 1{}", " IN (1)".repeat(n)),
+            1,
+            2,
+        ),
+        (
+            "not prefix",
+            |n| format!("SELECT {}true", "NOT ".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "minus prefix",
+            |n| format!("SELECT {}1", "- ".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "parentheses",
+            |n| format!("SELECT {}1{}", "(".repeat(n), ")".repeat(n)),
+            1,
+            1,
+        ),
+        (
+            "function nesting",
+            |n| format!("SELECT {}1{}", "abs(".repeat(n), ")".repeat(n)),
+            1,
+            2,
+        ),
+        (
+            "scalar subqueries",
+            |n| format!("SELECT {}1{}", "(SELECT ".repeat(n), ")".repeat(n)),
+            1,
+            3,
+        ),
+        (
+            "derived tables",
+            |n| {
+                format!(
+                    "SELECT * FROM {}(SELECT 1 AS x) AS d{}",
+                    "(SELECT * FROM ".repeat(n),
+                    ") AS d".repeat(n)
+                )
+            },
+            1,
+            3,
+        ),
+        (
+            "nested case",
+            |n| {
+                format!(
+                    "SELECT {}1{}",
+                    "CASE WHEN true THEN ".repeat(n),
+                    " END".repeat(n)
+                )
+            },
+            1,
+            2,
+        ),
+        (
+            "case else chain",
+            |n| {
+                format!(
+                    "SELECT CASE WHEN true THEN 1 ELSE 1{} END",
+                    " + 1".repeat(n)
+                )
+            },
+            1,
+            1,
+        ),
+        (
+            "union chain",
+            |n| vec!["SELECT 1, 2"; n.max(1)].join(" UNION "),
+            1,
+            1,
+        ),
+        (
+            "union all of selects from tables",
+            |n| vec!["SELECT id FROM app.t1"; n.max(1)].join(" UNION ALL "),
+            1,
+            1,
+        ),
+        (
+            "subscripts",
+            |n| format!("SELECT ARRAY[1]{}", "[1]".repeat(n)),
+            0,
+            2,
+        ),
+        (
+            "array nesting",
+            |n| format!("SELECT {}1{}", "ARRAY[".repeat(n), "]".repeat(n)),
+            1,
+            2,
+        ),
+        (
+            "wide select list",
+            |n| {
+                format!(
+                    "SELECT {}",
+                    vec!["id"; n.max(1)].join(", ") + " FROM app.t1"
+                )
+            },
+            0,
+            0,
+        ),
+        (
+            "wide in list",
+            |n| {
+                format!(
+                    "SELECT id FROM app.t1 WHERE id IN ({})",
+                    vec!["1"; n.max(1)].join(", ")
+                )
+            },
+            0,
+            0,
+        ),
+        (
+            "many joins",
+            |n| {
+                let mut sql = "SELECT 1 FROM app.t1 t0".to_string();
+                for i in 1..n.max(1) {
+                    sql.push_str(&format!(" JOIN app.t1 t{i} ON t{i}.id = t0.id"));
+                }
+                sql
+            },
+            0,
+            2,
+        ),
+        (
+            "chain inside parentheses",
+            |n| format!("SELECT {}(1{})", "1 + ".repeat(n / 2), " + 1".repeat(n / 2)),
+            0,
+            1,
+        ),
+        (
+            "ctes",
+            |n| {
+                let ctes: Vec<String> = (0..n.max(1))
+                    .map(|i| format!("c{i} AS (SELECT {i} AS x)"))
+                    .collect();
+                format!("WITH {} SELECT 1", ctes.join(", "))
+            },
+            0,
+            0,
+        ),
+    ];
+    table
+        .into_iter()
+        .map(|(name, make, lo, hi)| Family { name, make, lo, hi })
+        .collect()
 }
 
 /// Sizes around the bound, and far past it, as long as the text fits the cap.
@@ -174,65 +303,75 @@ fn decide_on_small_stack(sqls: Vec<String>) -> Vec<(String, String)> {
     handle.join().expect("the decision thread must not die")
 }
 
-fn measured_depth(sql: &str) -> Option<usize> {
-    let dialect = sqlparser::dialect::PostgreSqlDialect {};
-    let tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, sql)
-        .tokenize_with_location()
-        .ok()?;
-    Some(interlock::sql::depth::depth(&tokens))
-}
-
 #[test]
-fn every_construct_at_every_size_gets_a_verdict() {
+fn every_construct_at_every_size_gets_the_verdict_its_depth_calls_for() {
     let max_bytes = SqlLimits::default().max_sql_bytes;
+    let max = DEFAULT_MAX_DEPTH;
+    // (family, units, statement)
     let mut cases = Vec::new();
-    for (name, make) in families() {
+    for f in families() {
         for n in sizes() {
-            let sql = make(n);
             // At the cap itself: the longest text of this construct that fits.
-            let sql = if sql.len() > max_bytes {
-                let mut k = n;
-                let mut s = sql;
-                while s.len() > max_bytes && k > 1 {
-                    k = k * 9 / 10;
-                    s = make(k);
-                }
-                s
-            } else {
-                sql
-            };
-            cases.push((name, sql));
+            let mut k = n;
+            let mut sql = (f.make)(k);
+            while sql.len() > max_bytes && k > 1 {
+                k = k * 9 / 10;
+                sql = (f.make)(k);
+            }
+            cases.push((f.name, f.lo, f.hi, k, sql));
         }
     }
-    let outcomes = decide_on_small_stack(cases.iter().map(|(_, s)| s.clone()).collect());
+    let outcomes = decide_on_small_stack(cases.iter().map(|c| c.4.clone()).collect());
     let mut failures = Vec::new();
-    let mut deep_refused = 0;
-    for ((name, sql), (_, code)) in cases.iter().zip(&outcomes) {
-        let depth = measured_depth(sql);
-        if depth.is_some_and(|d| d > DEFAULT_MAX_DEPTH) {
-            if code != "400:sql_too_deep" && !code.starts_with("403:sql_unparseable") {
-                failures.push(format!("{name} (depth {depth:?}) got {code}"));
+    let (mut deep, mut shallow, mut allowed_small) = (0, 0, 0);
+    for ((name, lo, hi, k, sql), (_, code)) in cases.iter().zip(&outcomes) {
+        let (least, most) = (lo * k, hi * k + BASE);
+        let too_long = sql.len() > max_bytes;
+        if least > max && !too_long {
+            // Deeper than the bound by construction: refused for its depth.
+            if code != "400:sql_too_deep" {
+                failures.push(format!("{name} ×{k} (depth ≥ {least}) got {code}"));
             }
-            deep_refused += 1;
+            deep += 1;
+        } else if most <= max {
+            // Within the bound by construction: never refused for depth.
+            if code == "400:sql_too_deep" {
+                failures.push(format!("{name} ×{k} (depth ≤ {most}) refused as too deep"));
+            }
+            shallow += 1;
+        }
+        assert!(!code.starts_with("500"), "{name} ×{k}: the decision failed");
+        // Small statements of every construct are allowed outright (the fixture grants
+        // app.t1), so a refusal of any kind there is a false one.
+        if *k <= 10 {
+            if code != "allowed" {
+                failures.push(format!("{name} ×{k} got {code}: {sql}"));
+            }
+            allowed_small += 1;
         }
     }
     println!(
-        "sql_depth: {} statements over {} construct families, {} refused as too deep",
+        "sql_depth: {} statements over {} construct families: {deep} deeper than the bound, \
+         {shallow} within it, {allowed_small} small ones allowed",
         cases.len(),
         families().len(),
-        deep_refused
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // Sanity: the families do reach past the bound, and shallow ones are answered.
-    assert!(deep_refused > families().len());
-    let plus_small = decide_on_small_stack(vec!["SELECT 1 + 1 + 1".to_string()]);
-    assert_eq!(plus_small[0].1, "allowed");
+    // Floors: both sides of the bound are reached by most families.
+    assert!(deep >= 3 * families().len(), "{deep} deep statements");
+    assert!(
+        shallow >= 8 * families().len(),
+        "{shallow} shallow statements"
+    );
+    assert_eq!(allowed_small, 2 * families().len());
 }
 
 /// Random mixtures: an expression grammar over every chaining construct,
-/// nested at random, so no single family's shape is the only one tried.
+/// nested at random, so no single family's shape is the only one tried. The generator
+/// knows the depth it built (at least, at most); statements it built within the bound are
+/// never refused for depth, those it built past it always are.
 #[test]
-fn random_mixtures_never_crash() {
+fn random_mixtures_get_the_verdict_their_depth_calls_for() {
     let seed: u64 = std::env::var("INTERLOCK_DEPTH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -241,73 +380,148 @@ fn random_mixtures_never_crash() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(400);
+    let max = DEFAULT_MAX_DEPTH;
     let mut rng = StdRng::seed_from_u64(seed);
-    let sqls: Vec<String> = (0..cases)
+    let built: Vec<Built> = (0..cases)
         .map(|_| {
             let budget = rng.gen_range(1..6000);
-            format!("SELECT {} FROM app.t1", expression(&mut rng, budget))
+            let e = expression(&mut rng, budget);
+            Built {
+                sql: format!("SELECT {} FROM app.t1", e.sql),
+                lo: e.lo,
+                hi: e.hi + BASE,
+            }
         })
-        .filter(|s| s.len() <= SqlLimits::default().max_sql_bytes)
+        .filter(|b| b.sql.len() <= SqlLimits::default().max_sql_bytes)
         .collect();
-    let outcomes = decide_on_small_stack(sqls);
-    let mut too_deep = 0;
-    let mut answered = 0;
-    for (sql, code) in &outcomes {
-        let depth = measured_depth(sql).unwrap_or(0);
-        if depth > DEFAULT_MAX_DEPTH {
-            assert!(
-                code == "400:sql_too_deep" || code.starts_with("403:sql_unparseable"),
-                "seed {seed}: depth {depth} got {code}: {}",
-                &sql[..sql.len().min(200)]
-            );
-            too_deep += 1;
-        } else {
-            answered += 1;
-        }
+    let outcomes = decide_on_small_stack(built.iter().map(|b| b.sql.clone()).collect());
+    let (mut deep, mut shallow, mut between) = (0, 0, 0);
+    for (b, (sql, code)) in built.iter().zip(&outcomes) {
+        let shown = &sql[..sql.len().min(200)];
         assert!(
             !code.starts_with("500"),
-            "seed {seed}: the decision failed on {sql}"
+            "seed {seed}: the decision failed on {shown}"
         );
+        if b.lo > max {
+            assert_eq!(
+                code, "400:sql_too_deep",
+                "seed {seed}: depth ≥ {}: {shown}",
+                b.lo
+            );
+            deep += 1;
+        } else if b.hi <= max {
+            assert_ne!(
+                code, "400:sql_too_deep",
+                "seed {seed}: depth ≤ {}: {shown}",
+                b.hi
+            );
+            shallow += 1;
+        } else {
+            between += 1;
+        }
     }
     println!(
-        "sql_depth: seed {seed}: {} random mixtures, {too_deep} too deep, {answered} within the bound",
+        "sql_depth: seed {seed}: {} random mixtures: {deep} deeper than the bound, \
+         {shallow} within it, {between} near it",
+        outcomes.len()
+    );
+    // Floors for the default seed: both sides reached, most statements decided either way.
+    assert!(
+        deep >= outcomes.len() / 10,
+        "{deep} deep of {}",
         outcomes.len()
     );
     assert!(
-        too_deep > 0 && answered > 0,
-        "the generator must reach both sides of the bound"
+        shallow >= outcomes.len() / 10,
+        "{shallow} shallow of {}",
+        outcomes.len()
+    );
+    assert!(
+        between <= outcomes.len() / 2,
+        "{between} undetermined of {}",
+        outcomes.len()
     );
 }
 
-/// A random expression of roughly `budget` tokens.
-fn expression(rng: &mut StdRng, budget: usize) -> String {
+struct Built {
+    sql: String,
+    lo: usize,
+    hi: usize,
+}
+
+/// A random expression of roughly `budget` tokens, with the nesting depth it has by
+/// construction: at least `lo`, at most `hi` levels.
+fn expression(rng: &mut StdRng, budget: usize) -> Built {
     if budget <= 1 {
-        return ["1", "id", "val", "'x'", "true", "NULL"][rng.gen_range(0..6)].to_string();
+        let leaf = ["1", "id", "val", "'x'", "true", "NULL"][rng.gen_range(0..6)];
+        return Built {
+            sql: leaf.to_string(),
+            lo: 0,
+            hi: 0,
+        };
     }
     // Nesting shrinks the budget geometrically, so the generator's own
     // recursion stays shallow; the chains below make the statements deep.
     let inner = budget - budget / 20 - 1;
+    let wrap = |e: Built, sql: String, lo: usize, hi: usize| Built {
+        sql,
+        lo: e.lo + lo,
+        hi: e.hi + hi,
+    };
     match rng.gen_range(0..10) {
-        0 => format!("({})", expression(rng, inner)),
-        1 => format!("abs({})", expression(rng, inner)),
-        2 => format!("({})::text", expression(rng, inner)),
-        3 => format!(
-            "CASE WHEN {} THEN {} ELSE 1 END",
-            expression(rng, budget / 3),
-            expression(rng, budget / 3)
-        ),
-        4 => format!("NOT ({})", expression(rng, inner)),
-        5 => format!("(SELECT {})", expression(rng, inner)),
-        _ => {
-            // A left-deep chain, the shape the parser builds without recursion.
-            let ops = [" + ", " || ", " AND ", " OR ", " = ", " < ", " * "];
-            let len = rng.gen_range(1..budget.clamp(2, 3000));
-            let mut s = expression(rng, (budget - len) / 2 + 1);
-            for _ in 0..len {
-                s.push_str(ops[rng.gen_range(0..ops.len())]);
-                s.push_str(["1", "id", "val"][rng.gen_range(0..3)]);
+        0 => {
+            let e = expression(rng, inner);
+            let sql = format!("({})", e.sql);
+            wrap(e, sql, 1, 1)
+        }
+        1 => {
+            let e = expression(rng, inner);
+            let sql = format!("abs({})", e.sql);
+            wrap(e, sql, 1, 2)
+        }
+        2 => {
+            let e = expression(rng, inner);
+            let sql = format!("({})::text", e.sql);
+            wrap(e, sql, 1, 2)
+        }
+        3 => {
+            let (a, b) = (expression(rng, budget / 3), expression(rng, budget / 3));
+            Built {
+                sql: format!("CASE WHEN {} THEN {} ELSE 1 END", a.sql, b.sql),
+                lo: a.lo.max(b.lo) + 1,
+                hi: a.hi.max(b.hi) + 3,
             }
-            s
+        }
+        4 => {
+            let e = expression(rng, inner);
+            let sql = format!("NOT ({})", e.sql);
+            wrap(e, sql, 1, 2)
+        }
+        5 => {
+            let e = expression(rng, inner);
+            let sql = format!("(SELECT {})", e.sql);
+            wrap(e, sql, 1, 3)
+        }
+        _ => {
+            // A chain of one operator, the shape the parser builds without recursion:
+            // each operator is one more level. It continues `e` without parentheses, so
+            // when `e` ends in an operator that binds looser, the chain hangs below its
+            // last operand instead of above it: at least the deeper of the two, at most
+            // both together.
+            let ops = [" + ", " || ", " AND ", " OR ", " = ", " < ", " * "];
+            let op = ops[rng.gen_range(0..ops.len())];
+            let len = rng.gen_range(1..budget.clamp(2, 3000));
+            let e = expression(rng, (budget - len) / 2 + 1);
+            let mut sql = e.sql.clone();
+            for _ in 0..len {
+                sql.push_str(op);
+                sql.push_str(["1", "id", "val"][rng.gen_range(0..3)]);
+            }
+            Built {
+                sql,
+                lo: e.lo.max(len),
+                hi: e.hi + len,
+            }
         }
     }
 }

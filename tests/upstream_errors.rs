@@ -66,14 +66,26 @@ async fn caller_mistakes_never_open_the_circuit() {
             "$1",
         ),
         // Errors of the statement at run time: opaque to the agent, never the breaker's.
-        ("SELECT 1 / 0 AS x", json!([]), 500, "", ""),
-        ("SELECT 'x'::int AS x", json!([]), 500, "", ""),
+        (
+            "SELECT 1 / 0 AS x",
+            json!([]),
+            500,
+            "tool_execution_failed",
+            "tool execution failed",
+        ),
+        (
+            "SELECT 'x'::int AS x",
+            json!([]),
+            500,
+            "tool_execution_failed",
+            "tool execution failed",
+        ),
         (
             "SELECT (id / 0) AS x FROM public.customers",
             json!([]),
             500,
-            "",
-            "",
+            "tool_execution_failed",
+            "tool execution failed",
         ),
     ];
     for (sql, params, status, key, words) in &cases {
@@ -88,14 +100,21 @@ async fn caller_mistakes_never_open_the_circuit() {
                 a.status,
                 a.body
             );
-            if !key.is_empty() && attempt == 0 {
-                assert_eq!(a.body["error"]["data"]["code"], *key, "{sql}: {:?}", a.body);
-                let reason = a.body["error"]["data"]["reason"]
-                    .as_str()
-                    .unwrap_or_default();
-                assert!(reason.contains(words), "{sql}: {reason}");
-            }
+            assert_eq!(
+                a.body["error"]["data"]["code"], *key,
+                "{sql} #{attempt}: {:?}",
+                a.body
+            );
+            let reason = a.body["error"]["data"]["reason"]
+                .as_str()
+                .unwrap_or_default();
+            assert!(reason.contains(words), "{sql} #{attempt}: {reason}");
         }
+        // Not one of them counted as a failure of the source: a share of failures under
+        // the opening rate would keep the circuit closed and prove nothing.
+        let circuit = circuit(&env).await;
+        assert_eq!(circuit["window_failures"], 0, "{sql}: {circuit}");
+        assert_eq!(circuit["state"], "closed", "{sql}: {circuit}");
     }
     assert_eq!(env.circuit_state("shop").await, "closed");
     // And the source still answers everyone.
@@ -104,4 +123,18 @@ async fn caller_mistakes_never_open_the_circuit() {
         .await;
     assert_eq!(a.status, 200);
     assert_eq!(rows(&a)[0]["id"], 7);
+}
+
+/// The shop circuit as the admin API shows it (state and the current window's counts).
+async fn circuit(env: &common::env::DemoEnv) -> Value {
+    let body: Value = common::http::client()
+        .get(env.gateway.url("/admin/sources/shop"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .expect("admin")
+        .json()
+        .await
+        .expect("json");
+    body["circuit"].clone()
 }

@@ -164,4 +164,27 @@ impl DemoEnv {
             .expect("audit query");
         row.map_or(serde_json::Value::Null, |r| r.get(0))
     }
+
+    /// The audit record of the request with this id (waiting up to 10 s for it to land);
+    /// fails when there is none or more than one.
+    pub async fn audit_of(&self, request_id: &str) -> serde_json::Value {
+        let db = admin(&self.control_db).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let rows = db
+                .query(
+                    "SELECT to_jsonb(a) - 'prev_hash' - 'hash' FROM audit_records a WHERE request_id = $1",
+                    &[&request_id],
+                )
+                .await
+                .expect("audit query");
+            match rows.as_slice() {
+                [one] => return one.get(0),
+                [] if std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                other => panic!("{} audit records for request {request_id}", other.len()),
+            }
+        }
+    }
 }
