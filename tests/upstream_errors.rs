@@ -112,7 +112,7 @@ async fn caller_mistakes_never_open_the_circuit() {
         }
         // Not one of them counted as a failure of the source: a share of failures under
         // the opening rate would keep the circuit closed and prove nothing.
-        let circuit = circuit(&env).await;
+        let circuit = env.circuit("shop").await;
         assert_eq!(circuit["window_failures"], 0, "{sql}: {circuit}");
         assert_eq!(circuit["state"], "closed", "{sql}: {circuit}");
     }
@@ -123,18 +123,4 @@ async fn caller_mistakes_never_open_the_circuit() {
         .await;
     assert_eq!(a.status, 200);
     assert_eq!(rows(&a)[0]["id"], 7);
-}
-
-/// The shop circuit as the admin API shows it (state and the current window's counts).
-async fn circuit(env: &common::env::DemoEnv) -> Value {
-    let body: Value = common::http::client()
-        .get(env.gateway.url("/admin/sources/shop"))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .expect("admin")
-        .json()
-        .await
-        .expect("json");
-    body["circuit"].clone()
 }

@@ -129,19 +129,7 @@ pub fn keyed_sql(statement: &str, target: &RelationRef, pk: &[String]) -> Result
     Ok(parsed.to_string())
 }
 
-/// The digest of a set of row keys (see the module documentation).
-pub fn keys_digest(keys: &mut [String]) -> [u8; 32] {
-    use sha2::Digest;
-    keys.sort_unstable();
-    let mut hash = sha2::Sha256::new();
-    for (i, k) in keys.iter().enumerate() {
-        if i > 0 {
-            hash.update(b",");
-        }
-        hash.update(k.as_bytes());
-    }
-    hash.finalize().into()
-}
+pub use crate::sources::postgres::row_keys::keys_digest;
 
 /// `statement` with `RETURNING <target>.*` in place of its own `RETURNING`.
 fn with_returning(statement: &str) -> Result<(String, WriteKind), String> {

@@ -139,6 +139,11 @@ impl DemoEnv {
 
     /// The state of `source`'s circuit as the admin API reports it (`closed`, `open`, …).
     pub async fn circuit_state(&self, source: &str) -> serde_json::Value {
+        self.circuit(source).await["state"].clone()
+    }
+
+    /// `source`'s circuit as the admin API shows it (state, the window's counts, …).
+    pub async fn circuit(&self, source: &str) -> serde_json::Value {
         let body: serde_json::Value = super::http::client()
             .get(self.gateway.url(&format!("/admin/sources/{source}")))
             .bearer_auth(&self.operator_key)
@@ -148,7 +153,7 @@ impl DemoEnv {
             .json()
             .await
             .expect("json");
-        body["circuit"]["state"].clone()
+        body["circuit"].clone()
     }
 
     /// The last audit record, as JSON (`null` while there is none yet: records of cancelled

@@ -425,7 +425,7 @@ impl RowKeys {
     }
 
     fn match_digest(mut self, expected: &[u8; 32]) -> bool {
-        !self.overflowed && crate::approvals::images::keys_digest(&mut self.keys) == *expected
+        !self.overflowed && super::row_keys::keys_digest(&mut self.keys) == *expected
     }
 }
 

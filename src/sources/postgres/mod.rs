@@ -13,6 +13,7 @@ mod flight;
 pub mod guarded_connect;
 pub mod pool;
 pub mod row_guard;
+pub mod row_keys;
 pub mod tls;
 pub mod values;
 
