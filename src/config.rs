@@ -10,6 +10,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::control::ControlSettings;
+pub use crate::limits::{RateLimitBackend, RateLimitSettings, RedisUnavailable};
+pub use crate::telemetry::{LogFormat, LogSettings};
+
 /// The defaults, compiled in so the binary never depends on the working directory.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
 
@@ -19,6 +23,15 @@ pub enum ConfigError {
     Load(#[from] config::ConfigError),
     #[error("invalid configuration: `{key}`: {problem}")]
     Invalid { key: &'static str, problem: String },
+}
+
+impl From<crate::oauth::settings::InvalidSetting> for ConfigError {
+    fn from(e: crate::oauth::settings::InvalidSetting) -> Self {
+        ConfigError::Invalid {
+            key: e.key,
+            problem: e.problem,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -140,34 +153,6 @@ impl ServerSettings {
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct ControlSettings {
-    pub host: String,
-    pub port: u16,
-    pub dbname: String,
-    pub user: String,
-    pub password_env: String,
-    pub password_file: String,
-    pub pool_size: usize,
-    pub connect_timeout_secs: u64,
-    pub migrate_on_start: bool,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LogSettings {
-    pub format: LogFormat,
-    pub level: String,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct SqlSettings {
     pub max_sql_bytes: usize,
     /// Deepest statement nesting accepted (`crate::sql::depth`).
@@ -191,52 +176,6 @@ impl SqlSettings {
 #[serde(deny_unknown_fields)]
 pub struct IdentitySettings {
     pub cache_ttl_ms: u64,
-}
-
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct RateLimitSettings {
-    pub default_per_second: f64,
-    pub default_burst: u32,
-    pub write_per_second: f64,
-    pub write_burst: u32,
-    /// Ignored: accepted so configuration files written for earlier versions still load
-    /// (rate checks no longer queue in a mailbox).
-    #[serde(default)]
-    pub mailbox: usize,
-    /// Where budgets live: this replica (`local`) or Redis, shared by the fleet (`redis`).
-    pub backend: RateLimitBackend,
-    /// `redis://host:port[/db]` when `backend = "redis"`.
-    pub redis_url: String,
-    /// What a check does when Redis does not answer.
-    pub redis_unavailable: RedisUnavailable,
-    /// How long a check waits for Redis before the fallback applies.
-    pub redis_timeout_ms: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RateLimitBackend {
-    Local,
-    Redis,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RedisUnavailable {
-    /// Local buckets with every budget divided by the live replica count.
-    Divide,
-    /// Refuse the call (503): fail closed.
-    Refuse,
-}
-
-impl RedisUnavailable {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RedisUnavailable::Divide => "divide",
-            RedisUnavailable::Refuse => "refuse",
-        }
-    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -429,7 +368,7 @@ impl Settings {
             .server
             .trusted_proxies
             .iter()
-            .find(|p| !crate::http::is_valid_proxy(p))
+            .find(|p| crate::cidr::IpNet::parse(p).is_none())
         {
             return Err(invalid(
                 "server.trusted_proxies",

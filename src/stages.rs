@@ -1,16 +1,88 @@
-//! The timed stages of a governed call, as exported in `/metrics` (`interlock_stage_seconds`,
-//! one series per stage) and printed by the load benchmark's per-stage breakdown.
+//! The stages of a governed call, in order, and their timing as exported in `/metrics`
+//! (`interlock_stage_seconds`, one series per stage) and printed by the load benchmark's
+//! per-stage breakdown.
 //!
-//! The governance steps declared in [`crate::pipeline::steps`] are the stages: each call's
-//! trail times every step it enters, from entering it to entering the next (so the profile
-//! and the declared order cannot drift apart). Around them, the adapter's own work is timed
-//! here as [`CallStage`]s: decoding the request, checking the arguments against their
-//! schema, rendering the answer.
+//! The governance steps ([`GovernanceStep`]) are the contract's order ("Governance And
+//! Errors": identity resolution, source resolution, source-role authorization, policy, rate
+//! limit, write safety, execution, redaction, canonical audit), with the gateway's own steps
+//! placed explicitly:
+//!
+//! - `audit_gate` right after identity: a call is refused (503) while the audit writer
+//!   cannot commit, before anything else runs (fail closed);
+//! - `arguments`: a tool's own checks of its arguments beyond the JSON Schema (which the
+//!   protocol layer checks before the pipeline);
+//! - `breaker` before `cache`: an open circuit refuses a read before the cache is asked;
+//! - `cache` just before `execution`: a hit answers instead of the source.
+//!
+//! [`ORDER_DOC`] is the line `pipeline`'s module documentation carries (a unit test keeps
+//! the two equal). Which steps each tool runs, and the trail a call leaves through them,
+//! are the governed call's (`call::steps`): each call's trail times every step it enters,
+//! from entering it to entering the next (so the profile and the declared order cannot
+//! drift apart). Around them, the adapter's own work is timed here as [`CallStage`]s:
+//! decoding the request, checking the arguments against their schema, rendering the answer.
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::pipeline::steps::{GovernanceStep, ORDER};
+/// One governance step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum GovernanceStep {
+    Identity,
+    AuditGate,
+    Arguments,
+    Source,
+    SourceRole,
+    Policy,
+    RateLimit,
+    WriteSafety,
+    Breaker,
+    Cache,
+    Execution,
+    Redaction,
+    Audit,
+}
+
+use GovernanceStep as S;
+
+/// Every step, in order (the declaration order; a unit test keeps them equal).
+pub const ORDER: [GovernanceStep; 13] = [
+    S::Identity,
+    S::AuditGate,
+    S::Arguments,
+    S::Source,
+    S::SourceRole,
+    S::Policy,
+    S::RateLimit,
+    S::WriteSafety,
+    S::Breaker,
+    S::Cache,
+    S::Execution,
+    S::Redaction,
+    S::Audit,
+];
+
+/// The order as the module documentation of `pipeline` states it.
+pub const ORDER_DOC: &str = "identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit";
+
+impl GovernanceStep {
+    pub fn name(self) -> &'static str {
+        match self {
+            S::Identity => "identity",
+            S::AuditGate => "audit_gate",
+            S::Arguments => "arguments",
+            S::Source => "source",
+            S::SourceRole => "source_role",
+            S::Policy => "policy",
+            S::RateLimit => "rate_limit",
+            S::WriteSafety => "write_safety",
+            S::Breaker => "breaker",
+            S::Cache => "cache",
+            S::Execution => "execution",
+            S::Redaction => "redaction",
+            S::Audit => "audit",
+        }
+    }
+}
 
 /// The adapter's work around the governance steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +126,7 @@ impl CallStage {
     }
 }
 
-/// Records `elapsed` for a governance step (see [`crate::pipeline::steps::Trail`]).
+/// Records `elapsed` for a governance step (a call's trail times its steps).
 pub fn record_step(step: GovernanceStep, elapsed: Duration) {
     record(CallStage::ALL.len() + step as usize, elapsed);
 }
@@ -95,7 +167,21 @@ fn handles() -> &'static [metrics::Histogram] {
 
 #[cfg(test)]
 mod tests {
-    use super::{in_call_order, labels, CallStage};
+    use super::{in_call_order, labels, CallStage, ORDER, ORDER_DOC};
+
+    #[test]
+    fn the_order_is_the_declaration_order_and_the_documented_one() {
+        for pair in ORDER.windows(2) {
+            assert!(pair[0] < pair[1]);
+        }
+        let names: Vec<&str> = ORDER.iter().map(|s| s.name()).collect();
+        assert_eq!(names.join(" → "), ORDER_DOC);
+        let module_doc = include_str!("pipeline/mod.rs");
+        assert!(
+            module_doc.contains(ORDER_DOC),
+            "pipeline/mod.rs must state the order: {ORDER_DOC}"
+        );
+    }
 
     #[test]
     fn every_stage_has_a_distinct_label_at_its_index() {

@@ -1,6 +1,7 @@
-//! The declared order of governance steps (`src/pipeline/steps.rs`), seen from the audit
-//! log of real calls: a call refused at step k names k (`refused_at`), and the steps it
-//! entered (`steps`) stop at k — nothing after k ran — before the audit itself. One case per
+//! The declared order of governance steps (`src/stages.rs`; each tool's in
+//! `src/call/steps.rs`), seen from the audit log of real calls: a call refused at step k
+//! names k (`refused_at`), and the steps it entered (`steps`) stop at k — nothing after k
+//! ran — before the audit itself. One case per
 //! step that can refuse, over real HTTP and PostgreSQL; an allowed read passes every step
 //! in order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -11,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use common::env::{demo_env, DemoEnv};
 use common::mcp::{call, MODERN};
+use interlock::call::steps::declared;
 use interlock::mcp::ToolKind;
-use interlock::pipeline::steps::{declared, GovernanceStep, ORDER};
+use interlock::stages::{GovernanceStep, ORDER};
 use serde_json::{json, Value};
 
-/// A step's place in the declared order (`interlock::pipeline::steps::ORDER`), by name.
+/// A step's place in the declared order (`interlock::stages::ORDER`), by name.
 fn position(step: &str) -> usize {
     ORDER
         .iter()

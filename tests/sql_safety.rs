@@ -13,9 +13,9 @@ mod common;
 
 use std::path::PathBuf;
 
+use interlock::call::mask;
 use interlock::control::{policy_file, profiles, sources};
 use interlock::governance::{decide, AllowedClass, SqlLimits};
-use interlock::pipeline::mask;
 use interlock::sources::catalog;
 use interlock::sources::postgres::execute::{self, Limits, Mode, TextParam};
 use interlock::sources::postgres::pool;

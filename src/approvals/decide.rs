@@ -5,16 +5,25 @@ use chrono::Utc;
 use interlock_actors::approval::{
     self, ApprovalState, ApproverChoice, DecisionInput, DecisionRefused,
 };
-use interlock_actors::events::Event;
+use interlock_actors::audit::AuditHandle;
+use interlock_actors::events::{Event, EventBus};
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::call::{audit, AuditDraft, Outcome};
 use crate::control::approval_lifecycle as lifecycle;
 use crate::control::approvals::{self as repo, Approval};
 use crate::control::identities::{Identity, IdentityKind};
-use crate::control::ControlError;
-use crate::pipeline::{audit, AuditDraft, Outcome};
-use crate::AppState;
+use crate::control::{ControlError, ControlPool};
+
+/// What a decision needs from the running gateway.
+pub struct Desk<'a> {
+    pub control: &'a ControlPool,
+    pub audit: &'a AuditHandle,
+    pub events: &'a EventBus,
+    /// The approval queue, which runs a write once it is approved.
+    pub queue: &'a approval::ApprovalHandle,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
@@ -38,7 +47,7 @@ impl From<tokio_postgres::Error> for DecideError {
 /// Records `verdict` by `approver` on approval `id`; when it completes the approval, hands
 /// it to the queue for execution. Returns the approval as it stands after the decision.
 pub async fn decide(
-    state: &AppState,
+    state: Desk<'_>,
     approver: &Identity,
     id: Uuid,
     verdict: ApproverChoice,
@@ -112,8 +121,7 @@ pub async fn decide(
     draft.action = Some("approve");
     draft.decision =
         json!({"decision": decision, "reason": reason, "state": next.as_str(), "max_rows": bound});
-    if let Err(e) =
-        audit::append(&state.audit, draft, &Outcome::Json(serde_json::Value::Null)).await
+    if let Err(e) = audit::append(state.audit, draft, &Outcome::Json(serde_json::Value::Null)).await
     {
         tracing::error!(%id, error = %e, "the audit record of an approval decision could not be written");
     }
@@ -126,12 +134,12 @@ pub async fn decide(
         at: Utc::now(),
     });
     if next == ApprovalState::Approved {
-        if let Err(e) = state.approvals.execute(id).await {
+        if let Err(e) = state.queue.execute(id).await {
             // The sweep and start-up recovery pick up approved records the queue missed.
             tracing::error!(%id, error = %e, "handing an approved write to the queue failed");
         }
     }
-    repo::get(&state.control, id, None)
+    repo::get(state.control, id, None)
         .await?
         .ok_or(DecideError::NotFound)
 }

@@ -21,5 +21,5 @@ pub mod recheck;
 pub mod runner;
 pub mod side_effects;
 
-pub use decide::{decide, DecideError};
+pub use decide::{decide, DecideError, Desk};
 pub use display::escape_for_display;

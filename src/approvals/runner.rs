@@ -13,10 +13,10 @@ use uuid::Uuid;
 
 use super::images;
 use super::recheck::{allowed_now, Queued};
+use crate::call::{audit, mask, AuditDraft, Outcome};
 use crate::control::approval_lifecycle::{self as lifecycle, Ended, LostExecution};
 use crate::control::{instances, ControlError, ControlPool};
 use crate::governance::SqlLimits;
-use crate::pipeline::{audit, mask, AuditDraft, Outcome};
 use crate::sources::postgres::changes::Changes;
 use crate::sources::postgres::execute::{self, Limits, Mode};
 use crate::sources::registry::SourceRegistry;

@@ -2,8 +2,8 @@
 
 use chrono::{DateTime, Utc};
 
+use super::scanned::{ScannedCatalog, ScannedColumn, ScannedRelation};
 use super::{ControlError, ControlPool};
-use crate::sources::scan::{ScannedCatalog, ScannedColumn, ScannedRelation};
 
 /// A stored catalog with the time of its scan.
 #[derive(Debug, Clone)]

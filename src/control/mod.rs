@@ -16,11 +16,14 @@ pub mod policy_file;
 pub mod pool;
 pub mod profiles;
 pub mod roles;
+pub mod scanned;
+pub mod settings;
 pub mod sources;
 pub mod token_identities;
 pub mod webhooks;
 
 pub use pool::{connect_pool, ControlPool};
+pub use settings::ControlSettings;
 
 /// Errors of the control-database repositories.
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 
-use crate::config::ControlSettings;
+use super::settings::ControlSettings;
 use crate::secrets::SecretRef;
 
 pub type ControlPool = Pool;

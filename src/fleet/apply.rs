@@ -47,8 +47,8 @@ impl Fleet {
             }
             FleetMessage::Event { event } => runtime.events.deliver(event),
             FleetMessage::Changed { what } => match what {
-                Changed::Keys => runtime.identities.invalidate_all(),
-                Changed::Grants => runtime.profiles.invalidate_all(),
+                Changed::Keys => runtime.access.keys_changed(),
+                Changed::Grants => runtime.access.grants_changed(),
                 Changed::Sources => {
                     if let Err(e) = runtime.sources.reload().await {
                         tracing::warn!(error = %e, "sources not reloaded after a fleet notice; the periodic reload retries");

@@ -37,8 +37,6 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::control::{fleet as tables, ControlError, ControlPool};
-use crate::pipeline::identity::IdentityResolver;
-use crate::pipeline::profiles::ProfileCache;
 use crate::sources::registry::SourceRegistry;
 pub use message::Changed;
 use message::{Envelope, FleetMessage};
@@ -50,14 +48,24 @@ pub struct FleetConfig {
     pub degraded_cache_ttl: Duration,
 }
 
+/// The caches of who may do what, kept by the governed call above the fleet (identities by
+/// key or token, access profiles): the fleet tells them when another replica changed what
+/// they hold, so it never imports them.
+pub trait AccessCaches: Send + Sync {
+    /// Keys or identities changed: every cached key and token resolution is stale.
+    fn keys_changed(&self);
+    /// Grants, roles or policies changed: every cached access profile is stale.
+    fn grants_changed(&self);
+}
+
 /// What a replica applies what it hears to.
 #[derive(Clone)]
 pub struct Runtime {
     pub sources: Arc<SourceRegistry>,
     pub cache: CacheHandle,
     pub events: EventBus,
-    pub identities: IdentityResolver,
-    pub profiles: ProfileCache,
+    /// Who may do what, as this replica has cached it.
+    pub access: Arc<dyn AccessCaches>,
     /// This replica's instance lock id (its liveness, see `approvals::instance`).
     pub instance: i32,
     /// Where this replica serves, for the registry.

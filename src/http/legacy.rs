@@ -62,7 +62,7 @@ pub async fn tools_call(
     );
     let outcome = pipeline::call(&**state, &ctx, &call.args).await;
     super::refusal_trail::mark(&req);
-    to_http(crate::mcp::render_governed_legacy(&outcome))
+    to_http(crate::call::render_governed_legacy(&outcome))
 }
 
 /// `GET /mcp/sse`: opens the stream and announces where to POST messages.
@@ -152,7 +152,7 @@ pub async fn sse_message(
                     .register(key.as_deref(), &call.id, token.clone());
                 let ctx = CallContext::for_tool_call(&call, "mcp-legacy", rid, key, token);
                 let outcome = pipeline::call(&*state, &ctx, &call.args).await;
-                let reply = crate::mcp::render_governed(&outcome, &call, &state.server_info);
+                let reply = crate::call::render_governed(&outcome, &call, &state.server_info);
                 if let Some(b) = reply.body {
                     let _ = tx.send(event(&b)).await;
                 }

@@ -163,8 +163,13 @@ pub async fn tool_call(
     let prepared = match pipeline::prepare(&*state, &ctx, &call.args).await {
         Ok(p) => p,
         Err(outcome) => {
-            return CallStage::Render
-                .time(|| to_http(mcp::render_governed(&outcome, &call, &state.server_info)));
+            return CallStage::Render.time(|| {
+                to_http(crate::call::render_governed(
+                    &outcome,
+                    &call,
+                    &state.server_info,
+                ))
+            });
         }
     };
     let (mut body, tx) = SseBody::new(token.clone(), KEEPALIVE);
@@ -179,7 +184,7 @@ pub async fn tool_call(
         }
         let outcome = prepared.run(&*st, &token).await;
         let started = std::time::Instant::now();
-        let reply = mcp::render_governed(&outcome, &call, &st.server_info);
+        let reply = crate::call::render_governed(&outcome, &call, &st.server_info);
         let sent = reply.body.as_ref().map(event);
         CallStage::Render.since(started);
         if let Some(sent) = sent {

@@ -4,45 +4,12 @@
 //! latency, in-flight requests), plus gauges sampled here: pool usage per source and the
 //! approval queue depth by state.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{web, HttpResponse};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::AppState;
-
-static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
-
-/// How often histogram samples are folded into their summaries.
-const UPKEEP_EVERY: Duration = Duration::from_secs(1);
-
-/// Installs the process-wide recorder once (several gateways in one test process share it).
-///
-/// The recorder keeps each histogram sample until upkeep folds it into the summary, so a
-/// thread runs upkeep every second: without it, a gateway nobody scrapes would keep every
-/// sample of every call (about 15 per governed call) for as long as it runs.
-pub fn install() {
-    HANDLE.get_or_init(|| match PrometheusBuilder::new().install_recorder() {
-        Ok(h) => {
-            let upkeep = h.clone();
-            let spawned = std::thread::Builder::new()
-                .name("metrics-upkeep".into())
-                .spawn(move || loop {
-                    std::thread::sleep(UPKEEP_EVERY);
-                    upkeep.run_upkeep();
-                });
-            if let Err(e) = spawned {
-                tracing::warn!(error = %e, "the metrics upkeep thread could not be started");
-            }
-            Some(h)
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "the metrics recorder could not be installed");
-            None
-        }
-    });
-}
 
 /// `GET /metrics`: without a key on the separate metrics listener (`metrics.listen`),
 /// otherwise for operator keys only.
@@ -63,7 +30,7 @@ pub async fn render(req: actix_web::HttpRequest, state: web::Data<AppState>) -> 
             return refusal;
         }
     }
-    match HANDLE.get().and_then(Option::as_ref) {
+    match crate::telemetry::metrics::handle() {
         Some(h) => HttpResponse::Ok()
             .content_type("text/plain; version=0.0.4")
             .body(h.render()),

@@ -1,20 +1,17 @@
 //! The only module that knows actix-web: routes, guards, request ids.
 
 mod admin;
+mod challenge;
 mod console;
 mod credentials;
 mod guard;
 mod health;
 mod host;
 
-/// Whether a `server.trusted_proxies` entry is an address or CIDR block.
-pub fn is_valid_proxy(entry: &str) -> bool {
-    guard::IpNet::parse(entry).is_some()
-}
-pub mod inflight;
 mod legacy;
 mod mcp_endpoint;
 pub mod metrics;
+mod oauth_metadata;
 mod proxy;
 pub(crate) mod refusal_trail;
 pub mod request_id;
@@ -49,7 +46,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
         &settings
             .trusted_proxies
             .iter()
-            .filter_map(|p| guard::IpNet::parse(p))
+            .filter_map(|p| crate::cidr::IpNet::parse(p))
             .collect::<Vec<_>>(),
     );
     let metrics_addr = state.settings.metrics.listen_addr();
@@ -73,9 +70,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .wrap(actix_web::middleware::from_fn(
                 credentials::one_authorization,
             ))
-            .wrap(actix_web::middleware::from_fn(
-                crate::oauth::challenge::complete,
-            ))
+            .wrap(actix_web::middleware::from_fn(challenge::complete))
             // Every 4xx answer nobody audited on purpose is audited here (inside the request
             // id, outside everything that answers).
             .wrap(actix_web::middleware::from_fn(
@@ -89,7 +84,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
             .configure(metrics::route)
-            .configure(crate::oauth::metadata::routes)
+            .configure(oauth_metadata::routes)
             .configure(console::routes)
             .service(
                 web::resource("/mcp")

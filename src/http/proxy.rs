@@ -110,7 +110,7 @@ pub fn render(outcome: Outcome) -> HttpResponse {
         } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
             let mut res = HttpResponse::build(status);
-            if let Some(challenge) = crate::oauth::challenge::for_refusal(status.as_u16(), &code) {
+            if let Some(challenge) = crate::mcp::bearer_challenge(status.as_u16(), &code) {
                 res.insert_header(("WWW-Authenticate", challenge));
             }
             if let Some(d) = retry_after {

@@ -138,7 +138,7 @@ pub fn legacy_render(outcome: &ToolOutcome) -> Reply {
             retry_after_secs,
         } => {
             let mut reply = failure(*status, code, message);
-            if let Some(challenge) = crate::oauth::challenge::for_refusal(*status, code) {
+            if let Some(challenge) = super::challenge::for_refusal(*status, code) {
                 reply = reply.with_header("WWW-Authenticate", challenge);
             }
             if *status == 429 {

@@ -21,16 +21,17 @@
 //! | `tool_catalog.rs`, `pagination.rs`, `arguments.rs` | the tool catalog, its pages, argument validation |
 //! | `call.rs`, `outcome.rs` | a `tools/call` in, a governed outcome out |
 //! | `legacy.rs` | the deprecated `/mcp/tools/*` routes |
+//! | `challenge.rs` | the `WWW-Authenticate` challenge of a refusal (RFC 6750) |
 //!
 //! Error codes and statuses are catalogued in docs/errors-v1.md.
 
 mod arguments;
 mod call;
+mod challenge;
 mod dialect;
 mod dispatch;
 mod envelope;
 mod error;
-mod governed;
 mod headers;
 mod jsonrpc;
 mod ladder;
@@ -49,10 +50,10 @@ mod version;
 mod tests;
 
 pub use arguments::{parse as parse_arguments, ArgumentError, InvalidArguments};
+pub use challenge::for_refusal as bearer_challenge;
 pub use dispatch::{dispatch, Inbound};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
-pub use governed::{render_governed, render_governed_legacy};
 pub use legacy::{
     deprecated, legacy_parse_call, legacy_render, legacy_tools_list, DEPRECATION_HEADERS,
     REMOVAL_VERSION, SUNSET,

@@ -105,7 +105,7 @@ fn render_modern(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> Repl
             retry_after_secs,
         } => {
             let mut error = RpcError::governed(*status, code::INVALID_PARAMS, key, message);
-            if let Some(challenge) = crate::oauth::challenge::for_refusal(*status, key) {
+            if let Some(challenge) = super::challenge::for_refusal(*status, key) {
                 error = error.with_header("WWW-Authenticate", challenge);
             }
             if *status == 429 {

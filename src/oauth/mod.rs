@@ -18,10 +18,8 @@
 //! usable identity name (the rule of `control::identities::check_name`), checked before any
 //! database work.
 
-pub mod challenge;
 pub mod issuer;
 pub mod jwks;
-pub mod metadata;
 pub mod settings;
 pub mod well_known;
 

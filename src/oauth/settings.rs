@@ -3,7 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ConfigError;
+/// A value of `[oauth]` that cannot be used, naming its key (the configuration's
+/// `ConfigError::Invalid` when settings load).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: `{key}`: {problem}")]
+pub struct InvalidSetting {
+    pub key: &'static str,
+    pub problem: String,
+}
 
 /// A group (a value of `roles_claim`) that grants an InterLock role on a source.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -70,9 +77,9 @@ impl OAuthSettings {
     }
 
     /// Checks the section when it is enabled, naming the offending key.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        fn invalid(key: &'static str, problem: impl Into<String>) -> ConfigError {
-            ConfigError::Invalid {
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        fn invalid(key: &'static str, problem: impl Into<String>) -> InvalidSetting {
+            InvalidSetting {
                 key,
                 problem: problem.into(),
             }

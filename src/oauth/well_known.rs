@@ -12,6 +12,11 @@ pub fn url(url: &str, name: &str) -> String {
     format!("{origin}/.well-known/{name}{path}")
 }
 
+/// Where the protected-resource metadata of `resource` is (RFC 9728 §3.1).
+pub fn protected_resource_metadata(resource: &str) -> String {
+    url(resource, "oauth-protected-resource")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

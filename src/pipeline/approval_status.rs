@@ -3,16 +3,16 @@
 
 use serde_json::{json, Value};
 
-use super::audit::AuditDraft;
-use super::outcome::Outcome;
 use super::ports::Ports;
 use super::query::rate_limit;
 use super::refusal::Refusal;
-use super::steps::GovernanceStep;
 use super::Work;
+use crate::call::AuditDraft;
+use crate::call::Outcome;
 use crate::control::approvals;
 use crate::control::identities::Identity;
 use crate::mcp::ApprovalStatusArgs;
+use crate::stages::GovernanceStep;
 
 /// The requester's view of an approval (the statement is theirs; decisions name approvers).
 pub fn status_json(a: &approvals::Approval) -> Value {

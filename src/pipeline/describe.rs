@@ -3,13 +3,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::audit::AuditDraft;
-use super::outcome::Outcome;
 use super::ports::Ports;
 use super::query::{rate_limit, source_and_profile};
 use super::refusal::Refusal;
-use super::steps::GovernanceStep;
 use super::Work;
+use crate::call::AuditDraft;
+use crate::call::Outcome;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
 use crate::governance::{
@@ -17,6 +16,7 @@ use crate::governance::{
     RuleOrigin,
 };
 use crate::mcp::{DescribeAccessArgs, DescribeSourceArgs};
+use crate::stages::GovernanceStep;
 
 /// Most tables listed per source.
 pub const MAX_TABLES: usize = 200;

@@ -3,16 +3,16 @@
 
 use serde_json::Value;
 
-use super::audit::AuditDraft;
-use super::outcome::Outcome;
 use super::ports::Ports;
 use super::query::{rate_limit, source_and_profile};
 use super::refusal::Refusal;
-use super::steps::GovernanceStep;
 use super::Work;
+use crate::call::AuditDraft;
+use crate::call::Outcome;
 use crate::control::identities::Identity;
 use crate::discovery::{self, DiscoverQuery, DiscoveryError, RelatedQuery};
 use crate::mcp::{DiscoverArgs, RelatedArgs};
+use crate::stages::GovernanceStep;
 
 fn discovery_failure(draft: &mut AuditDraft, e: DiscoveryError) -> Outcome {
     let refusal = match e {

@@ -275,9 +275,12 @@ impl IdentityResolver {
             draft.action = Some("admin");
             draft.decision = json!({"verdict": "allowed", "kind": "agent",
                                     "credential": {"type": "oauth", "issuer": v.issuer, "subject": v.subject}});
-            if let Err(e) =
-                super::audit::append(audit, draft, &super::Outcome::Json(serde_json::Value::Null))
-                    .await
+            if let Err(e) = crate::call::audit::append(
+                audit,
+                draft,
+                &super::Outcome::Json(serde_json::Value::Null),
+            )
+            .await
             {
                 tracing::error!(error = %e, "provisioning an identity could not be audited");
             }

@@ -1,9 +1,9 @@
 //! The governed call: the one place where the order of governance steps lives, plus the
-//! runtime pieces it needs (identity resolution, access profiles, masking).
+//! runtime pieces it needs (identity resolution, access profiles).
 //!
 //! Order (contract, "Governance And Errors", with the gateway's own steps placed; declared
-//! in [`steps`], where each tool lists the steps it runs, and checked on every call in
-//! debug builds):
+//! in [`crate::stages`], each tool's steps in [`crate::call::steps`], and checked on every
+//! call in debug builds):
 //!
 //! identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit
 //!
@@ -18,37 +18,33 @@
 //! The steps reach the running gateway only through [`Ports`] (the gateway's `AppState`
 //! implements them), so the declared order is unit-tested with fakes
 //! (`tests/pipeline_order.rs`), and each step is timed as a stage of `/metrics` by the
-//! call's trail ([`steps::Trail`]).
+//! call's trail ([`crate::call::steps::Trail`]).
 
 mod approval_status;
 pub mod audit;
 mod describe;
 mod discover_tool;
 pub mod identity;
-pub mod mask;
-pub mod outcome;
 pub mod ports;
 pub mod profiles;
 mod query;
 pub mod refusal;
 pub mod refusal_audit;
 mod sources_tool;
-pub mod steps;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+pub use crate::call::{AuditDraft, Outcome};
 pub use approval_status::status_json;
-pub use audit::AuditDraft;
-pub use outcome::Outcome;
 pub use ports::Ports;
 pub use refusal::Refusal;
 
 use crate::control::identities::Identity;
 use crate::mcp::{ToolArgs, ToolKind};
+use crate::stages::GovernanceStep;
 use identity::{Resolved, Use};
-use steps::GovernanceStep;
 
 /// Who is calling, through what, and how to cancel it.
 #[derive(Debug, Clone)]
@@ -126,7 +122,7 @@ pub async fn prepare(
         ctx.dialect.clone(),
         tool.name(),
     );
-    draft.trail = steps::Trail::of(tool);
+    draft.trail = crate::call::steps::Trail::of(tool);
     draft.enter(GovernanceStep::Identity);
     let identity = match resolve_identity(ports, ctx, tool, &mut draft).await {
         Ok(i) => i,

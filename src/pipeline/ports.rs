@@ -1,7 +1,8 @@
 //! What a governed call needs from the running gateway, as narrow ports. Every step of the
-//! pipeline takes `&impl Ports` (never the whole gateway state), the gateway's [`AppState`]
-//! provides them, and the unit tests of the declared order (`tests/pipeline_order.rs`)
-//! provide fakes that record which ports a call reached.
+//! pipeline takes `&impl Ports` (never the whole gateway state); the gateway's state
+//! (`state::AppState`, a layer above the pipeline) provides them, and the unit tests of the
+//! declared order (`tests/pipeline_order.rs`) provide fakes that record which ports a call
+//! reached.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -15,15 +16,13 @@ use uuid::Uuid;
 
 use super::identity::Resolved;
 use super::profiles::LoadedProfile;
-use crate::config::RateLimitSettings;
 use crate::control::approvals::NewApproval;
 use crate::control::{ControlError, ControlPool};
 use crate::governance::SqlLimits;
-use crate::limits::RateRefusal;
+use crate::limits::{RateLimitSettings, RateRefusal};
 use crate::sources::catalog::RefreshError;
-use crate::sources::postgres::execute::{self, Caller, ExecError, Limits, Mode, Rows, TextParam};
+use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, Rows, TextParam};
 use crate::sources::registry::{CatalogSnapshot, SourceRuntime};
-use crate::AppState;
 
 /// One read, as the pipeline asks for it.
 #[derive(Debug, Clone, Copy)]
@@ -103,132 +102,4 @@ pub trait Ports: Send + Sync {
     fn publish(&self, event: Event);
     /// The control database (approval status, document discovery).
     fn control(&self) -> &ControlPool;
-}
-
-impl Ports for AppState {
-    fn resolve_bearer(
-        &self,
-        credential: &str,
-    ) -> impl Future<Output = Result<Resolved, Arc<ControlError>>> + Send {
-        self.identities.resolve_bearer(credential)
-    }
-
-    fn audit_healthy(&self) -> bool {
-        self.audit.is_healthy()
-    }
-
-    fn append_audit(
-        &self,
-        record: AuditRecord,
-    ) -> impl Future<Output = Result<i64, AuditError>> + Send {
-        self.audit.append(record)
-    }
-
-    fn source(&self, id: &str) -> Option<Arc<SourceRuntime>> {
-        self.sources.get(id)
-    }
-
-    fn sources(&self) -> Vec<Arc<SourceRuntime>> {
-        self.sources.all()
-    }
-
-    fn catalog(
-        &self,
-        rt: &SourceRuntime,
-    ) -> impl Future<Output = Result<Arc<CatalogSnapshot>, RefreshError>> + Send {
-        self.sources.catalog(rt)
-    }
-
-    fn catalog_drifted(&self, source: &str) {
-        self.sources.spawn_catalog_refresh(source.to_string());
-    }
-
-    fn profile(
-        &self,
-        identity: Uuid,
-        source: &str,
-    ) -> impl Future<Output = Result<Option<Arc<LoadedProfile>>, Arc<ControlError>>> + Send {
-        self.profiles.get(identity, source)
-    }
-
-    fn rate_check(
-        &self,
-        request: &RateRequest,
-    ) -> impl Future<Output = Result<(), RateRefusal>> + Send {
-        self.rate.check(request)
-    }
-
-    fn rate_settings(&self) -> &RateLimitSettings {
-        &self.settings.rate_limit
-    }
-
-    fn sql_limits(&self) -> SqlLimits {
-        self.settings.sql.limits()
-    }
-
-    fn cache_get(&self, key: &[u8; 32]) -> impl Future<Output = Option<Arc<CachedResult>>> + Send {
-        self.cache.get(key)
-    }
-
-    fn cache_generations(&self, source: &str, tables: &[(String, String)]) -> Generations {
-        self.cache.generations(source, tables)
-    }
-
-    fn cache_insert(
-        &self,
-        key: [u8; 32],
-        value: CachedResult,
-        seen: &Generations,
-    ) -> impl Future<Output = ()> + Send {
-        self.cache.insert(key, value, seen)
-    }
-
-    async fn read(
-        &self,
-        rt: &SourceRuntime,
-        read: Read<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Rows, ExecError> {
-        let Some(pools) = rt.pools.as_ref() else {
-            return Err(ExecError::Unusable(rt.pool_error.clone().unwrap_or_else(
-                || crate::sources::registry::SettingsError {
-                    message: "the source has no connection pools".into(),
-                    tls: false,
-                },
-            )));
-        };
-        execute::run(
-            pools,
-            read.mode,
-            read.statement,
-            read.params,
-            read.limits,
-            cancel,
-            read.caller,
-        )
-        .await
-    }
-
-    async fn enqueue(&self, new: &NewApproval) -> Result<Uuid, ControlError> {
-        crate::control::approvals::enqueue(&self.control, new)
-            .await
-            .map(|(id, _expires)| id)
-    }
-
-    fn preview(&self, approval: Uuid) {
-        let previews = self.previews.clone();
-        tokio::spawn(async move {
-            if let Err(e) = previews.preview(approval).await {
-                tracing::warn!(%approval, error = %e, "the effect preview could not be stored");
-            }
-        });
-    }
-
-    fn publish(&self, event: Event) {
-        self.events.publish(event);
-    }
-
-    fn control(&self) -> &ControlPool {
-        &self.control
-    }
 }

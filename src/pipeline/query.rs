@@ -1,4 +1,4 @@
-//! `interlock_query`: every step of [`super::steps`] in its order: source → source role →
+//! `interlock_query`: every step of [`crate::call::steps`] in its order: source → source role →
 //! SQL decision (policy inside) → rate limit → write safety (writes are queued) → breaker
 //! → cache → execution → redaction.
 
@@ -12,13 +12,13 @@ use interlock_actors::ratelimit::{Quota, RateRequest};
 use interlock_actors::ActorError;
 use serde_json::{json, Value};
 
-use super::audit::{fingerprint, AuditDraft};
-use super::outcome::Outcome;
 use super::ports::{Ports, Read};
 use super::profiles::LoadedProfile;
 use super::refusal::Refusal;
-use super::steps::GovernanceStep;
-use super::{mask, Work};
+use super::Work;
+use crate::call::audit::{fingerprint, AuditDraft};
+use crate::call::mask;
+use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
@@ -27,6 +27,7 @@ use crate::limits::RateRefusal;
 use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
+use crate::stages::GovernanceStep;
 
 pub struct ReadPlan {
     rt: Arc<SourceRuntime>,

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::audit::AuditDraft;
-use super::outcome::Outcome;
+use crate::call::AuditDraft;
+use crate::call::Outcome;
 
 /// How the caller is answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

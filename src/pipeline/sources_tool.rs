@@ -2,13 +2,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::audit::AuditDraft;
-use super::outcome::Outcome;
 use super::ports::Ports;
 use super::query::rate_limit;
-use super::steps::GovernanceStep;
 use super::Work;
+use crate::call::AuditDraft;
+use crate::call::Outcome;
 use crate::control::identities::Identity;
+use crate::stages::GovernanceStep;
 
 pub async fn list_sources(
     ports: &impl Ports,

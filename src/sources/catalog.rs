@@ -73,7 +73,7 @@ pub enum RefreshError {
 async fn sync_table_assets(
     control: &crate::control::ControlPool,
     source_id: &str,
-    scan: &crate::sources::scan::ScannedCatalog,
+    scan: &crate::control::scanned::ScannedCatalog,
 ) {
     let inputs: Vec<crate::discovery::TableAssetInput> = scan
         .relations

@@ -3,5 +3,4 @@
 pub mod catalog;
 pub mod postgres;
 pub mod registry;
-pub mod scan;
 pub mod stats;

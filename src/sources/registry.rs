@@ -15,6 +15,7 @@ use interlock_actors::events::EventBus;
 use interlock_actors::supervise::Supervision;
 
 use super::catalog::{refresh, to_catalog, RefreshError};
+pub use super::postgres::pool::SettingsError;
 use super::postgres::pool::{self, SourcePools};
 use crate::control::catalog::StoredCatalog;
 use crate::control::sources::{list_sources, Source, SourceKind};
@@ -25,15 +26,6 @@ use crate::sql::Catalog;
 pub struct CatalogSnapshot {
     pub catalog: Catalog,
     pub stored: StoredCatalog,
-}
-
-/// Why a source's pools could not be built from its settings.
-#[derive(Debug, Clone)]
-pub struct SettingsError {
-    /// For operators (no secrets, no server text).
-    pub message: String,
-    /// The TLS settings are what is unusable (CA file, mode), as opposed to the login.
-    pub tls: bool,
 }
 
 /// One registered source as the gateway runs it.

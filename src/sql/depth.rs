@@ -8,8 +8,8 @@
 //! every later pass over that tree (re-serialisation, equality, the nesting
 //! sweep, resolution, even dropping it) recurses once per level. The measure
 //! here is an upper bound on that depth, so a statement that passes it can be
-//! walked recursively on a stack of known size (see
-//! [`crate::governance::decide`]).
+//! walked recursively on a stack of known size (the SQL decision, `governance::decide`,
+//! checks it before any other pass).
 //!
 //! The measure: every `(`, `[` and `CASE … END` opens a frame. Within a frame,
 //! each operator token and each infix keyword (`AND`, `OR`, `IS`, `IN`,

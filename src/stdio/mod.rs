@@ -149,7 +149,7 @@ async fn handle_line(
                         .await;
                 }
                 let outcome = pipeline::call(&*state, &ctx, &call.args).await;
-                let reply = crate::mcp::render_governed(&outcome, &call, &state.server_info);
+                let reply = crate::call::render_governed(&outcome, &call, &state.server_info);
                 if let Some(body) = reply.body {
                     let _ = out.send(body).await;
                 }

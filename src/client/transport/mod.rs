@@ -3,7 +3,7 @@
 //! A transport moves exactly one JSON-RPC request at a time and returns the one response
 //! that answers it; notifications that arrive meanwhile are handed to the caller through a
 //! channel (only `notifications/progress` is used). Timeouts and cancellation policy live in
-//! [`crate::client::session`]: a transport's `request` future is simply dropped when the
+//! the session (`client/session.rs`): a transport's `request` future is simply dropped when the
 //! request is abandoned, which on HTTP closes the response stream (the modern cancellation)
 //! and on stdio leaves a late response to be skipped by id.
 //!

@@ -10,7 +10,7 @@ use sha2::Digest;
 use uuid::Uuid;
 
 use super::auth::{error, path_id, Admin, AdminCaller, Approvers, Staff};
-use crate::approvals::{decide, escape_for_display, DecideError};
+use crate::approvals::{decide, escape_for_display, DecideError, Desk};
 use crate::control::approvals::{self as repo, Approval};
 use crate::AppState;
 
@@ -230,8 +230,14 @@ async fn decision(
             "max_rows bounds an approved write; a rejection takes none",
         );
     }
+    let desk = Desk {
+        control: &state.control,
+        audit: &state.audit,
+        events: &state.events,
+        queue: &state.approvals,
+    };
     match decide(
-        &state,
+        desk,
         &caller.identity,
         id,
         verdict,

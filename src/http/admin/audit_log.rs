@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::auth::AdminCaller;
-use crate::pipeline::{audit, AuditDraft, Outcome};
+use crate::call::{audit, AuditDraft, Outcome};
 use crate::AppState;
 
 /// Appends an `admin` record for `tool` by `caller` (failures are logged: the action already

@@ -109,7 +109,7 @@ pub fn path_id(raw: &str, what: &str) -> Result<uuid::Uuid, HttpResponse> {
 
 pub fn error(status: actix_web::http::StatusCode, code: &str, message: &str) -> HttpResponse {
     let mut res = HttpResponse::build(status);
-    if let Some(challenge) = crate::oauth::challenge::for_refusal(status.as_u16(), code) {
+    if let Some(challenge) = crate::mcp::bearer_challenge(status.as_u16(), code) {
         res.insert_header(("WWW-Authenticate", challenge));
     }
     res.json(json!({"error": message, "code": code}))

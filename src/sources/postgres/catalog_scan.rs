@@ -5,7 +5,7 @@
 //! Comments come from the source and are untrusted text: they are capped in length and only
 //! ever returned as data.
 
-pub use crate::sources::scan::{ScannedCatalog, ScannedColumn, ScannedRelation};
+pub use crate::control::scanned::{ScannedCatalog, ScannedColumn, ScannedRelation};
 
 /// Longest comment kept, in characters.
 pub const MAX_COMMENT_CHARS: usize = 500;

@@ -4,7 +4,7 @@
 
 use tokio_postgres::types::Type;
 
-use super::execute::TextParam;
+use super::request::TextParam;
 use super::values;
 
 /// Execution failures, sorted by whether they say anything about the source's health.
@@ -63,7 +63,7 @@ pub enum ExecError {
     DifferentRows,
     /// The source's settings are unusable (no pools could be built from them).
     #[error("{}", .0.message)]
-    Unusable(crate::sources::registry::SettingsError),
+    Unusable(super::pool::SettingsError),
 }
 
 fn parameter_message(index: Option<usize>, expected: &str, detail: &str) -> String {

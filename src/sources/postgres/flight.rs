@@ -29,7 +29,8 @@ use tokio_postgres::types::{Kind, ToSql, Type};
 
 use super::changes::Changes;
 use super::exec_error::{check_params, db_error, is_input_refusal, parameter_refusal, ExecError};
-use super::execute::{Limits, Rows, TextParam, Truncation};
+use super::request::{Caller, Limits, PreviewTimeouts, TextParam};
+use super::rows::{Rows, Truncation};
 use super::values;
 
 /// A parameter whose type PostgreSQL infers from the statement (OID 0, as an unspecified
@@ -106,7 +107,7 @@ fn capped(statement: &str, max_rows: u64) -> String {
     )
 }
 
-/// Sets who the transaction runs for, transaction-local (see [`super::execute::Caller`]).
+/// Sets who the transaction runs for, transaction-local (see [`Caller`]).
 const SET_CALLER: &str =
     "SELECT set_config('interlock.identity', $1, true), set_config('interlock.roles', $2, true)";
 /// As [`SET_CALLER`], and `SET LOCAL ROLE` to the caller's mapped role (`set_config('role')`
@@ -116,7 +117,7 @@ const SET_CALLER_ROLE: &str = "SELECT set_config('interlock.identity', $1, true)
 
 /// The statement and its parameters, typed as text, that set who `who` is,
 /// transaction-local. Typed parameters let it go out without a Parse round trip of its own.
-fn set_caller(who: &super::execute::Caller) -> (&'static str, Vec<(&(dyn ToSql + Sync), Type)>) {
+fn set_caller(who: &Caller) -> (&'static str, Vec<(&(dyn ToSql + Sync), Type)>) {
     match &who.pg_role {
         None => (
             SET_CALLER,
@@ -147,7 +148,7 @@ const NO_ROW_SECURITY: &str = "SELECT set_config('row_security', 'off', true)";
 /// statement would run after the COMMIT.
 pub(super) async fn read_as(
     client: &tokio_postgres::Client,
-    caller: Option<&super::execute::Caller>,
+    caller: Option<&Caller>,
     no_row_security: bool,
     read: impl std::future::Future<Output = Result<Rows, ExecError>>,
 ) -> Result<Rows, ExecError> {
@@ -195,7 +196,7 @@ pub(super) enum Ending {
     },
     /// A preview: run under short timeouts and always rolled back (on every path out of
     /// [`write`] the transaction is dropped uncommitted, which rolls it back).
-    DryRun(super::execute::PreviewTimeouts),
+    DryRun(PreviewTimeouts),
 }
 
 /// A write: checked against the types PostgreSQL inferred, run in a transaction that ends
@@ -206,7 +207,7 @@ pub(super) async fn write(
     params: &[TextParam],
     limits: Limits,
     ending: Ending,
-    caller: Option<&super::execute::Caller>,
+    caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
     // Named, and closed on the server when `stmt` is dropped at the end of this function.
     let stmt = client.prepare(statement).await.map_err(db_error)?;

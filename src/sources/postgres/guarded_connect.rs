@@ -16,8 +16,8 @@ use tokio::net::{TcpStream, UnixStream};
 use tokio_postgres::config::Host;
 use tokio_postgres::tls::MakeTlsConnect;
 
-use super::pool::SourceTls;
 use super::row_guard::{GuardTls, RowGuard};
+use super::tls::SourceTls;
 
 /// How long opening the connection may take when the source sets no timeout.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

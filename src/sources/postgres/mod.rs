@@ -12,8 +12,10 @@ pub mod execute;
 mod flight;
 pub mod guarded_connect;
 pub mod pool;
+pub mod request;
 pub mod row_guard;
 pub mod row_keys;
+pub mod rows;
 pub mod tls;
 pub mod values;
 

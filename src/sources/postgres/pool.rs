@@ -7,18 +7,20 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::connect::{pg_config, ConnectError};
-use super::tls::client_config;
+use super::tls::{client_config, SourceTls};
 use crate::control::sources::Source;
+
+/// Why a source's pools could not be built from its settings.
+#[derive(Debug, Clone)]
+pub struct SettingsError {
+    /// For operators (no secrets, no server text).
+    pub message: String,
+    /// The TLS settings are what is unusable (CA file, mode), as opposed to the login.
+    pub tls: bool,
+}
 
 /// Room above the byte cap for a row's protocol framing (column lengths and the like).
 pub const ROW_OVERHEAD: usize = 64 * 1024;
-
-/// The TLS connector of a source, kept for cancel requests (which open a new connection).
-#[derive(Clone)]
-pub enum SourceTls {
-    None,
-    Rustls(MakeRustlsConnect),
-}
 
 /// The pools of one source.
 pub struct SourcePools {

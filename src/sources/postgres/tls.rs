@@ -3,12 +3,20 @@
 //! the configured CA file and checks the host name.
 
 use std::sync::Arc;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::control::sources::TlsMode;
+
+/// The TLS connector of a source, kept for cancel requests (which open a new connection).
+#[derive(Clone)]
+pub enum SourceTls {
+    None,
+    Rustls(MakeRustlsConnect),
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsSetupError {

@@ -1,85 +1,16 @@
-//! The governance steps of a governed call, in the one order every tool follows, and the
-//! steps each tool runs.
+//! The governance steps each tool runs (a subset of [`crate::stages::ORDER`], in that
+//! order), and the trail a call leaves through them.
 //!
-//! The order is the contract's ("Governance And Errors": identity resolution, source
-//! resolution, source-role authorization, policy, rate limit, write safety, execution,
-//! redaction, canonical audit), with the gateway's own steps placed explicitly:
-//!
-//! - `audit_gate` right after identity: a call is refused (503) while the audit writer
-//!   cannot commit, before anything else runs (fail closed);
-//! - `arguments`: a tool's own checks of its arguments beyond the JSON Schema (which the
-//!   protocol layer checks before the pipeline);
-//! - `breaker` before `cache`: an open circuit refuses a read before the cache is asked;
-//! - `cache` just before `execution`: a hit answers instead of the source.
-//!
-//! Every call records each step it enters in its audit draft; a step entered out of this
+//! Every call records each step it enters in its audit draft; a step entered out of the
 //! order, or one its tool does not declare, is a bug caught by a debug assertion, so every
-//! integration test checks the order of every call it makes. [`ORDER_DOC`] is the line
-//! `pipeline`'s module documentation carries (a unit test keeps the two equal).
+//! integration test checks the order of every call it makes.
 
 use std::time::Instant;
 
 use crate::mcp::ToolKind;
-
-/// One governance step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum GovernanceStep {
-    Identity,
-    AuditGate,
-    Arguments,
-    Source,
-    SourceRole,
-    Policy,
-    RateLimit,
-    WriteSafety,
-    Breaker,
-    Cache,
-    Execution,
-    Redaction,
-    Audit,
-}
+use crate::stages::{GovernanceStep, ORDER};
 
 use GovernanceStep as S;
-
-/// Every step, in order (the declaration order; a unit test keeps them equal).
-pub const ORDER: [GovernanceStep; 13] = [
-    S::Identity,
-    S::AuditGate,
-    S::Arguments,
-    S::Source,
-    S::SourceRole,
-    S::Policy,
-    S::RateLimit,
-    S::WriteSafety,
-    S::Breaker,
-    S::Cache,
-    S::Execution,
-    S::Redaction,
-    S::Audit,
-];
-
-/// The order as the module documentation of `pipeline` states it.
-pub const ORDER_DOC: &str = "identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit";
-
-impl GovernanceStep {
-    pub fn name(self) -> &'static str {
-        match self {
-            S::Identity => "identity",
-            S::AuditGate => "audit_gate",
-            S::Arguments => "arguments",
-            S::Source => "source",
-            S::SourceRole => "source_role",
-            S::Policy => "policy",
-            S::RateLimit => "rate_limit",
-            S::WriteSafety => "write_safety",
-            S::Breaker => "breaker",
-            S::Cache => "cache",
-            S::Execution => "execution",
-            S::Redaction => "redaction",
-            S::Audit => "audit",
-        }
-    }
-}
 
 /// The steps `tool` runs, in order.
 pub fn declared(tool: ToolKind) -> &'static [GovernanceStep] {
@@ -224,22 +155,8 @@ impl Trail {
 
 #[cfg(test)]
 mod tests {
-    use super::{declared, GovernanceStep, Trail, ORDER, ORDER_DOC};
+    use super::{declared, GovernanceStep, Trail};
     use crate::mcp::ToolKind;
-
-    #[test]
-    fn the_order_is_the_declaration_order_and_the_documented_one() {
-        for pair in ORDER.windows(2) {
-            assert!(pair[0] < pair[1]);
-        }
-        let names: Vec<&str> = ORDER.iter().map(|s| s.name()).collect();
-        assert_eq!(names.join(" → "), ORDER_DOC);
-        let module_doc = include_str!("mod.rs");
-        assert!(
-            module_doc.contains(ORDER_DOC),
-            "pipeline/mod.rs must state the order: {ORDER_DOC}"
-        );
-    }
 
     #[test]
     fn every_tool_declares_its_steps_in_order_from_identity_to_audit() {

@@ -1,8 +1,8 @@
 //! The catalog of a source as a scan reads it (relations, columns, comments, primary
-//! keys): what a connector produces, the control database stores
-//! (`control::catalog`) and the decision code's catalog is built from
-//! (`sources::catalog`). It belongs to no connector, so the control repository does not
-//! depend on one.
+//! keys): what a connector produces (`sources::postgres::catalog_scan`), the control
+//! database stores (`control::catalog`) and the decision code's catalog is built from
+//! (`sources::catalog`). It is defined here, below the connectors, so the control
+//! repository does not depend on one.
 
 use serde::Serialize;
 

@@ -1,11 +1,10 @@
-//! A governed outcome as MCP answers it: the adapters' one rendering of
-//! [`crate::pipeline::Outcome`] (both dialects and the legacy routes), so the pipeline
-//! itself never builds a reply.
+//! A governed outcome as MCP answers it: the adapters' one rendering of an [`Outcome`]
+//! (both dialects and the legacy routes), so the pipeline itself never builds a reply.
 
 use serde_json::Value;
 
+use super::Outcome;
 use crate::mcp::{legacy_render, render_outcome, Reply, ServerInfo, ToolCall, ToolOutcome};
-use crate::pipeline::Outcome;
 
 /// The MCP answer to `call`: the dialect's rendering, plus a second text item (and
 /// `_meta["interlock/truncated"]`) when the rows were truncated. The first text item

@@ -1,8 +1,25 @@
-//! Logging: `tracing` to stderr, human-readable or JSON.
+//! Logging: `tracing` to stderr, human-readable or JSON; the metrics recorder is
+//! [`metrics`].
 
+pub mod metrics;
+
+use serde::{Deserialize, Serialize};
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{LogFormat, LogSettings};
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `[log]`: the format and level of the log.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    pub level: String,
+}
 
 /// Installs the global subscriber. `RUST_LOG` overrides the configured level. Safe to call
 /// more than once (later calls are ignored).

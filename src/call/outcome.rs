@@ -1,5 +1,5 @@
 //! The typed outcome of a governed call, before any adapter renders it (MCP:
-//! [`crate::mcp::render_governed`]; the proxy API: `http::proxy::render`).
+//! [`super::render`]; the proxy API: `http::proxy::render`).
 
 use std::time::Duration;
 

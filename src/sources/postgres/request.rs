@@ -1,0 +1,164 @@
+//! What one governed statement on a PostgreSQL source is asked for: its mode, for whom it
+//! runs, its limits and its parameters.
+
+use serde_json::Value;
+use tokio_postgres::types::{Format, IsNull, ToSql, Type};
+
+use super::pool::Purpose;
+
+/// What is executed, which decides the pool and the statements sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A read that returns rows, under a row cap (at most cap + 1 rows are produced).
+    Query,
+    /// An `EXPLAIN` (it cannot be a derived table; its output is a plan). With `analyze`
+    /// the statement runs, and its plan counts rows: it runs with `row_security = off`, so
+    /// PostgreSQL refuses it ([`ExecError::RowSecurity`]) wherever a row-level security
+    /// policy would hide rows, instead of reporting how many it removed.
+    Plan { analyze: bool },
+    /// An approved write, committed; rolled back instead when it changes more rows than
+    /// `bound` (the approved effect), or, with `keys` (the digest of the keys the preview
+    /// showed; the statement's last column is each row's key), other rows than those.
+    Write {
+        bound: Option<u64>,
+        keys: Option<[u8; 32]>,
+    },
+    /// A write's preview: executed in a transaction that is always rolled back, under
+    /// short statement and lock timeouts.
+    DryRun(PreviewTimeouts),
+    /// A write's preview: its plan (`EXPLAIN (FORMAT JSON)`); nothing runs.
+    Estimate,
+}
+
+/// Who a governed transaction runs for, carried into the source when its
+/// `identity_propagation` is `settings` or `role`: `interlock.identity` and `interlock.roles`
+/// (comma-separated) set transaction-local before the statement, and with `role` also the
+/// mapped PostgreSQL role (`SET LOCAL ROLE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub identity: String,
+    pub roles: String,
+    pub pg_role: Option<String>,
+}
+
+/// A source runs callers as mapped PostgreSQL roles and this identity has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmapped {
+    pub source: String,
+    pub identity: String,
+}
+
+impl std::fmt::Display for Unmapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "source {} runs every caller as a mapped PostgreSQL role and identity {} has none; \
+             an operator must map it (interlock sources identity {} --map {}=<role>)",
+            self.source, self.identity, self.source, self.identity
+        )
+    }
+}
+
+impl Caller {
+    /// The caller to carry into `source` (`None` when it carries none; `Unmapped` when it
+    /// runs callers as roles and `identity` has no mapping: fail closed).
+    pub fn for_source<'a>(
+        source: &crate::control::sources::Source,
+        identity: &str,
+        roles: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Option<Caller>, Unmapped> {
+        use crate::control::sources::Propagation;
+        let pg_role = match source.identity_propagation {
+            Propagation::None => return Ok(None),
+            Propagation::Settings => None,
+            Propagation::Role => match source.identity_roles.get(identity) {
+                Some(role) => Some(role.clone()),
+                None => {
+                    return Err(Unmapped {
+                        source: source.id.clone(),
+                        identity: identity.to_string(),
+                    })
+                }
+            },
+        };
+        Ok(Some(Caller {
+            identity: identity.to_string(),
+            roles: roles.into_iter().collect::<Vec<_>>().join(","),
+            pg_role,
+        }))
+    }
+}
+
+/// The timeouts of a dry run, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreviewTimeouts {
+    pub statement_ms: u32,
+    pub lock_ms: u32,
+}
+
+impl Mode {
+    /// The mode of an allowed read: a plan for `EXPLAIN`, a capped query otherwise.
+    pub fn read(explain: Option<crate::sql::classify::ExplainMode>) -> Mode {
+        match explain {
+            Some(e) => Mode::Plan { analyze: e.analyze },
+            None => Mode::Query,
+        }
+    }
+
+    pub(super) fn purpose(self) -> Purpose {
+        match self {
+            Mode::Query | Mode::Plan { .. } => Purpose::Read,
+            Mode::Write { .. } | Mode::DryRun(_) | Mode::Estimate => Purpose::Write,
+        }
+    }
+}
+
+/// Limits of one execution.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_rows: u64,
+    pub max_bytes: u64,
+}
+
+/// A statement parameter, sent in text format so PostgreSQL parses it with the type it
+/// inferred for `$n` (exactly as if the literal had been written in the statement).
+#[derive(Debug, Clone)]
+pub struct TextParam(pub Option<String>);
+
+impl TextParam {
+    /// JSON parameter → text: strings as-is, numbers and booleans as written, null as NULL;
+    /// arrays and objects as JSON text (for json/jsonb parameters).
+    pub fn from_json(v: &Value) -> Self {
+        TextParam(match v {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        })
+    }
+}
+
+impl ToSql for TextParam {
+    fn to_sql(
+        &self,
+        _: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match &self.0 {
+            None => Ok(IsNull::Yes),
+            Some(s) => {
+                out.extend_from_slice(s.as_bytes());
+                Ok(IsNull::No)
+            }
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    fn encode_format(&self, _: &Type) -> Format {
+        Format::Text
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}

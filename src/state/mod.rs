@@ -1,0 +1,235 @@
+//! The running gateway's shared state, built from settings: pools, supervised actors on
+//! their own threads, registries and caches. Every adapter (HTTP, stdio) serves from one
+//! [`AppState`]; the governed call reaches it only through the pipeline's ports (which
+//! `ports.rs` implements here), and the fleet reaches its access caches only through
+//! [`crate::fleet::AccessCaches`] (`access.rs`).
+
+mod access;
+pub mod inflight;
+mod ports;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use interlock_actors::approval::ApprovalHandle;
+use interlock_actors::audit::{AuditConfig, AuditHandle};
+use interlock_actors::cache::CacheHandle;
+use interlock_actors::events::EventBus;
+use interlock_actors::ratelimit::RateLimitHandle;
+use interlock_actors::supervise::Supervision;
+
+use crate::config::Settings;
+use crate::control::{self, ControlPool};
+use crate::limits::RateLimits;
+use crate::mcp::{ServerInfo, ToolCatalog};
+use crate::pipeline::identity::IdentityResolver;
+use crate::pipeline::profiles::ProfileCache;
+use crate::sources::registry::SourceRegistry;
+use inflight::InFlight;
+
+/// Shared state of a running gateway, handed to every request handler and adapter.
+pub struct AppState {
+    pub settings: Settings,
+    pub control: ControlPool,
+    pub events: EventBus,
+    pub identities: IdentityResolver,
+    pub profiles: ProfileCache,
+    pub sources: Arc<SourceRegistry>,
+    pub rate: RateLimits,
+    pub cache: CacheHandle,
+    pub audit: AuditHandle,
+    pub approvals: ApprovalHandle,
+    pub tool_catalog: ToolCatalog,
+    pub server_info: ServerInfo,
+    pub inflight: InFlight,
+    /// Audit of refusals decided before the governed pipeline.
+    pub refusals: Arc<crate::pipeline::refusal_audit::RefusalAudit>,
+    /// This instance's liveness lock (see `approvals::instance`).
+    pub instance: crate::approvals::instance::InstanceLock,
+    /// The actors' supervisors and threads (see `interlock_actors::supervise`).
+    pub supervision: Supervision,
+    /// This replica's membership of the fleet on the control database.
+    pub fleet: crate::fleet::Fleet,
+    /// Effect previews of queued writes.
+    pub previews: Arc<crate::approvals::preview::Previewer>,
+    /// Signed notifications to operators' endpoints.
+    pub webhooks: Arc<crate::webhooks::Webhooks>,
+    /// Access tokens from the configured issuer, when `[oauth]` is on.
+    pub oauth: Option<Arc<crate::oauth::OAuth>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Pool(#[from] control::pool::PoolSetupError),
+    #[error("applying control database migrations failed: {0}")]
+    Migrate(control::ControlError),
+    #[error("loading sources failed: {0}")]
+    Sources(control::ControlError),
+    #[error("the tool catalog is invalid: {0}")]
+    ToolCatalog(String),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("rate_limit.redis_url is unusable: {0}")]
+    RateLimits(String),
+    #[error("[oauth] is unusable: {0}")]
+    OAuth(String),
+}
+
+impl AppState {
+    /// Builds the runtime: pools, supervised actors on their own threads, registries. Must
+    /// run inside an actix system.
+    pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
+        crate::sources::postgres::budget::init(settings.sources.result_memory_budget_bytes);
+        crate::telemetry::metrics::install();
+        let control = control::connect_pool(&settings.control)?;
+        if settings.control.migrate_on_start {
+            let applied = control::migrate::migrate(&control)
+                .await
+                .map_err(StartError::Migrate)?;
+            if !applied.is_empty() {
+                tracing::info!(?applied, "control database migrations applied");
+            }
+        }
+        let events = EventBus::default();
+        let supervision = Supervision::new(settings.actors.config(), events.clone());
+        let ttl = Duration::from_millis(settings.identity.cache_ttl_ms);
+        let sources = Arc::new(SourceRegistry::new(
+            control.clone(),
+            events.clone(),
+            settings.breaker.config(),
+            supervision.clone(),
+            settings.catalog.max_relations,
+            settings.server.worker_count(),
+        ));
+        if settings.control.migrate_on_start {
+            sources.reload().await.map_err(StartError::Sources)?;
+        } else if let Err(e) = sources.reload().await {
+            tracing::warn!(error = %e, "sources could not be loaded yet");
+        }
+        let catalog_every = (settings.catalog.refresh_interval_secs > 0)
+            .then(|| Duration::from_secs(settings.catalog.refresh_interval_secs));
+        sources.spawn_upkeep(
+            Duration::from_millis(settings.sources.refresh_interval_ms),
+            catalog_every,
+        );
+        let audit = AuditHandle::start(
+            control::pool::audit_pool(&settings.control)?,
+            AuditConfig {
+                max_batch: settings.audit.max_batch,
+                commit_timeout: Duration::from_millis(settings.audit.commit_timeout_ms),
+                ..AuditConfig::default()
+            },
+            &supervision,
+        );
+        let tool_catalog =
+            ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
+        let cache = CacheHandle::start(&supervision, settings.cache.max_entries);
+        let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
+        let fleet = crate::fleet::Fleet::new(control.clone(), settings.fleet.config());
+        let runner = crate::approvals::runner::GatewayRunner {
+            control: control.clone(),
+            sources: sources.clone(),
+            cache: cache.clone(),
+            audit: audit.clone(),
+            events: events.clone(),
+            instance: instance.id,
+            instance_held: instance.flag(),
+            fleet: fleet.clone(),
+            sql_limits: settings.sql.limits(),
+        };
+        let approvals = ApprovalHandle::start(
+            Arc::new(runner),
+            Duration::from_secs(settings.approvals.sweep_interval_secs),
+            &supervision,
+        );
+        let rate = RateLimits::new(
+            &settings.rate_limit,
+            RateLimitHandle::start(&supervision),
+            fleet.clone(),
+        )
+        .map_err(|e| StartError::RateLimits(e.to_string()))?;
+        let refusals = crate::pipeline::refusal_audit::RefusalAudit::start(
+            audit.clone(),
+            Duration::from_millis(settings.audit.refusal_window_ms),
+        );
+        let previews = Arc::new(crate::approvals::preview::Previewer {
+            control: control.clone(),
+            sources: sources.clone(),
+            sql_limits: settings.sql.limits(),
+            timeouts: settings.approvals.preview_timeouts(),
+        });
+        let webhooks = Arc::new(crate::webhooks::Webhooks {
+            control: control.clone(),
+            allow_private: settings.webhooks.allow_private,
+            console_url: settings.webhooks.console_url.clone(),
+        });
+        webhooks.start(&events);
+        let oauth = crate::oauth::OAuth::from_settings(&settings.oauth)
+            .map_err(StartError::OAuth)?
+            .map(Arc::new);
+        let profiles = ProfileCache::new(control.clone(), ttl);
+        let mut identities = IdentityResolver::new(control.clone(), ttl);
+        if let Some(oauth) = &oauth {
+            identities = identities.with_oauth(Arc::clone(oauth), audit.clone(), profiles.clone());
+        }
+        Ok(Arc::new(AppState {
+            oauth,
+            webhooks,
+            previews,
+            refusals,
+            identities,
+            profiles,
+            rate,
+            cache,
+            audit,
+            approvals,
+            instance,
+            sources,
+            events,
+            tool_catalog,
+            server_info: ServerInfo {
+                name: "interlock".into(),
+                version: crate::VERSION.into(),
+                instructions: Some(
+                    "InterLock governs access to company data. Start with interlock_list_sources, then \
+                     interlock_describe_access to learn what you may read. Writes are queued for human \
+                     approval and never run immediately."
+                        .into(),
+                ),
+            },
+            inflight: InFlight::default(),
+            control,
+            settings,
+            supervision,
+            fleet,
+        }))
+    }
+
+    /// Joins the fleet on the control database as the replica serving at `address`.
+    pub fn join_fleet(&self, address: String) -> Result<(), StartError> {
+        // Named after the replica, so an operator can tell the replicas' channels apart.
+        let name = format!("interlock-fleet {}", self.fleet.replica());
+        let listen = control::pool::connection_config(&self.settings.control, &name)?;
+        self.fleet.start(
+            crate::fleet::Runtime {
+                sources: self.sources.clone(),
+                cache: self.cache.clone(),
+                events: self.events.clone(),
+                access: Arc::new(access::FleetAccess {
+                    identities: self.identities.clone(),
+                    profiles: self.profiles.clone(),
+                }),
+                instance: self.instance.id,
+                address,
+            },
+            listen,
+        );
+        Ok(())
+    }
+}
