@@ -82,13 +82,20 @@ enum Direct {
     Prepared,
 }
 
+/// The direct baseline: `conns` connections opened and the point query prepared on each
+/// before the clock starts, as a pooled client would have them.
 async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Measured {
-    let mut tasks = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    for t in 0..conns {
+    let mut ready = Vec::new();
+    for _ in 0..conns {
         let client = cluster.connect("shop").await.expect("connect");
+        let stmt = client.prepare(POINT).await.expect("prepare");
+        ready.push((client, stmt));
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(secs);
+    let mut tasks = Vec::new();
+    for (t, (client, stmt)) in ready.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
-            let stmt = client.prepare(POINT).await.expect("prepare");
             let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while Instant::now() < deadline {
@@ -109,7 +116,7 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
             (lat, errors)
         }));
     }
-    collect(tasks, secs).await
+    collect(tasks, started).await
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -124,13 +131,32 @@ enum Governed {
     Health,
 }
 
+/// Governed calls on `conns` HTTP connections, each opened (one `/healthz`) before the clock
+/// starts, like the direct baseline's.
 async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64) -> Measured {
+    let mut ready = Vec::new();
+    for _ in 0..conns {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .pool_max_idle_per_host(1)
+            .build()
+            .expect("client");
+        client
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .expect("connect")
+            .text()
+            .await
+            .expect("healthz");
+        ready.push(client);
+    }
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(secs);
     let mut tasks = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    for t in 0..conns {
+    for (t, client) in ready.into_iter().enumerate() {
         let (base, key) = (base.to_string(), key.to_string());
         tasks.push(tokio::spawn(async move {
-            let client = reqwest::Client::builder().no_proxy().pool_max_idle_per_host(1).build().expect("client");
             let mut seed = 0xD1B5_4A32_D192_ED03u64 ^ (t as u64 + 1);
             let (mut lat, mut errors) = (Vec::new(), 0u64);
             while Instant::now() < deadline {
@@ -172,17 +198,22 @@ async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64)
             (lat, errors)
         }));
     }
-    collect(tasks, secs).await
+    collect(tasks, started).await
 }
 
-async fn collect(tasks: Vec<tokio::task::JoinHandle<(Vec<f64>, u64)>>, secs: u64) -> Measured {
+/// Every task's latencies and errors; throughput over the time measured from `started`
+/// until the last call ended (not the nominal duration).
+async fn collect(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<f64>, u64)>>,
+    started: Instant,
+) -> Measured {
     let (mut all, mut errors) = (Vec::new(), 0);
     for t in tasks {
         let (l, e) = t.await.expect("join");
         all.extend(l);
         errors += e;
     }
-    summarize(all, Duration::from_secs(secs), errors)
+    summarize(all, started.elapsed(), errors)
 }
 
 /// `interlock_stage_seconds` sums and counts per stage, from the gateway's `/metrics`.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use common::env::{demo_env_with, DemoEnv};
 use common::issuer::{hmac_with_public_key, unsigned, SigningKey, TestIssuer};
 use common::mcp::{call, rows, MODERN};
+use common::TestGateway;
 use interlock::oauth::settings::GroupRole;
 use serde_json::{json, Value};
 
@@ -50,6 +51,21 @@ fn claims(iss: &str, sub: &str, scope: &str) -> Value {
 fn with(mut claims: Value, key: &str, value: Value) -> Value {
     claims[key] = value;
     claims
+}
+
+/// The refusal's HTTP status and machine key (`error.data.code`).
+fn refusal(a: &common::mcp::Answer) -> (u16, &str) {
+    (
+        a.status,
+        a.body["error"]["data"]["code"].as_str().unwrap_or(""),
+    )
+}
+
+/// Asserts `a` is 401 `invalid_token` with a message containing `says`.
+fn assert_invalid_token(a: &common::mcp::Answer, says: &str, what: &str) {
+    assert_eq!(refusal(a), (401, "invalid_token"), "{what}: {:?}", a.body);
+    let message = a.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(says), "{what}: {message}");
 }
 
 fn challenge(a: &common::mcp::Answer) -> String {
@@ -153,9 +169,8 @@ async fn tokens_are_verified_and_every_kind_of_bad_token_is_refused_with_a_chall
     ];
     for (name, token, says) in &cases {
         let a = list_sources(&env, token).await;
-        assert_eq!(a.status, 401, "{name}: {:?}", a.body);
+        assert_invalid_token(&a, says, name);
         let message = a.body["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains(says), "{name}: {message}");
         assert!(
             !message.contains(token.as_str()),
             "{name}: the token is echoed"
@@ -180,7 +195,7 @@ async fn tokens_are_verified_and_every_kind_of_bad_token_is_refused_with_a_chall
         json!({}),
     )
     .await;
-    assert_eq!(a.status, 401);
+    assert_eq!(refusal(&a), (401, "unauthenticated"), "{:?}", a.body);
     assert_eq!(
         challenge(&a),
         format!("Bearer resource_metadata=\"{METADATA}\", scope=\"{TOOLS}\"")
@@ -216,6 +231,10 @@ async fn tokens_are_verified_and_every_kind_of_bad_token_is_refused_with_a_chall
         c.contains("error=\"insufficient_scope\"") && c.contains(&format!("scope=\"{ADMIN}\"")),
         "{c}"
     );
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["code"],
+        "insufficient_scope"
+    );
     let r = whoami(es.sign(&with(operator, "scope", json!(format!("{TOOLS} {ADMIN}"))))).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.json::<Value>().await.unwrap()["name"], "demo-operator");
@@ -237,6 +256,7 @@ async fn tokens_are_verified_and_every_kind_of_bad_token_is_refused_with_a_chall
         .to_str()
         .unwrap()
         .contains("invalid_token"));
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "invalid_token");
 
     // API keys keep working beside tokens.
     assert_eq!(list_sources(&env, &env.agent_key).await.status, 200);
@@ -308,7 +328,8 @@ async fn a_rotated_key_is_fetched_once_and_unknown_kids_cannot_flood_the_issuer(
     let started = Instant::now();
     for i in 0..20 {
         let key = SigningKey::es256(&format!("random-{i}"));
-        assert_eq!(list_sources(&env, &key.sign(&good)).await.status, 401);
+        let a = list_sources(&env, &key.sign(&good)).await;
+        assert_invalid_token(&a, "which the issuer does not publish", "an unknown kid");
     }
     let intervals = started.elapsed().as_millis() / 2_000 + 1;
     assert!(
@@ -333,10 +354,10 @@ async fn a_rotated_key_is_fetched_once_and_unknown_kids_cannot_flood_the_issuer(
         &old.sign(&with(good.clone(), "jti", json!("old-key"))),
     )
     .await;
-    assert_eq!(
-        a.status, 401,
-        "a retired key no longer verifies: {:?}",
-        a.body
+    assert_invalid_token(
+        &a,
+        "signing key \"old\", which the issuer does not publish",
+        "a retired key no longer verifies",
     );
 }
 
@@ -395,7 +416,7 @@ async fn token_identities_are_provisioned_granted_by_group_and_revocable() {
     tokio::time::sleep(Duration::from_millis(400)).await;
     let left = with(member.clone(), "groups", json!(["other"]));
     let a = query(key.sign(&with(left, "jti", json!("left")))).await;
-    assert_eq!(a.status, 403, "{:?}", a.body);
+    assert_eq!(refusal(&a), (403, "no_grant"), "{:?}", a.body);
 
     // Revoking the identity's tokens refuses the ones issued so far; later ones work.
     let before = key.sign(&with(member.clone(), "jti", json!("before")));
@@ -412,11 +433,7 @@ async fn token_identities_are_provisioned_granted_by_group_and_revocable() {
     assert_eq!(r.status(), 200);
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     let a = query(before).await;
-    assert_eq!(a.status, 401, "{:?}", a.body);
-    assert!(a.body["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("revoked"));
+    assert_invalid_token(&a, "revoked", "a token issued before the revocation");
     let after = key.sign(&with(
         with(member, "iat", json!(now())),
         "jti",
@@ -440,7 +457,7 @@ async fn token_identities_are_provisioned_granted_by_group_and_revocable() {
         String::from_utf8_lossy(&out.stderr)
     );
     tokio::time::sleep(Duration::from_millis(400)).await;
-    assert_eq!(query(after).await.status, 401);
+    assert_invalid_token(&query(after).await, "revoked", "revoked by the CLI");
 }
 
 #[tokio::test]
@@ -450,8 +467,9 @@ async fn opaque_tokens_are_checked_by_introspection() {
     let secret = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(secret.path(), "client-secret").unwrap();
     let secret_path = secret.path().to_string_lossy().into_owned();
+    issuer.require_client("interlock", "client-secret");
     let env = env_for(&issuer, |o| {
-        o.introspection_url = introspection;
+        o.introspection_url = introspection.clone();
         o.introspection_client_id = "interlock".into();
         o.introspection_secret_file = secret_path;
     })
@@ -468,14 +486,53 @@ async fn opaque_tokens_are_checked_by_introspection() {
         "sub": "demo-agent", "scope": TOOLS, "exp": now() + 600}),
     );
     let cases = [
-        ("opaque-good", 200),
-        ("opaque-other-aud", 401),
-        ("opaque-revoked", 401),
+        ("opaque-good", None),
+        ("opaque-other-aud", Some("audience")),
+        ("opaque-revoked", Some("not active")),
     ];
-    for (token, status) in cases {
+    for (token, refused) in cases {
         let a = list_sources(&env, token).await;
-        assert_eq!(a.status, status, "{token}: {:?}", a.body);
+        match refused {
+            None => assert_eq!(a.status, 200, "{token}: {:?}", a.body),
+            Some(says) => assert_invalid_token(&a, says, token),
+        }
     }
+    assert_eq!(
+        issuer.introspections(),
+        (3, 0),
+        "every introspection carried the gateway's client credentials"
+    );
+
+    // A gateway with the wrong client secret is turned away by the issuer: its tokens are
+    // unverifiable (503, retry later), never accepted and never blamed on the token.
+    let wrong = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(wrong.path(), "not-the-secret").unwrap();
+    let wrong_path = wrong.path().to_string_lossy().into_owned();
+    let mut settings = env.gateway.settings.clone();
+    settings.oauth.introspection_secret_file = wrong_path;
+    let other = TestGateway::start(settings);
+    let a = call(
+        &other.url(""),
+        Some("opaque-good"),
+        MODERN,
+        "interlock_list_sources",
+        json!({}),
+    )
+    .await;
+    assert_eq!(a.status, 503, "{:?}", a.body);
+    assert!(
+        a.body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("identity provider unavailable"),
+        "{:?}",
+        a.body
+    );
+    assert_eq!(
+        issuer.introspections(),
+        (3, 1),
+        "the wrong secret reached the issuer"
+    );
 }
 
 #[tokio::test]
@@ -494,7 +551,12 @@ async fn with_challenge_unauthenticated_every_keyless_mcp_request_is_challenged(
                    "clientInfo": {"name": "t", "version": "0"}}),
         )
         .await;
-        assert_eq!(a.status, 401, "{method}: {:?}", a.body);
+        assert_eq!(
+            refusal(&a),
+            (401, "unauthenticated"),
+            "{method}: {:?}",
+            a.body
+        );
         assert_eq!(
             challenge(&a),
             format!("Bearer resource_metadata=\"{METADATA}\", scope=\"{TOOLS}\""),
@@ -547,6 +609,17 @@ async fn an_air_gapped_site_reads_the_keys_from_a_local_file_and_rereads_it_on_r
         "the rotated file is read again: {:?}",
         a.body
     );
+    // The key the file no longer holds is retired (a new token: the old one is cached).
+    let a = list_sources(
+        &env,
+        &first.sign(&with(good, "jti", json!("after-rotation"))),
+    )
+    .await;
+    assert_invalid_token(
+        &a,
+        "signing key \"file-1\", which the issuer does not publish",
+        "the rotated-out key",
+    );
 }
 
 #[tokio::test]
@@ -576,15 +649,7 @@ async fn a_cached_token_is_not_used_past_its_expiry() {
     assert_eq!(list_sources(&env, &token).await.status, 200);
     tokio::time::sleep(Duration::from_millis(3_100)).await;
     let a = list_sources(&env, &token).await;
-    assert_eq!(a.status, 401, "{:?}", a.body);
-    assert!(
-        a.body["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("expired"),
-        "{:?}",
-        a.body
-    );
+    assert_invalid_token(&a, "expired", "a cached token past its exp");
 }
 
 // ---- Issue 25 §6: refusals that were 503s, ignored header and time fields, two credentials,

@@ -31,6 +31,33 @@ use interlock::sql::{Analysis, ColumnRef, UseKind};
 const DEFAULT_SEED: u64 = 0x1d1f_f012;
 const DEFAULT_CASES: usize = 8000;
 
+/// What the default seed must still compare (its counts when these floors were set:
+/// 2,260 statements compared, 4,952 outputs, 1,372 sort and group keys, 2,259 statements
+/// executed). A resolver that refused more, a tracer that skipped more or an execution check
+/// that stopped running would all pass the "no disagreement" check; these fail instead.
+const DEFAULT_FLOORS: Floors = Floors {
+    compared: 2_150,
+    outputs: 4_700,
+    keys: 1_300,
+    executed: 2_150,
+};
+
+/// Shares every run must keep, whatever the seed.
+/// The most of the statements PostgreSQL accepts that the resolver may refuse (a usability
+/// figure too: valid reads an agent cannot run).
+const MAX_REFUSED_VALID: f64 = 0.15;
+/// The most outputs, and the most sort/group keys, the tracer may skip as untraceable.
+const MAX_SKIPPED: f64 = 0.15;
+/// The least of the compared statements whose rows the data check must have executed.
+const MIN_EXECUTED: f64 = 0.98;
+
+struct Floors {
+    compared: usize,
+    outputs: usize,
+    keys: usize,
+    executed: usize,
+}
+
 /// Writes past the test harness's output capture, so CI logs always show the counts.
 fn log(text: &str) {
     let mut err = std::io::stderr().lock();
@@ -92,6 +119,57 @@ fn skip_class(reason: &str) -> String {
 }
 
 impl Counts {
+    /// The share of PostgreSQL-valid statements the resolver refused.
+    fn refused_valid_share(&self) -> f64 {
+        (self.pg_valid - self.compared) as f64 / self.pg_valid.max(1) as f64
+    }
+
+    /// Every floor and ceiling this run misses (floors of the default seed when `floors`).
+    fn shortfalls(&self, floors: Option<&Floors>) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(f) = floors {
+            for (what, got, floor) in [
+                ("statements compared", self.compared, f.compared),
+                ("outputs compared", self.outputs_compared, f.outputs),
+                ("sort/group keys compared", self.keys_compared, f.keys),
+                ("statements executed", self.executed, f.executed),
+            ] {
+                if got < floor {
+                    out.push(format!(
+                        "{what}: {got}, below the default seed's floor {floor}"
+                    ));
+                }
+            }
+        }
+        let share = |part: usize, whole: usize| part as f64 / whole.max(1) as f64;
+        if self.refused_valid_share() > MAX_REFUSED_VALID {
+            out.push(format!(
+                "the resolver refused {:.1}% of the statements PostgreSQL accepts (at most {:.0}%)",
+                100.0 * self.refused_valid_share(),
+                100.0 * MAX_REFUSED_VALID
+            ));
+        }
+        for (what, skipped, compared) in [
+            ("outputs", self.outputs_skipped, self.outputs_compared),
+            ("sort/group keys", self.keys_skipped, self.keys_compared),
+        ] {
+            if share(skipped, skipped + compared) > MAX_SKIPPED {
+                out.push(format!(
+                    "{skipped} of {} {what} skipped as untraceable (at most {:.0}%)",
+                    skipped + compared,
+                    100.0 * MAX_SKIPPED
+                ));
+            }
+        }
+        if share(self.executed, self.compared) < MIN_EXECUTED {
+            out.push(format!(
+                "only {} of {} compared statements were executed for the data check",
+                self.executed, self.compared
+            ));
+        }
+        out
+    }
+
     fn add(&mut self, case: &Case, r: &CaseResult) {
         self.generated += 1;
         let valid = r.pg.is_ok();
@@ -188,8 +266,10 @@ impl Counts {
             }
         }
         s.push_str(&format!(
-            "  fail-closed: {} valid statements refused, by code {:?}\n",
+            "  fail-closed: {} valid statements refused ({:.1}% of those PostgreSQL accepts), \
+             by code {:?}\n",
             self.pg_valid - self.compared,
+            100.0 * self.refused_valid_share(),
             self.refusal_codes
         ));
         s.push_str("  fail-closed by construct (valid in PostgreSQL / refused by the resolver):\n");
@@ -321,6 +401,15 @@ async fn name_resolution_agrees_with_postgresql() {
         counts.pg_valid,
         counts.generated
     );
+    if given.is_none() {
+        let floors = (seed == DEFAULT_SEED && n == DEFAULT_CASES).then_some(&DEFAULT_FLOORS);
+        let short = counts.shortfalls(floors);
+        assert!(
+            short.is_empty(),
+            "the differential compared too little to show agreement:\n  {}\n{summary}",
+            short.join("\n  ")
+        );
+    }
     assert!(
         failing.is_empty(),
         "{} of {} compared cases disagree with PostgreSQL (each printed above with its SQL, \

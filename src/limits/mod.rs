@@ -11,13 +11,15 @@
 //!   `interlock_rate_limit_fallback_total` and logged when it starts and ends.
 
 pub mod redis;
+mod settings;
+
+pub use settings::{RateLimitBackend, RateLimitSettings, RedisUnavailable};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use interlock_actors::ratelimit::{Quota, RateLimitHandle, RateLimited, RateRequest};
 
-use crate::config::{RateLimitBackend, RateLimitSettings, RedisUnavailable};
 use crate::fleet::Fleet;
 
 /// Why a call may not go on.
@@ -63,6 +65,12 @@ impl RateLimits {
             fleet,
             falling_back: AtomicBool::new(false),
         })
+    }
+
+    /// Whether this replica is on the fallback now (the shared store did not answer its
+    /// last check).
+    pub fn falling_back(&self) -> bool {
+        self.falling_back.load(Ordering::Acquire)
     }
 
     /// Takes one call from each budget of `request`.

@@ -19,6 +19,11 @@ struct Shared {
     fetches: AtomicUsize,
     /// Opaque token → introspection answer.
     introspection: Mutex<HashMap<String, Value>>,
+    /// The client credentials introspection requires (RFC 7662 §2.1), once set.
+    client: Mutex<Option<(String, String)>>,
+    /// Introspection requests that authenticated, and that were turned away.
+    introspected: AtomicUsize,
+    turned_away: AtomicUsize,
 }
 
 pub struct TestIssuer {
@@ -72,6 +77,20 @@ impl TestIssuer {
         self.shared.fetches.load(Ordering::SeqCst)
     }
 
+    /// Introspection answers only a client authenticating as `id` with `secret` (HTTP Basic,
+    /// RFC 6749 §2.3.1); any other request gets 401 `invalid_client`.
+    pub fn require_client(&self, id: &str, secret: &str) {
+        *self.shared.client.lock().expect("client") = Some((id.into(), secret.into()));
+    }
+
+    /// Introspection requests so far: (authenticated, turned away).
+    pub fn introspections(&self) -> (usize, usize) {
+        (
+            self.shared.introspected.load(Ordering::SeqCst),
+            self.shared.turned_away.load(Ordering::SeqCst),
+        )
+    }
+
     /// What introspection answers for `token`.
     pub fn introspects(&self, token: &str, answer: Value) {
         self.shared
@@ -114,8 +133,27 @@ async fn jwks(shared: web::Data<Shared>) -> HttpResponse {
 
 async fn introspect(
     shared: web::Data<Shared>,
+    req: actix_web::HttpRequest,
     form: web::Form<HashMap<String, String>>,
 ) -> HttpResponse {
+    let required = shared.client.lock().expect("client").clone();
+    if let Some((id, secret)) = required {
+        let expected = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"))
+        );
+        let given = req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok());
+        if given != Some(expected.as_str()) {
+            shared.turned_away.fetch_add(1, Ordering::SeqCst);
+            return HttpResponse::Unauthorized()
+                .insert_header(("WWW-Authenticate", "Basic realm=\"introspection\""))
+                .json(json!({"error": "invalid_client"}));
+        }
+    }
+    shared.introspected.fetch_add(1, Ordering::SeqCst);
     let token = form.get("token").cloned().unwrap_or_default();
     let answer = shared
         .introspection
