@@ -40,9 +40,134 @@ struct Measured {
     p50_ms: f64,
     p99_ms: f64,
     errors: u64,
+    /// CPU per call, µs, while the cell ran.
+    cpu: Cpu,
 }
 
-fn summarize(mut lat: Vec<f64>, elapsed: Duration, errors: u64) -> Measured {
+/// CPU per call (µs) of the gateway's threads and of the PostgreSQL backends of each
+/// database, sampled from `/proc/<pid>/stat` while a cell runs.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    gateway: f64,
+    source: f64,
+    control: f64,
+}
+
+/// What a cell's CPU is charged to: this process's threads less the load generator's
+/// (`load-gen`, the benchmark's own runtime), and backends told apart by database.
+struct Probe {
+    admin: tokio_postgres::Client,
+    control_db: String,
+}
+
+static PROBE: std::sync::OnceLock<Probe> = std::sync::OnceLock::new();
+
+/// The command name and clock ticks (utime + stime) of `/proc/<path>/stat`.
+fn ticks(path: &str) -> Option<(String, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{path}/stat")).ok()?;
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat[open + 1..close].to_string();
+    // After "pid (comm) " the fields start at state (3rd); utime and stime are 14th, 15th.
+    let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((comm, utime + stime))
+}
+
+/// Ticks of this process's threads, less the load generator's.
+fn gateway_ticks() -> u64 {
+    std::fs::read_dir("/proc/self/task")
+        .map(|dir| {
+            dir.filter_map(|t| t.ok())
+                .filter_map(|t| ticks(&format!("self/task/{}", t.file_name().to_string_lossy())))
+                .filter(|(comm, _)| !comm.starts_with("load-gen"))
+                .map(|(_, t)| t)
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// Ticks of each backend of `db` (the gateway's: on `shop` those named `interlock`), or of
+/// the given pids.
+async fn backend_ticks(db: &str, pids: Option<&[u32]>) -> BTreeMap<u32, u64> {
+    let Some(probe) = PROBE.get() else {
+        return BTreeMap::new();
+    };
+    let pids: Vec<u32> = match pids {
+        Some(p) => p.to_vec(),
+        None => probe
+            .admin
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND (datname <> 'shop' OR application_name = 'interlock')",
+                &[&db],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .iter()
+            .map(|r| r.get::<_, i32>(0) as u32)
+            .collect(),
+    };
+    pids.into_iter()
+        .filter_map(|p| ticks(&p.to_string()).map(|(_, t)| (p, t)))
+        .collect()
+}
+
+/// A CPU sample at the start of a cell.
+struct CpuStart {
+    gateway: u64,
+    source: BTreeMap<u32, u64>,
+    control: BTreeMap<u32, u64>,
+}
+
+fn control_db() -> String {
+    PROBE
+        .get()
+        .map(|p| p.control_db.clone())
+        .unwrap_or_default()
+}
+
+async fn cpu_start(direct: Option<&[u32]>) -> CpuStart {
+    CpuStart {
+        gateway: gateway_ticks(),
+        source: backend_ticks("shop", direct).await,
+        control: backend_ticks(&control_db(), None).await,
+    }
+}
+
+/// CPU per call since `start` (backends that appeared meanwhile count from zero). A direct
+/// cell charges only its own backends.
+async fn cpu_since(start: CpuStart, direct: Option<&[u32]>, calls: u64) -> Cpu {
+    // SAFETY: sysconf has no preconditions.
+    let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        n if n > 0 => n as f64,
+        _ => 100.0,
+    };
+    let per_call = |t: u64| t as f64 * 1e6 / hz / calls.max(1) as f64;
+    let grown = |before: &BTreeMap<u32, u64>, after: BTreeMap<u32, u64>| -> u64 {
+        after
+            .into_iter()
+            .map(|(pid, t)| t.saturating_sub(before.get(&pid).copied().unwrap_or(0)))
+            .sum()
+    };
+    let gateway = gateway_ticks().saturating_sub(start.gateway);
+    let source = grown(&start.source, backend_ticks("shop", direct).await);
+    let control = grown(&start.control, backend_ticks(&control_db(), None).await);
+    match direct {
+        Some(_) => Cpu {
+            gateway: 0.0,
+            source: per_call(source),
+            control: 0.0,
+        },
+        None => Cpu {
+            gateway: per_call(gateway),
+            source: per_call(source),
+            control: per_call(control),
+        },
+    }
+}
+
+fn summarize(mut lat: Vec<f64>, elapsed: Duration, errors: u64, cpu: Cpu) -> Measured {
     lat.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| {
         lat.get(((lat.len().max(1) - 1) as f64 * p) as usize)
@@ -54,6 +179,7 @@ fn summarize(mut lat: Vec<f64>, elapsed: Duration, errors: u64) -> Measured {
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
         errors,
+        cpu,
     }
 }
 
@@ -86,11 +212,19 @@ enum Direct {
 /// before the clock starts, as a pooled client would have them.
 async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Measured {
     let mut ready = Vec::new();
+    let mut pids = Vec::new();
     for _ in 0..conns {
         let client = cluster.connect("shop").await.expect("connect");
         let stmt = client.prepare(POINT).await.expect("prepare");
+        let pid: i32 = client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .expect("pid")
+            .get(0);
+        pids.push(pid as u32);
         ready.push((client, stmt));
     }
+    let cpu = cpu_start(Some(&pids)).await;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(secs);
     let mut tasks = Vec::new();
@@ -116,7 +250,7 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
             (lat, errors)
         }));
     }
-    collect(tasks, started).await
+    collect(tasks, started, cpu, Some(&pids)).await
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -151,6 +285,7 @@ async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64)
             .expect("healthz");
         ready.push(client);
     }
+    let cpu = cpu_start(None).await;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(secs);
     let mut tasks = Vec::new();
@@ -198,7 +333,7 @@ async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64)
             (lat, errors)
         }));
     }
-    collect(tasks, started).await
+    collect(tasks, started, cpu, None).await
 }
 
 /// Every task's latencies and errors; throughput over the time measured from `started`
@@ -206,6 +341,8 @@ async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64)
 async fn collect(
     tasks: Vec<tokio::task::JoinHandle<(Vec<f64>, u64)>>,
     started: Instant,
+    cpu: CpuStart,
+    direct: Option<&[u32]>,
 ) -> Measured {
     let (mut all, mut errors) = (Vec::new(), 0);
     for t in tasks {
@@ -213,7 +350,9 @@ async fn collect(
         all.extend(l);
         errors += e;
     }
-    summarize(all, started.elapsed(), errors)
+    let elapsed = started.elapsed();
+    let cpu = cpu_since(cpu, direct, all.len() as u64 + errors).await;
+    summarize(all, elapsed, errors, cpu)
 }
 
 /// `interlock_stage_seconds` sums and counts per stage, from the gateway's `/metrics`.
@@ -341,6 +480,19 @@ fn print_pair(label: &str, conns: usize, d: Measured, g: Measured, stages: &str)
         g.p50_ms - d.p50_ms,
         g.errors
     );
+    let ratio = |x: f64| x / d.cpu.source.max(f64::MIN_POSITIVE);
+    println!(
+        "{:<6} {:>22} µs per call: gateway {:.0} ({:.2}×) · source {:.0} ({:.2}×) · control {:.0} ({:.2}×); baseline's source {:.0}",
+        "",
+        "cpu",
+        g.cpu.gateway,
+        ratio(g.cpu.gateway),
+        g.cpu.source,
+        ratio(g.cpu.source),
+        g.cpu.control,
+        ratio(g.cpu.control),
+        d.cpu.source
+    );
     if !stages.is_empty() {
         println!("{:<6} {:>22} µs per call: {stages}", "", "stages");
     }
@@ -388,7 +540,9 @@ fn main() {
         .expect("cluster"),
     );
     let cl = cluster.clone();
-    actix_rt::System::with_tokio_rt(|| tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt"))
+    actix_rt::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread().thread_name("load-gen").enable_all().build().expect("rt")
+    })
         .block_on(async move {
             interlock::demo::prepare_databases(&cl).await.expect("databases");
             let mut settings = Settings::load_with_env(None, Vec::<(String, String)>::new()).expect("settings");
@@ -397,7 +551,10 @@ fn main() {
             settings.server.workers = usize::try_from(workers).expect("workers");
             settings.log.level = "warn".into();
             settings.sources.refresh_interval_ms = 500;
+            let control_db = settings.control.dbname.clone();
             let gateway = interlock::Gateway::start(settings).await.expect("gateway");
+            let admin = cl.connect("postgres").await.expect("admin");
+            let _ = PROBE.set(Probe { admin, control_db });
             let keys = interlock::demo::seed(&gateway.state().control, &cl).await.expect("seed");
             // The demo's shop carries identities into PostgreSQL (its RLS demo); the cells
             // measure the default path, and the "as caller" cells that cost separately.

@@ -132,3 +132,69 @@ async fn a_record_the_database_refuses_fails_alone() {
     // The next record still commits.
     assert!(audit.append(record("after", "SELECT 2")).await.is_ok());
 }
+
+/// Two writers (two gateways' audit actors) on one control database, appending at once:
+/// every record commits, once, in one gap-free chain — the batch statement's guard and the
+/// primary key on `seq` are the only thing between them.
+#[actix_rt::test]
+async fn two_writers_extend_one_gap_free_chain() {
+    let db = common::fresh_control_db().await;
+    let (a, pool, _sa) = writer(&db).await;
+    let (b, _, _sb) = writer(&db).await;
+    let appends = (0..400).map(|i| {
+        let w = if i % 2 == 0 { &a } else { &b };
+        w.append(record(&format!("w-{i}"), "SELECT 1"))
+    });
+    let results = futures_util::future::join_all(appends).await;
+    let mut seqs: Vec<i64> = results
+        .iter()
+        .map(|r| *r.as_ref().expect("every record commits"))
+        .collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=400).collect::<Vec<i64>>(), "each seq once");
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!(report.records, 400);
+    let stored: i64 = pool
+        .get()
+        .await
+        .expect("client")
+        .query_one("SELECT count(DISTINCT request_id) FROM audit_records", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(stored, 400, "no record twice");
+}
+
+/// A writer remembers the head it last committed. When the table's head is no longer that
+/// one (the newest record was rolled back by a restore), the batch's guard refuses it, the
+/// writer re-reads the head and the chain goes on from the table's real head.
+#[actix_rt::test]
+async fn a_writer_whose_head_was_rolled_back_appends_after_the_real_head() {
+    let db = common::fresh_control_db().await;
+    let (audit, pool, _supervision) = writer(&db).await;
+    for i in 0..3 {
+        audit
+            .append(record(&format!("r-{i}"), "SELECT 1"))
+            .await
+            .expect("append");
+    }
+    pool.get()
+        .await
+        .expect("client")
+        .execute("DELETE FROM audit_records WHERE seq = 3", &[])
+        .await
+        .expect("roll back the newest record");
+    let seq = audit
+        .append(record("after", "SELECT 2"))
+        .await
+        .expect("append");
+    assert_eq!(seq, 3, "the chain goes on from the table's head");
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!(report.records, 3);
+}

@@ -14,52 +14,19 @@ use serde_json::{json, Value};
 const LONG: &str = "SELECT count(*) FROM generate_series(1, 2000000000)";
 
 async fn long_query_running(db: &str) -> bool {
-    let n: i64 = common::admin(db)
-        .await
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity
-              WHERE query LIKE '%generate_series(1, 2000000000)%' AND state = 'active'
-                AND pid <> pg_backend_pid() AND datname = current_database()",
-            &[],
-        )
-        .await
-        .expect("pg_stat_activity")
-        .get(0);
-    n > 0
+    common::mcp::statement_running(db, "generate_series(1, 2000000000)").await
 }
 
 #[tokio::test]
 async fn closing_the_stream_cancels_the_query_on_the_server() {
     let env = demo_env().await;
     // A raw connection, so "the client goes away" means exactly: the socket closes.
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                      "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": LONG}}})
-    .to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
-         Authorization: Bearer {}\r\nContent-Length: {}\r\n\r\n{body}",
-        env.gateway.addr.port(),
-        env.agent_key,
-        body.len()
-    );
-    let mut socket = tokio::net::TcpStream::connect(env.gateway.addr)
-        .await
-        .expect("connect");
-    socket.write_all(request.as_bytes()).await.expect("write");
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !String::from_utf8_lossy(&head).contains("\r\n\r\n") {
-        let n = socket.read(&mut buf).await.expect("read");
-        assert!(n > 0, "connection closed before the answer started");
-        head.extend_from_slice(&buf[..n]);
-    }
-    assert!(
-        String::from_utf8_lossy(&head).starts_with("HTTP/1.1 200"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
+    let socket = common::mcp::start_query(
+        env.gateway.addr,
+        &env.agent_key,
+        json!({"source_id": "shop", "sql": LONG}),
+    )
+    .await;
     let deadline = Instant::now() + Duration::from_secs(10);
     while !long_query_running(&env.shop_db).await {
         assert!(Instant::now() < deadline, "the query never started");

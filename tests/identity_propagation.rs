@@ -483,3 +483,232 @@ async fn explain_analyse_never_counts_rows_a_policy_hides() {
         }
     }
 }
+
+/// Issue 34: a read-pool session carries its caller, set only when the connection's caller
+/// changes. On a one-connection pool every call below shares one session: interleaved
+/// callers, a caller whose role cannot be set, a read that fails, a read abandoned by its
+/// client, and the source turned to carry no identity at all — each next caller sees
+/// exactly its own rows, never the previous caller's.
+#[tokio::test]
+async fn one_connection_never_carries_a_callers_identity_to_the_next() {
+    let env = demo_env().await;
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute(
+            "CREATE ROLE session_login LOGIN NOINHERIT PASSWORD 'session_login-password';
+             CREATE ROLE sees_seven NOLOGIN;
+             CREATE ROLE sees_nine NOLOGIN;
+             CREATE ROLE not_granted NOLOGIN;
+             GRANT sees_seven, sees_nine TO session_login;
+             GRANT USAGE ON SCHEMA public TO session_login, sees_seven, sees_nine, not_granted;
+             GRANT SELECT ON public.orders TO sees_seven, sees_nine, not_granted;
+             CREATE POLICY sees_seven ON public.orders FOR SELECT TO sees_seven
+               USING (customer_id = 7);
+             CREATE POLICY sees_nine ON public.orders FOR SELECT TO sees_nine
+               USING (customer_id = 9);
+             ALTER TABLE public.orders ENABLE ROW LEVEL SECURITY;",
+        )
+        .await
+        .expect("roles and policies");
+    register(
+        &env,
+        "shop_session",
+        "session_login",
+        Propagation::Role,
+        &[
+            ("demo-agent", "sees_seven"),
+            ("rls-other", "sees_nine"),
+            ("rls-third", "not_granted"),
+        ],
+    )
+    .await;
+    let other = env.new_agent("rls-other", None).await;
+    let third = env.new_agent("rls-third", None).await;
+    let client = env.pool.get().await.expect("client");
+    interlock::control::roles::grant_role(&client, "rls-third", "shop_session", "rls_reader")
+        .await
+        .expect("grant rls-third");
+    drop(client);
+    interlock::control::sources::update_source(
+        &env.pool,
+        "shop_session",
+        &interlock::control::sources::SourceChanges {
+            pool_size: Some(1),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("one connection");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let sql = "SELECT min(customer_id) AS c, max(customer_id) AS m FROM public.orders";
+    let sees = |a: &common::mcp::Answer, who: i64, what: &str| {
+        let r = rows(a);
+        assert_eq!(
+            r.first().map(|r| r["c"].clone()),
+            Some(json!(who)),
+            "{what}: {:?}",
+            a.body
+        );
+        assert_eq!(r[0]["m"], who, "{what}: {:?}", a.body);
+    };
+    for round in 0..3 {
+        sees(
+            &query_on(&env, "shop_session", &env.agent_key, sql).await,
+            7,
+            "agent",
+        );
+        sees(
+            &query_on(&env, "shop_session", &other, sql).await,
+            9,
+            "other",
+        );
+        // A role the login may not take: PostgreSQL refuses the switch, nothing runs —
+        // twice in a row (the failed switch left the session's caller unknown, so the
+        // second is tried again instead of reading as the previous caller).
+        for attempt in 0..2 {
+            let refused = query_on(&env, "shop_session", &third, sql).await;
+            assert!(
+                refused.body["error"].is_object() || refused.body["result"]["isError"] == true,
+                "round {round}, attempt {attempt}: an unsettable role must not read: {:?}",
+                refused.body
+            );
+        }
+        sees(
+            &query_on(&env, "shop_session", &other, sql).await,
+            9,
+            "other after the refused switch",
+        );
+        // A read that fails in PostgreSQL.
+        let failed = query_on(
+            &env,
+            "shop_session",
+            &env.agent_key,
+            "SELECT 1 / (count(*) - count(*)) AS boom FROM public.orders",
+        )
+        .await;
+        assert_eq!(
+            failed.body["error"]["data"]["code"], "tool_execution_failed",
+            "round {round}: {:?}",
+            failed.body
+        );
+        sees(
+            &query_on(&env, "shop_session", &other, sql).await,
+            9,
+            "other after a failure",
+        );
+    }
+
+    // A read abandoned by its client: cancelled on the server, the connection drained.
+    let long = "SELECT count(*) FROM generate_series(1, 2000000001) AS g";
+    let socket = common::mcp::start_query(
+        env.gateway.addr,
+        &env.agent_key,
+        json!({"source_id": "shop_session", "sql": long}),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !common::mcp::statement_running(&env.shop_db, "2000000001").await {
+        assert!(Instant::now() < deadline, "the long read never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(socket);
+    sees(
+        &query_on(&env, "shop_session", &other, sql).await,
+        9,
+        "other after a cancel",
+    );
+    sees(
+        &query_on(&env, "shop_session", &env.agent_key, sql).await,
+        7,
+        "agent after a cancel",
+    );
+
+    // The session itself, read straight from the one connection (below the classifier,
+    // which refuses current_setting to agents): each run sees exactly its caller's
+    // settings and role, and a run for nobody sees none.
+    use interlock::sources::postgres::execute::{run, Caller, Limits, Mode};
+    let rt = env
+        .gateway
+        .state
+        .sources
+        .get("shop_session")
+        .expect("runtime");
+    let pools = rt.pools.as_ref().expect("pools");
+    let who = |caller: Option<Caller>| async move {
+        let rows = run(
+            pools,
+            Mode::Query,
+            "SELECT current_setting('interlock.identity', true) AS who, \
+             current_setting('interlock.roles', true) AS roles, current_user::text AS role",
+            &[],
+            Limits {
+                max_rows: 10,
+                max_bytes: 1 << 20,
+            },
+            &tokio_util::sync::CancellationToken::new(),
+            caller.as_ref(),
+        )
+        .await
+        .expect("session read");
+        rows.rows[0].clone()
+    };
+    let caller = |identity: &str, role: Option<&str>| Caller {
+        identity: identity.into(),
+        roles: "rls_reader".into(),
+        pg_role: role.map(str::to_string),
+    };
+    let as_role = |w: &str, r: &str, role: &str| vec![json!(w), json!(r), json!(role)];
+    assert_eq!(
+        who(Some(caller("a", Some("sees_seven")))).await,
+        as_role("a", "rls_reader", "sees_seven")
+    );
+    assert_eq!(
+        who(Some(caller("a", Some("sees_seven")))).await,
+        as_role("a", "rls_reader", "sees_seven")
+    );
+    assert_eq!(
+        who(None).await,
+        as_role("", "", "session_login"),
+        "a run for nobody"
+    );
+    assert_eq!(
+        who(Some(caller("b", None))).await,
+        as_role("b", "rls_reader", "session_login")
+    );
+    assert_eq!(
+        who(Some(caller("c", Some("sees_nine")))).await,
+        as_role("c", "rls_reader", "sees_nine")
+    );
+    assert_eq!(
+        who(None).await,
+        as_role("", "", "session_login"),
+        "reset again"
+    );
+    drop(rt);
+
+    // The source stops carrying identities: the session that ran as sees_seven is reset,
+    // and the login alone may read nothing.
+    interlock::control::sources::update_source(
+        &env.pool,
+        "shop_session",
+        &interlock::control::sources::SourceChanges {
+            identity_propagation: Some(Propagation::None),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("no propagation");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a = query_on(&env, "shop_session", &env.agent_key, sql).await;
+        if a.body["error"].is_object() || a.body["result"]["isError"] == true {
+            break; // the login's own rights: orders is not readable
+        }
+        assert!(
+            rows(&a)[0]["c"] == 7 && Instant::now() < deadline,
+            "only the old caller's rows may show, and only until the change is loaded: {:?}",
+            a.body
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

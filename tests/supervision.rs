@@ -298,7 +298,7 @@ async fn audit_writer_panic_loses_no_acknowledged_record_and_rereads_the_chain_h
     let calls = load.finish().await;
     assert!(back <= BACK_WITHIN, "back after {back:?}");
     assert_governed(&env, &calls, &["audit unavailable"], recovered).await;
-    // The restarted writer re-read the head under the chain lock: still one gap-free chain.
+    // The restarted writer re-read the head: still one gap-free chain.
     chain_verifies(&env).await;
     let s = status(&env, "audit_writer");
     assert!(

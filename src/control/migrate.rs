@@ -75,6 +75,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0011_approval_rows_changed",
         sql: include_str!("../../migrations/0011_approval_rows_changed.sql"),
     },
+    Migration {
+        version: 12,
+        name: "0012_audit_single_statement",
+        sql: include_str!("../../migrations/0012_audit_single_statement.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

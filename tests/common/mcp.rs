@@ -116,3 +116,55 @@ pub fn rows(a: &Answer) -> Vec<Value> {
         .unwrap_or_else(|| panic!("no text in {:?}", a.body));
     serde_json::from_str::<Vec<Value>>(text).unwrap_or_else(|_| panic!("not a row array: {text}"))
 }
+
+/// Starts `interlock_query` with `arguments` over a raw connection and returns the socket
+/// once the answer has begun (the 200 and its headers): dropping it is exactly "the client
+/// goes away".
+pub async fn start_query(
+    addr: std::net::SocketAddr,
+    key: &str,
+    arguments: Value,
+) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "interlock_query", "arguments": arguments}})
+    .to_string();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: {HANDSHAKE}\r\n\
+         Authorization: Bearer {key}\r\nContent-Length: {}\r\n\r\n{body}",
+        addr.port(),
+        body.len()
+    );
+    let mut socket = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    socket.write_all(request.as_bytes()).await.expect("write");
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !String::from_utf8_lossy(&head).contains("\r\n\r\n") {
+        let n = socket.read(&mut buf).await.expect("read");
+        assert!(n > 0, "connection closed before the answer started");
+        head.extend_from_slice(&buf[..n]);
+    }
+    assert!(
+        String::from_utf8_lossy(&head).starts_with("HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    socket
+}
+
+/// Whether a statement containing `fragment` is running on database `db`.
+pub async fn statement_running(db: &str, fragment: &str) -> bool {
+    let n: i64 = super::admin(db)
+        .await
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE strpos(query, $1) > 0 AND state = 'active'
+                AND pid <> pg_backend_pid() AND datname = current_database()",
+            &[&fragment],
+        )
+        .await
+        .expect("pg_stat_activity")
+        .get(0);
+    n > 0
+}

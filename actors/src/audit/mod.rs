@@ -2,8 +2,10 @@
 //! releases each waiting caller only once its record is durable.
 //!
 //! While one batch is being committed, new records accumulate; the next batch takes them all
-//! (up to `max_batch`). Batches hold a transaction-level advisory lock while extending the
-//! chain, so replicas sharing a control database extend one gap-free chain.
+//! (up to `max_batch`). A batch is one INSERT in its own implicit transaction that the
+//! database refuses unless the chain head is still the one the writer expects (the guard in
+//! the statement, and the primary key on `seq`), so replicas sharing a control database
+//! extend one gap-free chain: a writer whose head moved re-reads it and appends after it.
 //!
 //! Records are made storable first (NUL escaped, see `storable`). When a batch fails on a
 //! statement error, it is retried record by record, so one record that cannot be stored
@@ -56,7 +58,7 @@ impl Default for AuditConfig {
 /// database holds: records the failed incarnation still buffered are answered `audit
 /// unavailable` (never acknowledged), a batch it had already handed to the database
 /// finishes and is answered with what really happened, and the next batch re-reads the
-/// chain head under the chain lock.
+/// chain head.
 #[derive(Clone)]
 pub struct AuditHandle {
     slot: Slot<AuditWriter>,

@@ -11,9 +11,6 @@ use super::record::{chain_hash, AuditRecord, GENESIS};
 use super::AuditError;
 use crate::supervise::supervisable;
 
-/// Arbitrary constant naming the audit chain lock ("ILAUDIT").
-const CHAIN_LOCK: i64 = 0x494c_4155_4449_5400;
-
 type Reply = oneshot::Sender<Result<i64, AuditError>>;
 
 pub struct AuditWriter {
@@ -23,7 +20,7 @@ pub struct AuditWriter {
     buffer: Vec<(AuditRecord, Reply)>,
     flushing: bool,
     /// The chain head this writer last committed, while it is known for sure: a batch is
-    /// then one round trip (the database still checks it under the chain lock).
+    /// then one statement (which still checks, in the database, that the head is current).
     head: Option<Head>,
 }
 
@@ -31,8 +28,8 @@ supervisable!(AuditWriter);
 
 impl AuditWriter {
     /// Every incarnation starts with an empty buffer and the chain head unknown: its first
-    /// batch reads the head under the chain lock (after any batch of its predecessor's that
-    /// is still committing).
+    /// batch reads the head (and a batch of its predecessor's that is still committing
+    /// either lands first or finds its seqs taken).
     pub(super) fn new(
         pool: deadpool_postgres::Pool,
         max_batch: usize,
@@ -145,21 +142,15 @@ enum BatchError {
     Db(#[from] tokio_postgres::Error),
     #[error("the batch this record was in could not be committed")]
     Failed,
+    #[error("other writers kept extending the audit chain; the batch was not appended")]
+    HeadMoved,
 }
-
-/// SQLSTATE raised by `audit_expect_head` (migration 0004) when the chain head moved.
-const HEAD_MOVED: &str = "IL001";
 
 impl BatchError {
     /// Whether the database refused a statement of the batch (a record it cannot
     /// store), as opposed to being unreachable.
     fn is_statement_error(&self) -> bool {
         matches!(self, BatchError::Db(e) if e.as_db_error().is_some())
-    }
-
-    /// Whether the chain head this writer remembered is not the table's.
-    fn is_head_moved(&self) -> bool {
-        matches!(self, BatchError::Db(e) if e.as_db_error().is_some_and(|db| db.code().code() == HEAD_MOVED))
     }
 }
 
@@ -207,117 +198,85 @@ async fn write_all(
     }
 }
 
-/// Extends the chain with `records` in one transaction; returns the first sequence number
-/// and the new head. With the head known, the whole transaction is one flight; when it is
-/// not known, or another writer moved it, the head is read under the chain lock first.
+/// How often a batch re-reads the chain head while other writers keep extending the chain.
+const ATTEMPTS: usize = 8;
+
+/// Extends the chain with `records`; returns the first sequence number and the new head.
+/// With the head known, that is one statement; when it is not known, or another writer
+/// moved it, the head is read first (and read again, a few times, while other writers keep
+/// moving it).
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
     records: &[AuditRecord],
     head: Option<Head>,
 ) -> Result<(i64, Head), BatchError> {
     let client = pool.get().await?;
+    let insert = insert_statement(&client).await?;
     if let Some(head) = head {
-        match commit_flight(&client, records, &head).await {
-            Err(e) if e.is_head_moved() => {
+        match append(&client, &insert, records, &head).await {
+            Err(BatchError::HeadMoved) => {
                 tracing::info!("the audit chain head moved (another writer); re-reading it");
             }
             other => return other,
         }
     }
-    commit_after_reading_head(&client, records).await
+    for _ in 0..ATTEMPTS {
+        let head = read_head(&client).await?;
+        match append(&client, &insert, records, &head).await {
+            Err(BatchError::HeadMoved) => continue,
+            other => return other,
+        }
+    }
+    Err(BatchError::HeadMoved)
 }
 
-/// Prepared once per pooled connection (the texts are fixed). The inserts of a batch are
-/// one statement whatever its size: one array per column, unnested into rows, so the
-/// server binds and executes once per batch instead of once per record.
-async fn statements(
+/// Prepared once per pooled connection (the text is fixed). A batch is one statement
+/// whatever its size: one array per column, unnested into rows, so the server binds and
+/// executes once per batch instead of once per record. The statement guards the chain
+/// itself: the rows go in only while the row at the expected head (`$22`) still carries the
+/// expected hash (`$23`), or, for an empty chain (`$22` = 0), while the table is empty; the
+/// guard is the same for every row, so a batch goes in whole or not at all. Another writer
+/// that took the batch's seqs meanwhile is refused by the primary key.
+async fn insert_statement(
     client: &deadpool_postgres::Client,
-) -> Result<[tokio_postgres::Statement; 3], tokio_postgres::Error> {
-    let (lock, expect, insert) = futures_util::future::try_join3(
-        client.prepare_cached("SELECT pg_advisory_xact_lock($1)"),
-        client.prepare_cached("SELECT audit_expect_head($1, $2)"),
-        client.prepare_cached(
+) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
+    client
+        .prepare_cached(
             "INSERT INTO audit_records (seq, at, request_id, identity_id, identity, adapter, dialect, tool,
                 source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us,
                 cache_hit, approval_id, prev_hash, hash, statement_sha256)
              SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::uuid[], $5::text[],
                 $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
                 $13::jsonb[], $14::text[], $15::bigint[], $16::bigint[], $17::boolean[], $18::uuid[],
-                $19::bytea[], $20::bytea[], $21::text[])",
-        ),
-    )
-    .await?;
-    Ok([lock, expect, insert])
+                $19::bytea[], $20::bytea[], $21::text[])
+             WHERE CASE WHEN $22::bigint = 0 THEN NOT EXISTS (SELECT FROM audit_records)
+                        ELSE EXISTS (SELECT FROM audit_records WHERE seq = $22 AND hash = $23::bytea)
+                   END",
+        )
+        .await
 }
 
-/// One flight: BEGIN, the chain lock, the check that `head` is still the chain's head, the
-/// inserts, COMMIT — all written before the first answer is read. Any failure aborts the
-/// transaction, so the COMMIT at its end commits nothing.
-async fn commit_flight(
-    client: &deadpool_postgres::Client,
-    records: &[AuditRecord],
-    head: &Head,
-) -> Result<(i64, Head), BatchError> {
-    let [lock, expect, insert] = statements(client).await?;
-    let begin = client.batch_execute("BEGIN");
-    let locked = client.execute(&lock, &[&CHAIN_LOCK]);
-    let expected: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&head.seq, &head.hash];
-    let checked = client.execute(&expect, &expected);
-    let (begin, locked, checked, committed) = tokio::join!(
-        begin,
-        locked,
-        checked,
-        insert_and_commit(client, &insert, records, head)
-    );
-    // In the order the server ran them: after a failed check the inserts can only report
-    // the aborted transaction.
-    begin?;
-    locked?;
-    checked?;
-    committed
-}
-
-/// Two flights, for when the head is not known: BEGIN with the chain lock and the head
-/// read, then the inserts and COMMIT.
-async fn commit_after_reading_head(
-    client: &deadpool_postgres::Client,
-    records: &[AuditRecord],
-) -> Result<(i64, Head), BatchError> {
-    let [lock, _, insert] = statements(client).await?;
+/// The last record of the chain, as the table holds it now.
+async fn read_head(client: &deadpool_postgres::Client) -> Result<Head, BatchError> {
     let read = client
         .prepare_cached("SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1")
         .await?;
-    let (begin, locked, last) = tokio::join!(
-        client.batch_execute("BEGIN"),
-        client.execute(&lock, &[&CHAIN_LOCK]),
-        client.query_opt(&read, &[])
-    );
-    let head = match (begin, locked, last) {
-        (Ok(()), Ok(_), Ok(last)) => match last {
-            Some(r) => Head {
-                seq: r.get(0),
-                hash: r.get(1),
-            },
-            None => Head {
-                seq: 0,
-                hash: GENESIS.to_vec(),
-            },
+    Ok(match client.query_opt(&read, &[]).await? {
+        Some(r) => Head {
+            seq: r.get(0),
+            hash: r.get(1),
         },
-        (begin, locked, last) => {
-            let _ = client.batch_execute("ROLLBACK").await;
-            begin?;
-            locked?;
-            last?;
-            return Err(BatchError::Failed);
-        }
-    };
-    insert_and_commit(client, &insert, records, &head).await
+        None => Head {
+            seq: 0,
+            hash: GENESIS.to_vec(),
+        },
+    })
 }
 
-/// The inserts of `records` after `head`, then COMMIT, written back to back (and, when
-/// joined with the statements before them, in the same flight). Returns the first sequence
-/// number and the new head.
-async fn insert_and_commit(
+/// Appends `records` after `head` as one statement in its own implicit transaction. The
+/// answer arrives after the commit (the server sends ReadyForQuery only once the implicit
+/// transaction committed, and the driver waits for it), so a returned seq is durable.
+async fn append(
     client: &deadpool_postgres::Client,
     insert: &tokio_postgres::Statement,
     records: &[AuditRecord],
@@ -325,12 +284,21 @@ async fn insert_and_commit(
 ) -> Result<(i64, Head), BatchError> {
     let chained = chain(records, head);
     let columns = Columns::of(records, &chained);
-    let inserted = columns.insert(client, insert);
-    let commit = client.batch_execute("COMMIT");
-    let (inserted, commit) = tokio::join!(inserted, commit);
-    inserted?;
-    commit?;
-    Ok((head.seq + 1, new_head(&chained, head)))
+    match columns.insert(client, insert, head).await {
+        Ok(n) if n == records.len() as u64 => Ok((head.seq + 1, new_head(&chained, head))),
+        Ok(0) => Err(BatchError::HeadMoved),
+        Ok(_) => Err(BatchError::Failed),
+        Err(e) if seq_taken(&e) => Err(BatchError::HeadMoved),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether another writer already holds one of the batch's sequence numbers.
+fn seq_taken(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        *db.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
+            && db.constraint() == Some("audit_records_pkey")
+    })
 }
 
 /// One record's place in the chain: sequence number, previous hash, own hash.
@@ -425,6 +393,7 @@ impl<'a> Columns<'a> {
         &self,
         client: &deadpool_postgres::Client,
         insert: &tokio_postgres::Statement,
+        head: &Head,
     ) -> Result<u64, tokio_postgres::Error> {
         client
             .execute(
@@ -451,6 +420,8 @@ impl<'a> Columns<'a> {
                     &self.prev_hash,
                     &self.hash,
                     &self.statement_sha256,
+                    &head.seq,
+                    &head.hash,
                 ],
             )
             .await

@@ -12,7 +12,7 @@
 //! its published snapshot (an open or forced circuit stays so), the rate limiter its shared
 //! buckets (spent budgets stay spent), the result cache nothing (it restarts empty with its
 //! generations bumped), the audit writer nothing but the chain in the database (records it
-//! held are answered `audit unavailable`, the head is re-read under the chain lock), the
+//! held are answered `audit unavailable`, the head is re-read from the table), the
 //! approval queue what the control database holds (recovered as at start-up).
 //!
 //! Operators see it as `interlock_actor_up{actor}` and `interlock_actor_restarts_total{actor}`

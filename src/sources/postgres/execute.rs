@@ -17,6 +17,7 @@ pub use super::exec_error::{db_error, ExecError};
 use super::pool::{Purpose, SourcePools};
 pub use super::request::{Caller, Limits, Mode, PreviewTimeouts, TextParam, Unmapped};
 pub use super::rows::{Rows, Truncation};
+use super::session::SessionObject;
 
 /// How long a cancelled statement may take to drain before its connection is discarded.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -83,12 +84,12 @@ pub async fn run(
         }
         Some(Err(ExecError::Cancelled)) => {
             // Did not drain: never hand this connection to anyone else.
-            let _ = deadpool_postgres::Object::take(conn);
+            let _ = SessionObject::take(conn);
             Err(ExecError::Cancelled)
         }
         Some(Err(e)) => {
             if e.is_upstream_failure() {
-                let _ = deadpool_postgres::Object::take(conn);
+                let _ = SessionObject::take(conn);
             } else {
                 release(conn, purpose);
             }
@@ -102,7 +103,7 @@ pub async fn run(
 async fn checkout(
     pools: &SourcePools,
     purpose: Purpose,
-) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+) -> Result<SessionObject, deadpool_postgres::PoolError> {
     match purpose {
         Purpose::Read => pools.read.get().await,
         Purpose::Write => pools.write.get().await,
@@ -110,7 +111,7 @@ async fn checkout(
 }
 
 async fn statement_work(
-    conn: &mut deadpool_postgres::Object,
+    conn: &mut SessionObject,
     mode: Mode,
     statement: &str,
     params: &[TextParam],
@@ -126,16 +127,26 @@ async fn statement_work(
             let ending = super::flight::Ending::DryRun(timeouts);
             return super::flight::write(conn, statement, params, limits, ending, caller).await;
         }
-        Mode::Query | Mode::Plan { .. } | Mode::Estimate => {
-            read_only(conn, mode, statement, params, limits)
+        Mode::Query | Mode::Plan { .. } => {
+            // A read-pool session carries its caller (set only when the caller changes, see
+            // `session`), so row-level security applies to a read and a plan.
+            conn.run_as(caller).await.map_err(db_error)?;
+            let read = read_only(conn, mode, statement, params, limits);
+            return match mode {
+                // EXPLAIN ANALYZE with row_security off, in a transaction of its own.
+                Mode::Plan { analyze: true } => {
+                    super::flight::read_as(conn, None, true, read).await
+                }
+                _ => read.await,
+            };
         }
+        Mode::Estimate => read_only(conn, mode, statement, params, limits),
     };
-    let analyzed = matches!(mode, Mode::Plan { analyze: true });
-    match (caller, analyzed) {
-        // As the caller: in its own transaction, opened with the caller's settings (so
-        // row-level security applies to a read, a plan and a write's estimate alike).
-        (Some(_), _) | (None, true) => super::flight::read_as(conn, caller, analyzed, read).await,
-        (None, false) => read.await,
+    match caller {
+        // A write's estimate, on the write pool, as the caller: in its own transaction,
+        // opened with the caller's settings transaction-local.
+        Some(_) => super::flight::read_as(conn, caller, false, read).await,
+        None => read.await,
     }
 }
 
@@ -173,14 +184,14 @@ const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UN
 /// PostgreSQL's catalog, and that a pooled read session is unchanged after every kind of
 /// read). After a write the session is reset in the background, and the connection
 /// returns to the pool only when the reset succeeded; otherwise it is discarded.
-fn release(conn: deadpool_postgres::Object, purpose: Purpose) {
+fn release(conn: SessionObject, purpose: Purpose) {
     if purpose == Purpose::Read {
         return;
     }
     tokio::spawn(async move {
         if let Err(e) = conn.batch_execute(RESET).await {
             tracing::debug!(error = %e, "session reset failed; discarding the connection");
-            let _ = deadpool_postgres::Object::take(conn);
+            let _ = SessionObject::take(conn);
         }
     });
 }

@@ -16,6 +16,7 @@ pub mod request;
 pub mod row_guard;
 pub mod row_keys;
 pub mod rows;
+pub mod session;
 pub mod tls;
 pub mod values;
 

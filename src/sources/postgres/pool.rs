@@ -3,10 +3,11 @@
 
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod, Runtime};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::connect::{pg_config, ConnectError};
+use super::session::{SessionManager, SessionObject, SessionPool};
 use super::tls::{client_config, SourceTls};
 use crate::control::sources::Source;
 
@@ -25,7 +26,7 @@ pub const ROW_OVERHEAD: usize = 64 * 1024;
 /// The pools of one source.
 pub struct SourcePools {
     pub read: ReadPool,
-    pub write: Pool,
+    pub write: SessionPool,
     pub tls: SourceTls,
     /// Where cancel requests go (they carry the session's key, not a login).
     pub cancel_config: tokio_postgres::Config,
@@ -44,12 +45,12 @@ pub enum Purpose {
 /// thread that opened them. The shares together hold at most the source's pool size
 /// (rounded up to a multiple of the share count).
 pub struct ReadPool {
-    shares: Vec<Pool>,
+    shares: Vec<SessionPool>,
 }
 
 impl ReadPool {
     /// A connection of the current thread's share.
-    pub async fn get(&self) -> Result<deadpool_postgres::Object, deadpool_postgres::PoolError> {
+    pub async fn get(&self) -> Result<SessionObject, deadpool_postgres::PoolError> {
         let share = super::affinity::share(self.shares.len());
         match self.shares.get(share).or(self.shares.first()) {
             Some(pool) => pool.get().await,
@@ -65,7 +66,7 @@ impl ReadPool {
             available: 0,
             waiting: 0,
         };
-        for s in self.shares.iter().map(Pool::status) {
+        for s in self.shares.iter().map(SessionPool::status) {
             total.max_size += s.max_size;
             total.size += s.size;
             total.available += s.available;
@@ -109,7 +110,7 @@ fn pool(
     purpose: Purpose,
     tls: &SourceTls,
     size: usize,
-) -> Result<Pool, ConnectError> {
+) -> Result<SessionPool, ConnectError> {
     let mut config = pg_config(source, login)?;
     if purpose == Purpose::Read {
         let options = format!(
@@ -134,8 +135,8 @@ fn pool(
         tls: tls.clone(),
         row_limit,
     };
-    let manager = Manager::from_connect(config, connect, mc);
-    Pool::builder(manager)
+    let manager = SessionManager::new(Manager::from_connect(config, connect, mc));
+    SessionPool::builder(manager)
         .max_size(size)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(10)))
