@@ -222,8 +222,11 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
             .expect("pid")
             .get(0);
         pids.push(pid as u32);
-        ready.push((client, stmt));
+        ready.push((Arc::new(client), stmt));
     }
+    // The connections stay open until their backends' CPU is read (a closed one's backend
+    // exits, and its ticks with it).
+    let open: Vec<_> = ready.iter().map(|(c, _)| c.clone()).collect();
     let cpu = cpu_start(Some(&pids)).await;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(secs);
@@ -250,7 +253,9 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
             (lat, errors)
         }));
     }
-    collect(tasks, started, cpu, Some(&pids)).await
+    let measured = collect(tasks, started, cpu, Some(&pids)).await;
+    drop(open);
+    measured
 }
 
 #[derive(Clone, Copy, PartialEq)]

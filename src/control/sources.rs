@@ -103,13 +103,14 @@ impl PreviewMode {
 pub enum Propagation {
     #[default]
     None,
-    /// Every governed transaction first sets `interlock.identity` (the caller's name; for
-    /// an approved write, the requester's) and `interlock.roles` (their roles on the
-    /// source, comma-separated), transaction-local, for the source's row-level security.
+    /// Every governed statement runs with `interlock.identity` (the caller's name; for an
+    /// approved write, the requester's) and `interlock.roles` (their roles on the source,
+    /// comma-separated) set, for the source's row-level security: for a read, on its
+    /// connection's session (`sources::postgres::session`); for a write, transaction-local.
     Settings,
-    /// As `settings`, and the transaction also runs `SET LOCAL ROLE` to the PostgreSQL role
-    /// mapped from the caller's identity in the source's `identity_roles`. The mapping is
-    /// explicit: an identity without an entry is refused.
+    /// As `settings`, and the role is also set (`SET ROLE`; for a write `SET LOCAL ROLE`) to
+    /// the PostgreSQL role mapped from the caller's identity in the source's
+    /// `identity_roles`. The mapping is explicit: an identity without an entry is refused.
     Role,
 }
 

@@ -32,8 +32,9 @@ pub enum Mode {
 
 /// Who a governed transaction runs for, carried into the source when its
 /// `identity_propagation` is `settings` or `role`: `interlock.identity` and `interlock.roles`
-/// (comma-separated) set transaction-local before the statement, and with `role` also the
-/// mapped PostgreSQL role (`SET LOCAL ROLE`).
+/// (comma-separated) set before the statement, and with `role` also the mapped PostgreSQL
+/// role: for a read on its connection's session (`session.rs`), for a write and its
+/// estimate transaction-local.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     pub identity: String,
