@@ -177,8 +177,8 @@ const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UN
 /// Hands the connection back to the pool.
 ///
 /// After a read it goes back as it is: the read ran as one statement in its own implicit
-/// transaction, its session is pinned read-only, and nothing a read may contain can
-/// change session state — the classifier refuses every statement that could (SET, RESET,
+/// transaction, its session is pinned read-only and remembers whom its settings run for
+/// (`session.rs`), and nothing a read may contain can change session state — the classifier refuses every statement that could (SET, RESET,
 /// LISTEN, PREPARE, DECLARE, LOCK, DISCARD, …) and every function on the allowlist is
 /// neither volatile nor parallel-unsafe (`tests/session_state.rs` checks both against
 /// PostgreSQL's catalog, and that a pooled read session is unchanged after every kind of

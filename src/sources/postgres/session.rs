@@ -113,11 +113,12 @@ impl Session {
     /// Makes the session run for `caller` (`None`: for nobody), unless it already does.
     /// On an error the session's caller is unknown, and the next read sets it again.
     pub async fn run_as(&mut self, caller: Option<&Caller>) -> Result<(), tokio_postgres::Error> {
-        let wanted = match caller {
-            Some(c) => RunsFor::Caller(c.clone()),
-            None => RunsFor::Nobody,
+        let already = match (&self.runs_for, caller) {
+            (RunsFor::Nobody, None) => true,
+            (RunsFor::Caller(now), Some(wanted)) => now == wanted,
+            _ => false,
         };
-        if self.runs_for == wanted {
+        if already {
             return Ok(());
         }
         self.runs_for = RunsFor::Unknown;
@@ -137,7 +138,10 @@ impl Session {
             }
             None => self.client.batch_execute(RUN_AS_NOBODY).await?,
         }
-        self.runs_for = wanted;
+        self.runs_for = match caller {
+            Some(c) => RunsFor::Caller(c.clone()),
+            None => RunsFor::Nobody,
+        };
         Ok(())
     }
 }
