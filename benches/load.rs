@@ -9,7 +9,7 @@
 //!   baseline: the same texts over the simple protocol;
 //! - **param**: the demo point query with `$1`; baseline: a prepared statement;
 //! - **param as caller**: the same with `identity_propagation = "settings"` on the source
-//!   (each read in its own transaction that first sets the caller's identity); the other
+//!   (the caller's identity set on each connection's session when its caller changes); the other
 //!   cells run with the source carrying no identity;
 //! - **cache hit**: the param query with the result cache on and warm (every hit still
 //!   writes a durable audit record); baseline: the prepared statement;
@@ -604,8 +604,9 @@ fn main() {
                 let after = stages(&base, &op).await;
                 print_pair("param", conns, d, g, &breakdown(&before, &after));
             }
-            // The same reads with the caller's identity set in their own transaction
-            // (identity_propagation = "settings": BEGIN and set_config, the read, COMMIT).
+            // The same reads carrying the caller's identity (identity_propagation = "settings":
+            // set on the connection's session when its caller changes; with one agent, once
+            // per connection).
             propagate(&control, Propagation::Settings).await;
             tokio::time::sleep(Duration::from_millis(1200)).await;
             for conns in [1, 32] {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use common::approvals;
 use common::env::{demo_env, DemoEnv};
 use common::mcp::{call, rows, MODERN};
-use interlock::control::sources::{NewSource, PreviewMode, Propagation};
+use interlock::control::sources::{NewSource, PreviewMode, Propagation, SourceChanges};
 use serde_json::{json, Value};
 
 /// Registers `id` on the demo database through `login` (password `login-password`),
@@ -140,6 +140,15 @@ async fn count(env: &DemoEnv, sql: &str) -> i64 {
         .get(0)
 }
 
+/// Changes source `id` and waits for the gateway to load the change (it reloads sources
+/// every 200 ms in tests).
+async fn change_source(env: &DemoEnv, id: &str, changes: SourceChanges) {
+    interlock::control::sources::update_source(&env.pool, id, &changes)
+        .await
+        .expect("update source");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+}
+
 /// Queues `sql` on shop_rls as `key`, approves it once its preview (which sets the bound) is
 /// stored, and returns the approval once it ran.
 async fn approved(env: &DemoEnv, key: &str, sql: &str) -> Value {
@@ -207,20 +216,17 @@ async fn the_sources_row_level_security_sees_who_is_calling() {
     assert_eq!(by_other["preview"]["rows_affected"], 0, "{by_other}");
     assert_eq!(by_agent["preview"]["rows_affected"], seven, "{by_agent}");
 
-    // A read that fails mid-transaction (one flight: BEGIN and the settings, the read,
-    // COMMIT) leaves no transaction and no identity behind on its connection: with one
+    // A read that fails in PostgreSQL leaves no identity behind on its connection: with one
     // connection in the pool, the next reads run on it and see only their own rows.
-    interlock::control::sources::update_source(
-        &env.pool,
+    change_source(
+        &env,
         "shop_rls",
-        &interlock::control::sources::SourceChanges {
+        SourceChanges {
             pool_size: Some(1),
             ..Default::default()
         },
     )
-    .await
-    .expect("pool size");
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    .await;
     for round in 0..3 {
         let failed = query(
             &env,
@@ -392,17 +398,15 @@ async fn role_mode_runs_each_caller_as_its_mapped_role_and_refuses_the_unmapped(
 
     // An `explain` preview plans the write as the requester's role too (the login alone may
     // not even plan a statement on orders).
-    interlock::control::sources::update_source(
-        &env.pool,
+    change_source(
+        &env,
         "shop_role",
-        &interlock::control::sources::SourceChanges {
+        SourceChanges {
             approval_preview: Some(PreviewMode::Explain),
             ..Default::default()
         },
     )
-    .await
-    .expect("explain previews");
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    .await;
     let id = approvals::queue(
         &env.gateway,
         &env.agent_key,
@@ -529,17 +533,15 @@ async fn one_connection_never_carries_a_callers_identity_to_the_next() {
         .await
         .expect("grant rls-third");
     drop(client);
-    interlock::control::sources::update_source(
-        &env.pool,
+    change_source(
+        &env,
         "shop_session",
-        &interlock::control::sources::SourceChanges {
+        SourceChanges {
             pool_size: Some(1),
             ..Default::default()
         },
     )
-    .await
-    .expect("one connection");
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    .await;
     let sql = "SELECT min(customer_id) AS c, max(customer_id) AS m FROM public.orders";
     let sees = |a: &common::mcp::Answer, who: i64, what: &str| {
         let r = rows(a);
@@ -691,7 +693,7 @@ async fn one_connection_never_carries_a_callers_identity_to_the_next() {
     interlock::control::sources::update_source(
         &env.pool,
         "shop_session",
-        &interlock::control::sources::SourceChanges {
+        &SourceChanges {
             identity_propagation: Some(Propagation::None),
             ..Default::default()
         },

@@ -138,7 +138,8 @@ fn set_caller(who: &Caller) -> (&'static str, Vec<(&(dyn ToSql + Sync), Type)>) 
 /// filter is then refused by PostgreSQL (SQLSTATE 42501) instead of run.
 const NO_ROW_SECURITY: &str = "SELECT set_config('row_security', 'off', true)";
 
-/// A read (a query, a plan or a write's estimate) in a transaction of its own, in one
+/// A read in a transaction of its own (a write's estimate as its caller; an `EXPLAIN
+/// ANALYZE`, whose caller its session already carries, with row_security off), in one
 /// flight: BEGIN, the settings (who `caller` is; with `no_row_security`, row_security off),
 /// the read, COMMIT. PostgreSQL runs them in order; when anything fails the transaction is
 /// aborted and its COMMIT rolls it back (a read changes nothing), so the connection never
