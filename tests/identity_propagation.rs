@@ -628,7 +628,7 @@ async fn one_connection_never_carries_a_callers_identity_to_the_next() {
     // The session itself, read straight from the one connection (below the classifier,
     // which refuses current_setting to agents): each run sees exactly its caller's
     // settings and role, and a run for nobody sees none.
-    use interlock::sources::postgres::execute::{run, Caller, Limits, Mode};
+    use interlock::sources::postgres::execute::{run, Caller, CapForm, Limits, Mode};
     let rt = env
         .gateway
         .state
@@ -639,7 +639,7 @@ async fn one_connection_never_carries_a_callers_identity_to_the_next() {
     let who = |caller: Option<Caller>| async move {
         let rows = run(
             pools,
-            Mode::Query,
+            Mode::Query(CapForm::Wrapped),
             "SELECT current_setting('interlock.identity', true) AS who, \
              current_setting('interlock.roles', true) AS roles, current_user::text AS role",
             &[],

@@ -23,7 +23,7 @@ use common::env::demo_env_with;
 use interlock::control::{identities, profiles, sources};
 use interlock::governance::{decide, AllowedClass, SqlLimits};
 use interlock::sources::catalog;
-use interlock::sources::postgres::execute::{self, ExecError, Limits, Mode, TextParam};
+use interlock::sources::postgres::execute::{self, CapForm, ExecError, Limits, Mode, TextParam};
 use interlock::sources::postgres::pool;
 use interlock::sql::functions::ALLOWED_FUNCTIONS;
 use tokio_util::sync::CancellationToken;
@@ -249,7 +249,7 @@ async fn read(pools: &pool::SourcePools, sql: &str, params: &[&str]) -> Result<u
         .then_some(interlock::sql::classify::ExplainMode { analyze: false });
     execute::run(
         pools,
-        Mode::read(explain),
+        Mode::read(explain, CapForm::Wrapped),
         sql,
         &params,
         limits,

@@ -17,7 +17,7 @@ use interlock::call::mask;
 use interlock::control::{policy_file, profiles, sources};
 use interlock::governance::{decide, AllowedClass, SqlLimits};
 use interlock::sources::catalog;
-use interlock::sources::postgres::execute::{self, Limits, Mode, TextParam};
+use interlock::sources::postgres::execute::{self, CapForm, Limits, Mode, Rows, TextParam};
 use interlock::sources::postgres::pool;
 use serde_json::Value;
 
@@ -153,6 +153,7 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
     assert!(!cases.is_empty());
     let mut failures = Vec::new();
     let mut executed = 0;
+    let mut appended = 0;
     for case in &cases {
         let decision = decide(&case.sql, 0, &catalog, &profile, &limits);
         let got = match (decision.allowed(), decision.refusal()) {
@@ -194,20 +195,19 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
             continue;
         }
         // Execute what the product would execute, read-only, and check the masks.
-        let token = tokio_util::sync::CancellationToken::new();
-        let run = execute::run(
-            &pools,
-            Mode::read(allowed.explain),
-            &allowed.statement,
-            &[] as &[TextParam],
-            Limits {
-                max_rows: 1000,
-                max_bytes: 4 << 20,
-            },
-            &token,
-            None,
-        )
-        .await;
+        let run = run_read(&pools, allowed, allowed.cap_form, 1000).await;
+        // A cap appended to the statement is the same query as the statement capped as a
+        // derived table: the same columns, the same rows, the same truncation.
+        if allowed.explain.is_none() && allowed.cap_form == CapForm::Appended {
+            appended += 1;
+            for cap in [1000, 1] {
+                let appended = run_read(&pools, allowed, CapForm::Appended, cap).await;
+                let wrapped = run_read(&pools, allowed, CapForm::Wrapped, cap).await;
+                if let Err(why) = same_result(appended, wrapped, cap, allowed.non_deterministic) {
+                    failures.push(format!("{}: appended cap of {cap} differs: {why}", case.id));
+                }
+            }
+        }
         let mut rows = match run {
             Ok(rows) => rows,
             Err(e) => {
@@ -246,6 +246,109 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
         failures.join("\n")
     );
     assert!(executed > 30, "allowed reads were executed ({executed})");
+    assert!(
+        appended > 20,
+        "reads run with an appended cap and compared ({appended})"
+    );
+    // The cap is put on the statement the server runs, in either form: a row bomb of two
+    // billion rows is answered with its first rows, well inside the source's 5 s statement
+    // timeout, instead of being produced and thrown away by the gateway.
+    for (sql, form) in [
+        (
+            "SELECT generate_series(1, 2000000000) AS g",
+            CapForm::Appended,
+        ),
+        (
+            "SELECT generate_series(1, 2000000000) AS g LIMIT 1900000000",
+            CapForm::Wrapped,
+        ),
+    ] {
+        let decision = decide(sql, 0, &catalog, &profile, &limits);
+        let allowed = decision
+            .allowed()
+            .unwrap_or_else(|| panic!("{sql} allowed"));
+        assert_eq!(allowed.cap_form, form, "{sql}");
+        let rows = run_read(&pools, allowed, allowed.cap_form, 10)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(
+            (rows.rows.len(), rows.truncated.is_some()),
+            (10, true),
+            "{sql}"
+        );
+    }
+}
+
+/// Runs an allowed read with its row cap in the form `cap`, at most `max_rows` rows.
+async fn run_read(
+    pools: &pool::SourcePools,
+    allowed: &interlock::governance::Allowed,
+    cap: CapForm,
+    max_rows: u64,
+) -> Result<Rows, execute::ExecError> {
+    let token = tokio_util::sync::CancellationToken::new();
+    execute::run(
+        pools,
+        Mode::read(allowed.explain, cap),
+        &allowed.statement,
+        &[] as &[TextParam],
+        Limits {
+            max_rows,
+            max_bytes: 4 << 20,
+        },
+        &token,
+        None,
+    )
+    .await
+}
+
+/// Whether two runs of one read returned the same columns and rows (as multisets: without
+/// an ORDER BY the order is PostgreSQL's to choose) and the same truncation; under a cap
+/// that truncates, or of a statement that reads the clock, only the number of rows is
+/// compared (which rows is PostgreSQL's choice; the clock moved between the two runs).
+fn same_result(
+    a: Result<Rows, execute::ExecError>,
+    b: Result<Rows, execute::ExecError>,
+    cap: u64,
+    non_deterministic: bool,
+) -> Result<(), String> {
+    let (a, b) = match (a, b) {
+        (Ok(a), Ok(b)) => (a, b),
+        (a, b) => {
+            let (a, b) = (
+                a.err().map(|e| e.to_string()),
+                b.err().map(|e| e.to_string()),
+            );
+            return match a == b {
+                true => Ok(()),
+                false => Err(format!("appended {a:?}, wrapped {b:?}")),
+            };
+        }
+    };
+    if a.columns != b.columns {
+        return Err(format!("columns {:?} against {:?}", a.columns, b.columns));
+    }
+    if a.truncated.is_some() != b.truncated.is_some() || a.rows.len() != b.rows.len() {
+        return Err(format!(
+            "{} rows (truncated {}) against {} (truncated {})",
+            a.rows.len(),
+            a.truncated.is_some(),
+            b.rows.len(),
+            b.truncated.is_some()
+        ));
+    }
+    let sorted = |rows: &[Vec<Value>]| {
+        let mut rows: Vec<String> = rows
+            .iter()
+            .map(|r| Value::from(r.clone()).to_string())
+            .collect();
+        rows.sort();
+        rows
+    };
+    if a.truncated.is_none() && !non_deterministic && sorted(&a.rows) != sorted(&b.rows) {
+        return Err(format!("rows differ (cap {cap})"));
+    }
+    Ok(())
 }
 
 #[test]

@@ -39,7 +39,7 @@ use crate::control::{ControlError, ControlPool};
 use crate::governance::readable_columns;
 use crate::governance::SqlLimits;
 use crate::sources::postgres::changes::Changes;
-use crate::sources::postgres::execute::{self, Limits, Mode, PreviewTimeouts};
+use crate::sources::postgres::execute::{self, CapForm, Limits, Mode, PreviewTimeouts};
 use crate::sources::postgres::pool::SourcePools;
 use crate::sources::registry::SourceRegistry;
 use crate::sql::lineage::RelationRef;
@@ -290,7 +290,7 @@ pub async fn primary_key(
     let never = CancellationToken::new();
     let rows = execute::run(
         pools,
-        Mode::Query,
+        Mode::Query(CapForm::Wrapped),
         &images::primary_key_sql(target),
         &[],
         limits,

@@ -7,7 +7,7 @@
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::sources::postgres::execute::{self, ExecError, Limits, Mode};
+use crate::sources::postgres::execute::{self, CapForm, ExecError, Limits, Mode};
 use crate::sources::postgres::pool::SourcePools;
 use crate::sql::lineage::RelationRef;
 
@@ -22,7 +22,16 @@ pub async fn of(pools: &SourcePools, tables: &[RelationRef]) -> Result<Value, Ex
         max_bytes: 1 << 20,
     };
     let never = CancellationToken::new();
-    let rows = execute::run(pools, Mode::Query, &sql(tables), &[], limits, &never, None).await?;
+    let rows = execute::run(
+        pools,
+        Mode::Query(CapForm::Wrapped),
+        &sql(tables),
+        &[],
+        limits,
+        &never,
+        None,
+    )
+    .await?;
     Ok(rows
         .rows
         .into_iter()

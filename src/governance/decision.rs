@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::governance::access::{AccessProfile, PolicyRule};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
 pub use crate::governance::verdict::{Allowed, AllowedClass, OutputColumn, Refusal, Step, Verdict};
+use crate::sql::cap::{cap_form, CapForm};
 use crate::sql::catalog::Catalog;
 use crate::sql::classify::{classify, StatementClass};
 use crate::sql::error::SqlError;
@@ -191,6 +192,10 @@ fn decide_inner(
     };
     Ok(Allowed {
         class,
+        cap_form: match classification.explain {
+            Some(_) => CapForm::Wrapped,
+            None => cap_form(&parsed.statement),
+        },
         statement: parsed.sql,
         explain: classification.explain,
         tables_read,

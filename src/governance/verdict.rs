@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::governance::redaction::RedactionRule;
+use crate::sql::cap::CapForm;
 use crate::sql::classify::ExplainMode;
 use crate::sql::error::{SqlError, SqlStage};
 use crate::sql::lineage::{ColumnRef, RelationRef};
@@ -81,6 +82,9 @@ pub struct Allowed {
     pub statement: String,
     /// Set for EXPLAIN: the result is a plan (one `QUERY PLAN` column).
     pub explain: Option<ExplainMode>,
+    /// How the executor puts a read's row cap on `statement`.
+    #[serde(skip)]
+    pub cap_form: CapForm,
     pub tables_read: Vec<RelationRef>,
     pub tables_written: Vec<RelationRef>,
     pub columns_written: Vec<ColumnRef>,

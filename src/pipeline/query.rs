@@ -415,7 +415,7 @@ pub async fn run_read(
         max_bytes: rt.source.max_bytes,
     };
     let started = std::time::Instant::now();
-    let mode = Mode::read(a.explain);
+    let mode = Mode::read(a.explain, a.cap_form);
     let read = Read {
         mode,
         statement: &a.statement,

@@ -4,6 +4,7 @@
 //! Order of steps (driven by `governance::decision::decide`):
 //! [`parse::parse`] → [`classify::classify`] → [`resolve::resolve`].
 
+pub mod cap;
 pub mod catalog;
 pub mod classify;
 pub mod depth;
@@ -19,6 +20,7 @@ pub mod parse;
 pub mod resolve;
 pub mod types;
 
+pub use cap::{cap_form, CapForm};
 pub use catalog::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
 pub use classify::{classify, Classification, ExplainMode, ForbiddenKind, StatementClass};
 pub use error::{SqlError, SqlStage};

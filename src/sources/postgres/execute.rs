@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::exec_error::pool_error;
 pub use super::exec_error::{db_error, ExecError};
 use super::pool::{Purpose, SourcePools};
-pub use super::request::{Caller, Limits, Mode, PreviewTimeouts, TextParam, Unmapped};
+pub use super::request::{Caller, CapForm, Limits, Mode, PreviewTimeouts, TextParam, Unmapped};
 pub use super::rows::{Rows, Truncation};
 use super::session::SessionObject;
 
@@ -127,11 +127,15 @@ async fn statement_work(
             let ending = super::flight::Ending::DryRun(timeouts);
             return super::flight::write(conn, statement, params, limits, ending, caller).await;
         }
-        Mode::Query | Mode::Plan { .. } => {
+        Mode::Query(_) | Mode::Plan { .. } => {
             // A read-pool session carries its caller (set only when the caller changes, see
             // `session`), so row-level security applies to a read and a plan.
             conn.run_as(caller).await.map_err(db_error)?;
-            let read = read_only(conn, mode, statement, params, limits);
+            let kind = match mode {
+                Mode::Query(cap) => Read::Query(cap),
+                _ => Read::Plan,
+            };
+            let read = read_only(conn, kind, statement, params, limits);
             return match mode {
                 // EXPLAIN ANALYZE with row_security off, in a transaction of its own.
                 Mode::Plan { analyze: true } => {
@@ -140,7 +144,7 @@ async fn statement_work(
                 _ => read.await,
             };
         }
-        Mode::Estimate => read_only(conn, mode, statement, params, limits),
+        Mode::Estimate => read_only(conn, Read::Estimate, statement, params, limits),
     };
     match caller {
         // A write's estimate, on the write pool, as the caller: in its own transaction,
@@ -150,20 +154,27 @@ async fn statement_work(
     }
 }
 
+/// What runs as one read-only statement.
+#[derive(Clone, Copy)]
+enum Read {
+    Query(CapForm),
+    Plan,
+    Estimate,
+}
+
 /// A query, a plan or a write's estimate: one unnamed statement, one flight (sent whole
 /// when first polled, as [`super::flight::read_as`] needs).
 async fn read_only(
     client: &tokio_postgres::Client,
-    mode: Mode,
+    kind: Read,
     statement: &str,
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
-    match mode {
-        Mode::Plan { .. } => super::flight::plan(client, statement, params, limits).await,
-        Mode::Estimate => super::flight::estimate(client, statement).await,
-        // A query (writes never come here: `statement_work` runs them).
-        _ => super::flight::query(client, statement, params, limits).await,
+    match kind {
+        Read::Plan => super::flight::plan(client, statement, params, limits).await,
+        Read::Estimate => super::flight::estimate(client, statement).await,
+        Read::Query(cap) => super::flight::query(client, statement, cap, params, limits).await,
     }
 }
 

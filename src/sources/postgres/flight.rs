@@ -3,8 +3,9 @@
 //!
 //! - **Query** (a read that returns rows): one unnamed statement — Parse, Bind, Describe,
 //!   Execute, Sync in one flight, as a direct client sends it — of the statement under a
-//!   row cap (`SELECT * FROM (<stmt>) AS interlock_capped LIMIT <cap + 1>`), so a row bomb
-//!   never produces more than the cap needs. It runs in its own implicit transaction, which
+//!   row cap (`<stmt> LIMIT <cap + 1>` where the statement has no limit of its own,
+//!   `SELECT * FROM (<stmt>) AS interlock_capped LIMIT <cap + 1>` otherwise; see
+//!   [`crate::sql::cap`]), so a row bomb never produces more than the cap needs. It runs in its own implicit transaction, which
 //!   the session's pinned `default_transaction_read_only=on` makes read-only. The unnamed
 //!   statement replaces the previous one, so no text is ever kept on the backend, however
 //!   many distinct texts agents send, and `pg_stat_activity` shows the statement itself.
@@ -29,7 +30,7 @@ use tokio_postgres::types::{Kind, ToSql, Type};
 
 use super::changes::Changes;
 use super::exec_error::{check_params, db_error, is_input_refusal, parameter_refusal, ExecError};
-use super::request::{Caller, Limits, PreviewTimeouts, TextParam};
+use super::request::{Caller, CapForm, Limits, PreviewTimeouts, TextParam};
 use super::rows::{Rows, Truncation};
 use super::values;
 
@@ -47,12 +48,13 @@ fn typed(params: &[TextParam]) -> Vec<(&TextParam, Type)> {
 pub(super) async fn query(
     client: &tokio_postgres::Client,
     statement: &str,
+    cap: CapForm,
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
     unnamed(
         client,
-        &capped(statement, limits.max_rows),
+        &capped(statement, cap, limits.max_rows),
         statement,
         params,
         limits,
@@ -93,18 +95,22 @@ async fn unnamed(
     collect(rows, limits, false, None).await
 }
 
-/// The statement as a derived table under `LIMIT cap + 1`, so the server never produces
-/// more rows than the cap needs. A derived table keeps its columns (names, types,
+/// The statement under `LIMIT cap + 1`, so the server never produces more rows than the
+/// cap needs: appended to a statement that has no limit of its own (one query level for
+/// PostgreSQL to parse and plan), or around it as a derived table. A derived table keeps its columns (names, types,
 /// duplicates) and, when it sorts, its order: PostgreSQL does not pull a subquery with
 /// ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer query, so the
 /// outer LIMIT reads the subquery's rows in the subquery's order. The text in between is
 /// the decision's own re-serialized statement (one statement, balanced by construction),
 /// and Parse of an unnamed statement refuses more than one command in any case.
-fn capped(statement: &str, max_rows: u64) -> String {
-    format!(
-        "SELECT * FROM ({statement}) AS interlock_capped LIMIT {}",
-        max_rows.saturating_add(1).min(i64::MAX as u64)
-    )
+fn capped(statement: &str, cap: CapForm, max_rows: u64) -> String {
+    let limit = max_rows.saturating_add(1).min(i64::MAX as u64);
+    match cap {
+        CapForm::Appended => format!("{statement} LIMIT {limit}"),
+        CapForm::Wrapped => {
+            format!("SELECT * FROM ({statement}) AS interlock_capped LIMIT {limit}")
+        }
+    }
 }
 
 /// Sets who the transaction runs for, transaction-local (see [`Caller`]).

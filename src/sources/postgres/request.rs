@@ -5,12 +5,14 @@ use serde_json::Value;
 use tokio_postgres::types::{Format, IsNull, ToSql, Type};
 
 use super::pool::Purpose;
+pub use crate::sql::cap::CapForm;
 
 /// What is executed, which decides the pool and the statements sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// A read that returns rows, under a row cap (at most cap + 1 rows are produced).
-    Query,
+    /// A read that returns rows, under a row cap (at most cap + 1 rows are produced), put
+    /// on the statement in the given form.
+    Query(CapForm),
     /// An `EXPLAIN` (it cannot be a derived table; its output is a plan). With `analyze`
     /// the statement runs, and its plan counts rows: it runs with `row_security = off`, so
     /// PostgreSQL refuses it ([`ExecError::RowSecurity`]) wherever a row-level security
@@ -98,17 +100,18 @@ pub struct PreviewTimeouts {
 }
 
 impl Mode {
-    /// The mode of an allowed read: a plan for `EXPLAIN`, a capped query otherwise.
-    pub fn read(explain: Option<crate::sql::classify::ExplainMode>) -> Mode {
+    /// The mode of an allowed read: a plan for `EXPLAIN`, a query capped in the form
+    /// `cap` otherwise.
+    pub fn read(explain: Option<crate::sql::classify::ExplainMode>, cap: CapForm) -> Mode {
         match explain {
             Some(e) => Mode::Plan { analyze: e.analyze },
-            None => Mode::Query,
+            None => Mode::Query(cap),
         }
     }
 
     pub(super) fn purpose(self) -> Purpose {
         match self {
-            Mode::Query | Mode::Plan { .. } => Purpose::Read,
+            Mode::Query(_) | Mode::Plan { .. } => Purpose::Read,
             Mode::Write { .. } | Mode::DryRun(_) | Mode::Estimate => Purpose::Write,
         }
     }
