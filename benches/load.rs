@@ -485,9 +485,13 @@ fn print_pair(label: &str, conns: usize, d: Measured, g: Measured, stages: &str)
         g.p50_ms - d.p50_ms,
         g.errors
     );
-    let ratio = |x: f64| x / d.cpu.source.max(f64::MIN_POSITIVE);
+    // A baseline that touches no database (`/healthz`) has no source CPU to compare with.
+    let ratio = |x: f64| match d.cpu.source >= 1.0 {
+        true => format!("{:.2}×", x / d.cpu.source),
+        false => "—".to_string(),
+    };
     println!(
-        "{:<6} {:>22} µs per call: gateway {:.0} ({:.2}×) · source {:.0} ({:.2}×) · control {:.0} ({:.2}×); baseline's source {:.0}",
+        "{:<6} {:>22} µs per call: gateway {:.0} ({}) · source {:.0} ({}) · control {:.0} ({}); baseline's source {:.0}",
         "",
         "cpu",
         g.cpu.gateway,
