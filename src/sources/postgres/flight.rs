@@ -2,13 +2,14 @@
 //! PostgreSQL allows, with nothing left behind on the session.
 //!
 //! - **Query** (a read that returns rows): one unnamed statement — Parse, Bind, Describe,
-//!   Execute, Sync in one flight, as a direct client sends it — of the statement under a
-//!   row cap (`<stmt> LIMIT <cap + 1>` where the statement has no limit of its own,
-//!   `SELECT * FROM (<stmt>) AS interlock_capped LIMIT <cap + 1>` otherwise; see
-//!   [`crate::sql::cap`]), so a row bomb never produces more than the cap needs. It runs in its own implicit transaction, which
-//!   the session's pinned `default_transaction_read_only=on` makes read-only. The unnamed
-//!   statement replaces the previous one, so no text is ever kept on the backend, however
-//!   many distinct texts agents send, and `pg_stat_activity` shows the statement itself.
+//!   Execute, Sync in one flight, as a direct client sends it — of the statement under a row
+//!   cap (`<stmt> LIMIT <cap + 1>` where the statement has no limit of its own, `SELECT *
+//!   FROM (<stmt>) AS interlock_capped LIMIT <cap + 1>` otherwise; see [`crate::sql::cap`]),
+//!   so a row bomb never produces more than the cap needs. It runs in its own implicit
+//!   transaction, which the session's pinned `default_transaction_read_only=on` makes
+//!   read-only. The unnamed statement replaces the previous one, so no text is ever kept on the
+//!   backend, however many distinct texts agents send, and `pg_stat_activity` shows the
+//!   statement itself.
 //! - **Plan** (`EXPLAIN`, which cannot be a derived table): one unnamed statement, one flight.
 //! - **Write** (approved writes only): a named statement that is closed when dropped, in a
 //!   read-write transaction that commits; the rest of the result is drained so the
@@ -95,14 +96,14 @@ async fn unnamed(
     collect(rows, limits, false, None).await
 }
 
-/// The statement under `LIMIT cap + 1`, so the server never produces more rows than the
-/// cap needs: appended to a statement that has no limit of its own (one query level for
-/// PostgreSQL to parse and plan), or around it as a derived table. A derived table keeps its columns (names, types,
-/// duplicates) and, when it sorts, its order: PostgreSQL does not pull a subquery with
-/// ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer query, so the
-/// outer LIMIT reads the subquery's rows in the subquery's order. The text in between is
-/// the decision's own re-serialized statement (one statement, balanced by construction),
-/// and Parse of an unnamed statement refuses more than one command in any case.
+/// The statement under `LIMIT cap + 1`, so the server never produces more rows than the cap
+/// needs: appended to a statement that has no limit of its own (one query level for PostgreSQL
+/// to parse and plan), or around it as a derived table. A derived table keeps its columns
+/// (names, types, duplicates) and, when it sorts, its order: PostgreSQL does not pull a
+/// subquery with ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer
+/// query, so the outer LIMIT reads the subquery's rows in the subquery's order. The text in
+/// between is the decision's own re-serialized statement (one statement, balanced by
+/// construction), and Parse of an unnamed statement refuses more than one command in any case.
 fn capped(statement: &str, cap: CapForm, max_rows: u64) -> String {
     let limit = max_rows.saturating_add(1).min(i64::MAX as u64);
     match cap {
