@@ -118,63 +118,41 @@ async fn statement_work(
     limits: Limits,
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
-    let read = match mode {
+    match mode {
         Mode::Write { bound, keys } => {
             let ending = super::flight::Ending::Commit { bound, keys };
-            return super::flight::write(conn, statement, params, limits, ending, caller).await;
+            super::flight::write(conn, statement, params, limits, ending, caller).await
         }
         Mode::DryRun(timeouts) => {
             let ending = super::flight::Ending::DryRun(timeouts);
-            return super::flight::write(conn, statement, params, limits, ending, caller).await;
+            super::flight::write(conn, statement, params, limits, ending, caller).await
         }
-        Mode::Query(_) | Mode::Plan { .. } => {
-            // A read-pool session carries its caller (set only when the caller changes, see
-            // `session`), so row-level security applies to a read and a plan.
+        // A read-pool session carries its caller (set only when the caller changes, see
+        // `session`), so row-level security applies to a read and a plan.
+        Mode::Query(cap) => {
             conn.run_as(caller).await.map_err(db_error)?;
-            let kind = match mode {
-                Mode::Query(cap) => Read::Query(cap),
-                _ => Read::Plan,
-            };
-            let read = read_only(conn, kind, statement, params, limits);
-            return match mode {
-                // EXPLAIN ANALYZE with row_security off, in a transaction of its own.
-                Mode::Plan { analyze: true } => {
-                    super::flight::read_as(conn, None, true, read).await
-                }
-                _ => read.await,
-            };
+            super::flight::query(conn, statement, cap, params, limits).await
         }
-        Mode::Estimate => read_only(conn, Read::Estimate, statement, params, limits),
-    };
-    match caller {
-        // A write's estimate, on the write pool, as the caller: in its own transaction,
-        // opened with the caller's settings transaction-local.
-        Some(_) => super::flight::read_as(conn, caller, false, read).await,
-        None => read.await,
-    }
-}
-
-/// What runs as one read-only statement.
-#[derive(Clone, Copy)]
-enum Read {
-    Query(CapForm),
-    Plan,
-    Estimate,
-}
-
-/// A query, a plan or a write's estimate: one unnamed statement, one flight (sent whole
-/// when first polled, as [`super::flight::read_as`] needs).
-async fn read_only(
-    client: &tokio_postgres::Client,
-    kind: Read,
-    statement: &str,
-    params: &[TextParam],
-    limits: Limits,
-) -> Result<Rows, ExecError> {
-    match kind {
-        Read::Plan => super::flight::plan(client, statement, params, limits).await,
-        Read::Estimate => super::flight::estimate(client, statement).await,
-        Read::Query(cap) => super::flight::query(client, statement, cap, params, limits).await,
+        Mode::Plan { analyze } => {
+            conn.run_as(caller).await.map_err(db_error)?;
+            let plan = super::flight::plan(conn, statement, params, limits);
+            match analyze {
+                // EXPLAIN ANALYZE with row_security off, in a transaction of its own.
+                true => super::flight::read_as(conn, None, true, plan).await,
+                false => plan.await,
+            }
+        }
+        // A write's estimate, on the write pool; as the caller, in its own transaction
+        // opened with the caller's settings transaction-local. `read_as` needs a read that
+        // sends its one unnamed statement whole when first polled, as `estimate` and `plan`
+        // do.
+        Mode::Estimate => {
+            let estimate = super::flight::estimate(conn, statement);
+            match caller {
+                Some(_) => super::flight::read_as(conn, caller, false, estimate).await,
+                None => estimate.await,
+            }
+        }
     }
 }
 
@@ -189,12 +167,13 @@ const RESET: &str = "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UN
 ///
 /// After a read it goes back as it is: the read ran as one statement in its own implicit
 /// transaction, its session is pinned read-only and remembers whom its settings run for
-/// (`session.rs`), and nothing a read may contain can change session state — the classifier refuses every statement that could (SET, RESET,
-/// LISTEN, PREPARE, DECLARE, LOCK, DISCARD, …) and every function on the allowlist is
-/// neither volatile nor parallel-unsafe (`tests/session_state.rs` checks both against
-/// PostgreSQL's catalog, and that a pooled read session is unchanged after every kind of
-/// read). After a write the session is reset in the background, and the connection
-/// returns to the pool only when the reset succeeded; otherwise it is discarded.
+/// (`session.rs`), and nothing a read may contain can change session state — the classifier
+/// refuses every statement that could (SET, RESET, LISTEN, PREPARE, DECLARE, LOCK, DISCARD, …)
+/// and every function on the allowlist is neither volatile nor parallel-unsafe
+/// (`tests/session_state.rs` checks both against PostgreSQL's catalog, and that a pooled read
+/// session is unchanged after every kind of read). After a write the session is reset in the
+/// background, and the connection returns to the pool only when the reset succeeded; otherwise
+/// it is discarded.
 fn release(conn: SessionObject, purpose: Purpose) {
     if purpose == Purpose::Read {
         return;
