@@ -1,13 +1,20 @@
 //! Cost of one decision (parse + classify + resolve + authorize + masks) for
 //! a point query, a 5-table join and a ~60-line analytical query over a
 //! synthetic catalog of 200 relations.
+//!
+//! Each statement is decided as agents send it, with new literals on every
+//! call (`{n}` in the texts below takes a new number each time; the point
+//! query also as `$1`): `<name>` without the decision memo, and
+//! `<name>/remembered` through a warm memo, where only the first text of a
+//! shape is parsed and resolved.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use interlock::governance::{
-    decide, AccessProfile, AccessStatement, MaskStrategy, Policy, PolicyRule, RedactionRule,
-    SourceRole, SqlLimits,
+    decide_remembering, AccessProfile, AccessStatement, MaskStrategy, Policy, PolicyRule,
+    RedactionRule, SourceRole, SqlLimits,
 };
+use interlock::sql::memo::{ShapeMemo, DEFAULT_MEMO_BYTES};
 use interlock::sql::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
 
 fn catalog() -> Catalog {
@@ -101,10 +108,12 @@ fn profile() -> AccessProfile {
 
 const POINT: &str = "SELECT id, status, amount FROM sales.t1 WHERE id = $1";
 
+const POINT_LITERAL: &str = "SELECT id, status, amount FROM sales.t1 WHERE id = {n} AND {n} = {n}";
+
 const JOIN5: &str = "SELECT a.id, b.amount, c.status, d.created_at, e.email \
     FROM sales.t1 a JOIN sales.t2 b ON b.customer_id = a.customer_id \
     JOIN sales.t3 c ON c.id = b.id LEFT JOIN sales.t4 d ON d.customer_id = c.customer_id \
-    JOIN sales.customers e ON e.id::bigint = a.customer_id WHERE a.status = 'open' AND b.amount > 10 \
+    JOIN sales.customers e ON e.id::bigint = a.customer_id WHERE a.status = 'open-{n}' AND b.amount > {n} \
     ORDER BY a.id LIMIT 100";
 
 const ANALYTICAL: &str = r#"
@@ -117,7 +126,7 @@ WITH recent AS (
 returns AS (
     SELECT r.customer_id, count(*) AS returned, sum(r.amount) AS returned_amount
     FROM sales.t11 r
-    WHERE r.status = 'returned'
+    WHERE r.status = 'returned' AND r.amount > {n}
     GROUP BY r.customer_id
 ),
 per_customer AS (
@@ -161,39 +170,61 @@ SELECT c.id,
 FROM ranked rk
 JOIN sales.customers c ON c.id::bigint = rk.customer_id
 LEFT JOIN returns rt ON rt.customer_id = rk.customer_id
-WHERE rk.orders > 1
-  AND c.segment <> 'internal'
+WHERE rk.orders > {n}
+  AND c.segment <> 'internal-{n}'
   AND EXISTS (SELECT 1 FROM sales.t12 s WHERE s.customer_id = rk.customer_id AND s.status = 'active')
 ORDER BY rk.revenue_rank, c.id
 LIMIT 500
 "#;
 
+/// Texts of `template` with `{n}` replaced by a new number in each.
+fn texts(template: &str) -> Vec<String> {
+    (0..1024)
+        .map(|i| template.replace("{n}", &(1000 + i * 7).to_string()))
+        .collect()
+}
+
 fn bench(c: &mut Criterion) {
     let catalog = catalog();
     let profile = profile();
     let limits = SqlLimits::default();
-    for (name, sql, params) in [
+    for (name, template, params) in [
         ("point_query", POINT, 1),
+        ("point_query_literals", POINT_LITERAL, 0),
         ("join_5_tables", JOIN5, 0),
         ("analytical_60_lines", ANALYTICAL, 0),
     ] {
-        let decision = decide(sql, params, &catalog, &profile, &limits);
-        assert!(
-            decision.allowed().is_some(),
-            "{name} refused: {:?}",
-            decision.refusal()
-        );
-        c.bench_function(name, |b| {
-            b.iter(|| {
-                decide(
-                    black_box(sql),
-                    params,
-                    black_box(&catalog),
-                    black_box(&profile),
-                    &limits,
-                )
+        let texts = texts(template);
+        let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
+        for sql in &texts[..2] {
+            let decision =
+                decide_remembering(sql, params, &catalog, Some(&memo), &profile, &limits);
+            assert!(
+                decision.allowed().is_some(),
+                "{name} refused: {:?}",
+                decision.refusal()
+            );
+        }
+        assert_eq!(memo.recalled(), 1, "{name}: the second text is recalled");
+        for (label, memo) in [
+            (name.to_string(), None),
+            (format!("{name}/remembered"), Some(&memo)),
+        ] {
+            let mut next = texts.iter().cycle();
+            c.bench_function(&label, |b| {
+                b.iter(|| {
+                    let sql = next.next().map_or("", String::as_str);
+                    decide_remembering(
+                        black_box(sql),
+                        params,
+                        black_box(&catalog),
+                        memo,
+                        black_box(&profile),
+                        &limits,
+                    )
+                });
             });
-        });
+        }
     }
 }
 

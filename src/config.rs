@@ -159,6 +159,8 @@ pub struct SqlSettings {
     pub max_depth: usize,
     /// Most FROM items one statement may name.
     pub max_relations: usize,
+    /// Bound on what each source's decision memo holds, in bytes (0: off).
+    pub decision_memo_bytes: u64,
 }
 
 impl SqlSettings {

@@ -12,6 +12,7 @@
 
 mod sqlfixture;
 
+use interlock::sql::memo::{ShapeMemo, DEFAULT_MEMO_BYTES};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -199,6 +200,7 @@ impl Ports for Fake {
                 truncated: false,
                 relations: Vec::new(),
             },
+            memo: Arc::new(ShapeMemo::new(DEFAULT_MEMO_BYTES)),
         });
         async move { Ok(snapshot) }
     }

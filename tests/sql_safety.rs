@@ -10,80 +10,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
+mod sqlfixture;
 
 use std::path::PathBuf;
 
 use interlock::call::mask;
 use interlock::control::{policy_file, profiles, sources};
-use interlock::governance::{decide, AllowedClass, SqlLimits};
+use interlock::governance::{decide, decide_remembering, AllowedClass, SqlLimits};
 use interlock::sources::catalog;
 use interlock::sources::postgres::execute::{self, CapForm, Limits, Mode, Rows, TextParam};
 use interlock::sources::postgres::pool;
+use interlock::sql::memo::{ShapeMemo, DEFAULT_MEMO_BYTES};
 use serde_json::Value;
 
-const FIXTURE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/sql-safety");
+use sqlfixture::corpus::FIXTURE_DIR;
 const RAW_EMAILS: [&str; 3] = ["a@x.example", "b@x.example", "c@x.example"];
-
-struct Case {
-    id: String,
-    sql: String,
-    verdict: String,
-}
-
-/// Decodes the escapes of policy.md §11 in one left-to-right pass.
-fn unescape(s: &str) -> Result<String, String> {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('\\') => out.push('\\'),
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some('0') => out.push('\0'),
-            Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                if hex.len() != 4 {
-                    return Err(format!("bad \\u escape {hex:?}"));
-                }
-                let cp =
-                    u32::from_str_radix(&hex, 16).map_err(|_| format!("bad \\u escape {hex:?}"))?;
-                out.push(char::from_u32(cp).ok_or_else(|| format!("bad code point {hex}"))?);
-            }
-            other => return Err(format!("bad escape \\{other:?}")),
-        }
-    }
-    Ok(out)
-}
-
-fn load_cases() -> Vec<Case> {
-    let path = std::env::var_os("INTERLOCK_SQL_CASES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(FIXTURE_DIR).join("cases.tsv"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    let mut lines = text.lines();
-    assert_eq!(
-        lines.next(),
-        Some("id\tcategory\tsql\tverdict\tnote"),
-        "header"
-    );
-    lines
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            assert_eq!(f.len(), 5, "case line has 5 fields: {l}");
-            Case {
-                id: f[0].to_string(),
-                sql: unescape(f[2]).unwrap_or_else(|e| panic!("case {}: {e}", f[0])),
-                verdict: f[3].to_string(),
-            }
-        })
-        .collect()
-}
 
 /// The fixture's psql script without its meta-commands.
 fn fixture_sql() -> String {
@@ -149,13 +90,26 @@ async fn every_case_of_the_corpus_gets_its_verdict() {
     let pools = pool::build(&source, 1).expect("pools");
     let limits = SqlLimits::default();
 
-    let cases = load_cases();
+    let cases = sqlfixture::corpus::load_cases();
     assert!(!cases.is_empty());
     let mut failures = Vec::new();
     let mut executed = 0;
     let mut appended = 0;
+    // Decided through one memo for the whole corpus, as the gateway does, and
+    // twice (understood, then recalled): both must be the decision without it.
+    let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
     for case in &cases {
         let decision = decide(&case.sql, 0, &catalog, &profile, &limits);
+        for round in ["first", "second"] {
+            let remembered =
+                decide_remembering(&case.sql, 0, &catalog, Some(&memo), &profile, &limits);
+            if remembered != decision {
+                failures.push(format!(
+                    "{}: the {round} decision through the memo differs:\n  {remembered:?}\n  {decision:?}",
+                    case.id
+                ));
+            }
+        }
         let got = match (decision.allowed(), decision.refusal()) {
             (Some(a), _) if a.class == AllowedClass::Write => "write",
             (Some(a), _) if a.output_columns.iter().any(|c| c.mask.is_some()) => "read-masked",
@@ -362,9 +316,16 @@ fn unescaping_follows_the_corpus_format() {
         ("É；", "É；"),
     ];
     for (input, want) in ok {
-        assert_eq!(unescape(input).as_deref(), Ok(want), "{input}");
+        assert_eq!(
+            sqlfixture::corpus::unescape(input).as_deref(),
+            Ok(want),
+            "{input}"
+        );
     }
     for bad in [r"\x", r"\u12", r"\"] {
-        assert!(unescape(bad).is_err(), "{bad} must be a format error");
+        assert!(
+            sqlfixture::corpus::unescape(bad).is_err(),
+            "{bad} must be a format error"
+        );
     }
 }

@@ -11,6 +11,8 @@
 //!
 //! The result carries the re-serialized statement: the only text that may run.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::governance::access::{AccessProfile, PolicyRule};
@@ -22,6 +24,8 @@ use crate::sql::classify::{classify, StatementClass};
 use crate::sql::error::SqlError;
 use crate::sql::input::DEFAULT_MAX_SQL_BYTES;
 use crate::sql::lineage::{ColumnRef, RelationRef};
+use crate::sql::memo::{ShapeMemo, Understood};
+use crate::sql::shape::Shape;
 use crate::sql::{parse, resolve};
 
 /// Limits applied before parsing.
@@ -97,6 +101,20 @@ pub fn decide(
     profile: &AccessProfile,
     limits: &SqlLimits,
 ) -> Decision {
+    decide_remembering(sql, param_count, catalog, None, profile, limits)
+}
+
+/// [`decide`], reusing what `memo` (which must belong to `catalog`) remembers
+/// of statements of the same shape, and remembering what it understands.
+/// The decision is the same as without the memo (`crate::sql::memo`).
+pub fn decide_remembering(
+    sql: &str,
+    param_count: usize,
+    catalog: &Catalog,
+    memo: Option<&ShapeMemo>,
+    profile: &AccessProfile,
+    limits: &SqlLimits,
+) -> Decision {
     let parse_limits = parse::ParseLimits {
         max_bytes: limits.max_sql_bytes,
         max_depth: limits.max_depth,
@@ -113,7 +131,7 @@ pub fn decide(
     let depth = scanned.depth();
     let guarded = move || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            decide_inner(scanned, catalog, profile, limits)
+            decide_inner(scanned, catalog, memo, profile, limits)
         }))
     };
     let outcome = if depth <= DIRECT_DEPTH {
@@ -142,23 +160,16 @@ pub fn decide(
 fn decide_inner(
     scanned: parse::Scanned,
     catalog: &Catalog,
+    memo: Option<&ShapeMemo>,
     profile: &AccessProfile,
     limits: &SqlLimits,
 ) -> Result<Allowed, Refusal> {
-    let parsed = scanned.parse()?;
-    let classification = classify(&parsed.statement);
-    let class = match classification.class {
-        StatementClass::Read => AllowedClass::Read,
+    let (understood, statement) = understand(scanned, catalog, memo)?;
+    let analysis = &understood.analysis;
+    let class = match understood.class {
         StatementClass::Write => AllowedClass::Write,
-        StatementClass::Forbidden(kind) => {
-            return Err(SqlError::ForbiddenStatement {
-                kind: kind.name(),
-                hint: kind.hint(),
-            }
-            .into())
-        }
+        _ => AllowedClass::Read,
     };
-    let analysis = resolve::resolve(classification.target, catalog)?;
     if analysis.from_items > limits.max_relations {
         return Err(SqlError::TooManyRelations {
             count: analysis.from_items,
@@ -167,15 +178,15 @@ fn decide_inner(
         .into());
     }
     let mut rules = DecidingRules::default();
-    let (tables_read, tables_written, columns_written) = authorize(profile, &analysis, &mut rules)?;
-    check_masks(profile, &analysis)?;
-    let output_columns = match classification.explain {
+    let (tables_read, tables_written, columns_written) = authorize(profile, analysis, &mut rules)?;
+    check_masks(profile, analysis)?;
+    let output_columns = match understood.explain {
         Some(_) => vec![OutputColumn {
             name: "QUERY PLAN".to_string(),
             sources: Vec::new(),
             mask: None,
         }],
-        None => output_columns(profile, &analysis),
+        None => output_columns(profile, analysis),
     };
     let row_cap = profile
         .policies
@@ -192,22 +203,64 @@ fn decide_inner(
     };
     Ok(Allowed {
         class,
-        cap_form: match classification.explain {
-            Some(_) => CapForm::Wrapped,
-            None => cap_form(&parsed.statement),
-        },
-        statement: parsed.sql,
-        explain: classification.explain,
+        cap_form: understood.cap_form,
+        statement,
+        explain: understood.explain,
         tables_read,
         tables_written,
         columns_written,
         output_columns,
-        non_deterministic: analysis.non_deterministic || classification.explain.is_some(),
+        non_deterministic: analysis.non_deterministic || understood.explain.is_some(),
         reads_clock: analysis.non_deterministic,
         row_cap,
         approvals_required,
         deciding_rules: rules.into_vec(),
     })
+}
+
+/// Parse, classify and resolve, or what `memo` remembers of them for a
+/// statement of this shape; with the text to run.
+fn understand(
+    scanned: parse::Scanned,
+    catalog: &Catalog,
+    memo: Option<&ShapeMemo>,
+) -> Result<(Arc<Understood>, String), Refusal> {
+    let memo = memo.filter(|m| m.enabled());
+    let shape = memo.map(|_| Shape::of(scanned.tokens()));
+    if let (Some(memo), Some(shape)) = (memo, &shape) {
+        if let Some(recalled) = memo.recall(shape) {
+            return Ok(recalled);
+        }
+    }
+    let (parsed, canonical) = scanned.parse_keeping(memo.is_some())?;
+    let classification = classify(&parsed.statement);
+    if let StatementClass::Forbidden(kind) = classification.class {
+        return Err(SqlError::ForbiddenStatement {
+            kind: kind.name(),
+            hint: kind.hint(),
+        }
+        .into());
+    }
+    let analysis = resolve::resolve(classification.target, catalog)?;
+    let understood = Arc::new(Understood {
+        class: classification.class,
+        explain: classification.explain,
+        analysis,
+        cap_form: match classification.explain {
+            Some(_) => CapForm::Wrapped,
+            None => cap_form(&parsed.statement),
+        },
+    });
+    if let (Some(memo), Some(shape), Some(canonical)) = (memo, shape, canonical) {
+        memo.remember(
+            shape,
+            &parsed.statement,
+            &parsed.sql,
+            canonical,
+            Arc::clone(&understood),
+        );
+    }
+    Ok((understood, parsed.sql))
 }
 
 /// The highest `ApprovalsRequired` matching a written table or column; at least 1.

@@ -14,7 +14,8 @@ pub use access::{
     Effect, Policy, PolicyRule, ResourcePattern, RuleOrigin, SourceRole,
 };
 pub use decision::{
-    decide, Allowed, AllowedClass, Decision, OutputColumn, Refusal, SqlLimits, Step, Verdict,
+    decide, decide_remembering, Allowed, AllowedClass, Decision, OutputColumn, Refusal, SqlLimits,
+    Step, Verdict,
 };
 pub use describe::{readable_columns, ReadableColumn, ReadableRelation};
 pub use redaction::{apply, MaskStrategy, RedactionRule};

@@ -22,7 +22,7 @@ use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
-use crate::governance::{decide, Allowed, AllowedClass};
+use crate::governance::{decide_remembering, Allowed, AllowedClass};
 use crate::limits::RateRefusal;
 use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam, Truncation};
@@ -232,10 +232,11 @@ pub async fn prepare(
         }
     };
     let limits = ports.sql_limits();
-    let decision = decide(
+    let decision = decide_remembering(
         sql,
         params.len(),
         &catalog.catalog,
+        Some(&catalog.memo),
         &profile.profile,
         &limits,
     );

@@ -20,12 +20,16 @@ use super::postgres::pool::{self, SourcePools};
 use crate::control::catalog::StoredCatalog;
 use crate::control::sources::{list_sources, Source, SourceKind};
 use crate::control::ControlPool;
+use crate::sql::memo::ShapeMemo;
 use crate::sql::Catalog;
 
 /// A catalog ready for decisions, with the scan it came from.
 pub struct CatalogSnapshot {
     pub catalog: Catalog,
     pub stored: StoredCatalog,
+    /// What decisions understood of statements against this catalog; carried
+    /// over to the next snapshot only while the catalog stays the same.
+    pub memo: Arc<ShapeMemo>,
 }
 
 /// One registered source as the gateway runs it.
@@ -72,10 +76,16 @@ impl SourceRuntime {
         self.catalog.read().ok().and_then(|c| c.clone())
     }
 
-    fn set_catalog(&self, stored: StoredCatalog) -> Arc<CatalogSnapshot> {
+    fn set_catalog(&self, stored: StoredCatalog, memo_bytes: u64) -> Arc<CatalogSnapshot> {
+        let catalog = to_catalog(&stored, &self.source.search_path);
+        let memo = match self.catalog() {
+            Some(old) if old.catalog == catalog => Arc::clone(&old.memo),
+            _ => Arc::new(ShapeMemo::new(memo_bytes)),
+        };
         let snapshot = Arc::new(CatalogSnapshot {
-            catalog: to_catalog(&stored, &self.source.search_path),
+            catalog,
             stored,
+            memo,
         });
         self.use_catalog(snapshot.clone());
         snapshot
@@ -89,6 +99,8 @@ pub struct SourceRegistry {
     breaker: BreakerConfig,
     supervision: Supervision,
     max_relations: usize,
+    /// Bound on each source's decision memo, in bytes.
+    memo_bytes: u64,
     /// HTTP worker threads: the read pools' share count.
     threads: usize,
 }
@@ -100,6 +112,7 @@ impl SourceRegistry {
         breaker: BreakerConfig,
         supervision: Supervision,
         max_relations: usize,
+        memo_bytes: u64,
         threads: usize,
     ) -> Self {
         Self {
@@ -109,6 +122,7 @@ impl SourceRegistry {
             breaker,
             supervision,
             max_relations,
+            memo_bytes,
             threads,
         }
     }
@@ -204,10 +218,10 @@ impl SourceRegistry {
             return Ok(c);
         }
         if let Some(stored) = crate::control::catalog::load(&self.control, &rt.source.id).await? {
-            return Ok(rt.set_catalog(stored));
+            return Ok(rt.set_catalog(stored, self.memo_bytes));
         }
         let stored = refresh(&self.control, &rt.source, self.max_relations).await?;
-        Ok(rt.set_catalog(stored))
+        Ok(rt.set_catalog(stored, self.memo_bytes))
     }
 
     /// Scans the source again and replaces its catalog.
@@ -218,7 +232,7 @@ impl SourceRegistry {
         let _guard = rt.catalog_lock.lock().await;
         let stored = refresh(&self.control, &rt.source, self.max_relations).await?;
         let at = stored.scanned_at;
-        rt.set_catalog(stored);
+        rt.set_catalog(stored, self.memo_bytes);
         Ok(at)
     }
 

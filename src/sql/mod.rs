@@ -14,10 +14,12 @@ pub mod functions;
 pub mod ident;
 pub mod input;
 pub mod lineage;
+pub mod memo;
 pub mod nesting;
 pub mod operators;
 pub mod parse;
 pub mod resolve;
+pub mod shape;
 pub mod types;
 
 pub use cap::{cap_form, CapForm};

@@ -105,26 +105,57 @@ impl Scanned {
         self.depth
     }
 
+    /// The checked tokens of the text as the caller sent it.
+    pub fn tokens(&self) -> &[TokenWithSpan] {
+        &self.tokens
+    }
+
     /// Parses exactly one statement, re-serializes it and proves the text parses back
     /// to the same tree.
     pub fn parse(self) -> Result<ParsedStatement, SqlError> {
+        self.parse_keeping(false).map(|(parsed, _)| parsed)
+    }
+
+    /// [`Scanned::parse`], also keeping what the proof saw of the re-serialized
+    /// text when `keep` is set: its tokens and the tree parsed from them, whose
+    /// spans point into [`ParsedStatement::sql`].
+    pub fn parse_keeping(
+        self,
+        keep: bool,
+    ) -> Result<(ParsedStatement, Option<Canonical>), SqlError> {
         let dialect = PostgreSqlDialect {};
         let statement = parse_one(&dialect, self.tokens)?;
         let text = statement.to_string();
-        let again = Tokenizer::new(&dialect, &text)
+        let tokens = Tokenizer::new(&dialect, &text)
             .tokenize_with_location()
-            .map_err(|e| unparseable(&e.to_string()))
-            .and_then(|tokens| parse_one(&dialect, tokens))?;
+            .map_err(|e| unparseable(&e.to_string()))?;
+        let kept = keep.then(|| tokens.clone());
+        let again = parse_one(&dialect, tokens)?;
         if again != statement {
             return Err(unparseable(
                 "the statement does not survive re-serialization",
             ));
         }
-        Ok(ParsedStatement {
-            statement,
-            sql: text,
-        })
+        let canonical = kept.map(|tokens| Canonical {
+            statement: again,
+            tokens,
+        });
+        Ok((
+            ParsedStatement {
+                statement,
+                sql: text,
+            },
+            canonical,
+        ))
     }
+}
+
+/// The re-serialized text as the round-trip proof tokenized and parsed it.
+pub struct Canonical {
+    /// The tree parsed from [`Canonical::tokens`]; equal to the first tree.
+    pub statement: Statement,
+    /// The tokens of the re-serialized text, whitespace included.
+    pub tokens: Vec<TokenWithSpan>,
 }
 
 fn parse_one(

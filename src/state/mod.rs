@@ -105,6 +105,7 @@ impl AppState {
             settings.breaker.config(),
             supervision.clone(),
             settings.catalog.max_relations,
+            settings.sql.decision_memo_bytes,
             settings.server.worker_count(),
         ));
         if settings.control.migrate_on_start {

@@ -2,6 +2,8 @@
 //! expressed with the product's own types.
 #![allow(dead_code)]
 
+pub mod corpus;
+
 use interlock::governance::{
     AccessProfile, MaskStrategy, Policy, PolicyRule, RedactionRule, SourceRole,
 };

@@ -1,0 +1,275 @@
+//! The decision memo changes no decision. Every statement of both SQL-safety
+//! corpora, and generated variations of each with new literal values (numbers
+//! and strings of every awkward spelling: quotes, backslashes, comment and
+//! dollar-quote openers, newlines, NUL, non-ASCII, and now and then a literal of
+//! the other kind), is decided through a warm memo and must get exactly the
+//! decision made without it: the same verdict, refusal, lineage, masks and the
+//! same text to run.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod sqlfixture;
+
+use std::path::Path;
+
+use interlock::governance::{decide, decide_remembering, AccessProfile, Decision, SqlLimits};
+use interlock::sql::memo::{ShapeMemo, DEFAULT_MEMO_BYTES};
+use interlock::sql::Catalog;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::tokenizer::{Location, Token, Tokenizer};
+
+/// A small deterministic generator (xorshift), seeded per run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+const NUMBERS: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "3",
+    "7",
+    "42",
+    "100",
+    "2147483647",
+    "2147483648",
+    "9223372036854775808",
+    "1.5",
+    "0.0",
+    ".5",
+    "5.",
+    "1e3",
+    "1.5e-3",
+    "007",
+];
+
+const CHARS: &[char] = &[
+    'a', 'Z', '0', ' ', '\'', '"', '\\', '$', '%', '_', ';', '-', '/', '*', '\n', '\t', 'é', '😀',
+    '\u{202E}', '(', ')', ':', '?', '\0',
+];
+
+fn number(rng: &mut Rng) -> String {
+    if rng.below(3) == 0 {
+        (rng.next() % 100_000).to_string()
+    } else {
+        NUMBERS[rng.below(NUMBERS.len())].to_string()
+    }
+}
+
+fn string(rng: &mut Rng) -> String {
+    let len = rng.below(9);
+    let mut s = String::from("'");
+    for _ in 0..len {
+        // NUL is rare: it is refused, and a variation should mostly stay decidable.
+        let without_nul = usize::from(rng.below(20) != 0);
+        let c = CHARS[rng.below(CHARS.len() - without_nul)];
+        if c == '\'' {
+            s.push('\'');
+        }
+        s.push(c);
+    }
+    s.push('\'');
+    s
+}
+
+/// Byte offset of a tokenizer location (1-based line and character column).
+fn offset(text: &str, at: Location) -> usize {
+    let mut line = 1;
+    let mut column = 1;
+    for (i, c) in text.char_indices() {
+        if line == at.line && column == at.column {
+            return i;
+        }
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    text.len()
+}
+
+/// `sql` with some of its numbers and plain strings replaced by generated ones.
+fn variation(sql: &str, rng: &mut Rng) -> Option<String> {
+    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql)
+        .tokenize_with_location()
+        .ok()?;
+    let mut out = String::new();
+    let mut from = 0;
+    let mut changed = false;
+    for t in &tokens {
+        let kind_number = match t.token {
+            Token::Number(..) => true,
+            Token::SingleQuotedString(_) => false,
+            _ => continue,
+        };
+        if rng.below(10) < 3 {
+            continue;
+        }
+        let (start, end) = (offset(sql, t.span.start), offset(sql, t.span.end));
+        let other_kind = rng.below(12) == 0;
+        let literal = if kind_number != other_kind {
+            number(rng)
+        } else {
+            string(rng)
+        };
+        out.push_str(&sql[from..start]);
+        out.push_str(&literal);
+        from = end;
+        changed = true;
+    }
+    out.push_str(&sql[from..]);
+    changed.then_some(out)
+}
+
+fn compare(
+    sql: &str,
+    catalog: &Catalog,
+    profile: &AccessProfile,
+    memo: &ShapeMemo,
+) -> Option<String> {
+    let limits = SqlLimits::default();
+    let want: Decision = decide(sql, 0, catalog, profile, &limits);
+    let got = decide_remembering(sql, 0, catalog, Some(memo), profile, &limits);
+    (got != want).then(|| format!("{sql:?}\n  memo:    {got:?}\n  without: {want:?}"))
+}
+
+fn corpus_statements() -> Vec<String> {
+    let mut statements: Vec<String> =
+        sqlfixture::corpus::load(&Path::new(sqlfixture::corpus::FIXTURE_DIR).join("cases.tsv"))
+            .into_iter()
+            .chain(sqlfixture::corpus::load(Path::new(
+                sqlfixture::corpus::SHARED_CASES,
+            )))
+            .map(|c| c.sql)
+            .collect();
+    statements.sort();
+    statements.dedup();
+    statements
+}
+
+#[test]
+fn literal_variations_of_the_corpus_decide_as_without_the_memo() {
+    let catalog = sqlfixture::fixture_catalog();
+    let profile = sqlfixture::fixture_profile();
+    let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
+    let seed = std::env::var("INTERLOCK_MEMO_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5eed_1e55_u64);
+    let mut rng = Rng(seed | 1);
+    let statements = corpus_statements();
+    let mut failures = Vec::new();
+    let mut decided = 0;
+    for sql in &statements {
+        // Understood, then recalled, then literal variations against the warm memo.
+        for _ in 0..2 {
+            failures.extend(compare(sql, &catalog, &profile, &memo));
+        }
+        for _ in 0..48 {
+            if let Some(v) = variation(sql, &mut rng) {
+                failures.extend(compare(&v, &catalog, &profile, &memo));
+                decided += 1;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "seed {seed:#x}: {} of {decided} variations decided differently through the memo:\n{}",
+        failures.len(),
+        failures
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // The test would prove nothing if the memo never answered.
+    assert!(decided > 3000, "only {decided} variations");
+    eprintln!("{decided} variations, {} recalled", memo.recalled());
+    assert!(
+        memo.recalled() * 10 > decided,
+        "the memo answered only {} of {decided} variations",
+        memo.recalled()
+    );
+}
+
+#[test]
+fn values_the_decision_reads_are_never_reused() {
+    let catalog = sqlfixture::fixture_catalog();
+    let profile = sqlfixture::fixture_profile();
+    // Each group is decided in order through one memo; the statements of a group
+    // differ only in a literal whose value changes the decision.
+    let groups: &[&[&str]] = &[
+        &[
+            "SELECT id, email FROM app.users WHERE id = 1 ORDER BY 1",
+            "SELECT id, email FROM app.users WHERE id = 2 ORDER BY 2",
+            "SELECT id, email FROM app.users WHERE id = 3 ORDER BY 3",
+        ],
+        &[
+            "SELECT id, email FROM app.users GROUP BY 1, 2",
+            "SELECT id, email FROM app.users GROUP BY 2, 1",
+        ],
+        &[
+            "EXPLAIN (ANALYZE 0) SELECT id FROM app.t1",
+            "EXPLAIN (ANALYZE 1) SELECT id FROM app.t1",
+        ],
+        &[
+            "SELECT id FROM app.t1 WHERE id = 1 LIMIT 5",
+            "SELECT id FROM app.t1 WHERE id = 1 LIMIT 'x'",
+        ],
+        &[
+            "SELECT id FROM app.t1 WHERE val = 'a'",
+            "SELECT id FROM app.t1 WHERE val = 'a\0'",
+            "SELECT id FROM app.t1 WHERE val = 'it''s -- /* $$'",
+        ],
+    ];
+    let mut failures = Vec::new();
+    for group in groups {
+        let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
+        for sql in *group {
+            failures.extend(compare(sql, &catalog, &profile, &memo));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_statement_differing_only_in_free_literals_is_recalled() {
+    let catalog = sqlfixture::fixture_catalog();
+    let profile = sqlfixture::fixture_profile();
+    let limits = SqlLimits::default();
+    let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
+    let first = "SELECT id, val FROM app.t1 WHERE id = 41 AND val LIKE 'a%' AND id IN (1, 2)";
+    let second = "SELECT id, val FROM app.t1 WHERE id = 42 AND val LIKE 'b''%' AND id IN (3, 4.5)";
+    let a = decide_remembering(first, 0, &catalog, Some(&memo), &profile, &limits);
+    assert_eq!(memo.recalled(), 0);
+    let b = decide_remembering(second, 0, &catalog, Some(&memo), &profile, &limits);
+    assert_eq!(memo.recalled(), 1, "the second statement is recalled");
+    assert_eq!(b, decide(second, 0, &catalog, &profile, &limits));
+    assert_ne!(
+        a.allowed().map(|x| &x.statement),
+        b.allowed().map(|x| &x.statement)
+    );
+    assert_eq!(
+        b.allowed().map(|x| x.statement.as_str()),
+        Some("SELECT id, val FROM app.t1 WHERE id = 42 AND val LIKE 'b''%' AND id IN (3, 4.5)")
+    );
+    // A memo of zero bytes is off: nothing is remembered or recalled.
+    let off = ShapeMemo::new(0);
+    for sql in [first, first] {
+        decide_remembering(sql, 0, &catalog, Some(&off), &profile, &limits);
+    }
+    assert_eq!((off.recalled(), off.len()), (0, 0));
+}
