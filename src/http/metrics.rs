@@ -1,8 +1,9 @@
 //! `GET /metrics`: Prometheus text format, from the `metrics` facade recorded everywhere in
 //! the gateway (calls by tool/outcome/adapter, latency histograms, circuit states and
 //! transitions, rate-limit rejections, cache hits and misses, audit batch sizes and commit
-//! latency, in-flight requests), plus gauges sampled here: pool usage per source and the
-//! approval queue depth by state.
+//! latency, in-flight requests), plus gauges sampled here: pool usage per source, the
+//! decision memo per source (entries, statements recalled), and the approval queue depth
+//! by state.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +72,14 @@ pub fn spawn_sampler(state: Arc<AppState>) {
                         .set(st.size.saturating_sub(st.available) as f64);
                     metrics::gauge!("interlock_pool_waiting", "source" => id)
                         .set(st.waiting as f64);
+                }
+                if let Some(snapshot) = rt.catalog() {
+                    let id = rt.source.id.clone();
+                    metrics::gauge!("interlock_decision_memo_entries", "source" => id.clone())
+                        .set(snapshot.memo.len() as f64);
+                    // Restarts from zero with each new catalog (a counter reset).
+                    metrics::counter!("interlock_decision_memo_recalled_total", "source" => id)
+                        .absolute(snapshot.memo.recalled());
                 }
             }
             if let Ok(counts) = crate::control::approvals::count_by_state(&state.control).await {
