@@ -15,7 +15,8 @@
 //! 1. foundations, which know nothing of the rest: `sql` (parse, classify, resolve),
 //!    `governance` (access, policy, redaction, the SQL decision), `mcp` (the protocol,
 //!    transport-agnostic), `stages` (the steps of a call, timed), `cidr`, `secrets`,
-//!    `telemetry` (logs, the metrics recorder), `allocator`
+//!    `telemetry` (logs, the metrics recorder), `allocator`, `ledger` (the audit log's
+//!    Merkle tree, signed checkpoints and proofs)
 //! 2. the control database's repositories: `control`, `discovery` (the document index)
 //! 3. infrastructure adapters, each owning its settings: `sources` (connectors), `oauth`
 //!    (token verification), `webhooks`, `pgcluster`, `fleet` (the replicas' channel),
@@ -43,6 +44,7 @@ pub mod discovery;
 pub mod fleet;
 pub mod governance;
 pub mod http;
+pub mod ledger;
 pub mod limits;
 pub mod mcp;
 pub mod oauth;

@@ -80,6 +80,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0012_audit_single_statement",
         sql: include_str!("../../migrations/0012_audit_single_statement.sql"),
     },
+    Migration {
+        version: 13,
+        name: "0013_audit_checkpoints",
+        sql: include_str!("../../migrations/0013_audit_checkpoints.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").
