@@ -203,6 +203,25 @@ pub struct AuditSettings {
     pub commit_timeout_ms: u64,
     /// Window over which refusals without a known caller are aggregated per peer and code.
     pub refusal_window_ms: u64,
+    /// The checkpoint signing key's file (signed-note signer key); empty: no checkpoints.
+    pub checkpoint_key_file: String,
+    /// Seconds between automatic checkpoints; 0: only on demand.
+    pub checkpoint_interval_secs: u64,
+}
+
+impl AuditSettings {
+    /// The checkpoint signing key, if `checkpoint_key_file` names one.
+    pub fn checkpoint_key(&self) -> Result<Option<crate::ledger::CheckpointKey>, String> {
+        if self.checkpoint_key_file.trim().is_empty() {
+            return Ok(None);
+        }
+        let path = self.checkpoint_key_file.trim();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("audit.checkpoint_key_file {path}: {e}"))?;
+        crate::ledger::CheckpointKey::parse(&text)
+            .map(Some)
+            .map_err(|e| format!("audit.checkpoint_key_file {path}: {e}"))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

@@ -2,6 +2,7 @@
 
 mod admin;
 mod dev;
+mod ledger;
 mod output;
 mod remote;
 
@@ -145,6 +146,40 @@ pub enum GrantsCommand {
 pub enum AuditCommand {
     /// Recompute the hash chain; exits non-zero at the first altered, missing or reordered record.
     Verify,
+    /// Generate a checkpoint signing key: writes the secret signer key to FILE (mode 0600)
+    /// and prints the verifier key auditors check checkpoints with.
+    Keygen {
+        /// The key's name, also the log's origin line (e.g. `interlock.example.com/audit`).
+        #[arg(long)]
+        name: String,
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Extend the Merkle tree over every committed record and sign a checkpoint of it now
+    /// (with `audit.checkpoint_key_file`); prints the signed note.
+    Checkpoint,
+    /// Print a proof bundle: with --seq, the record and its inclusion proof against the
+    /// first checkpoint that covers it (or the one of --tree-size records); with --from and
+    /// --to, the consistency proof between the checkpoints of those sizes.
+    Prove {
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        seq: Option<i64>,
+        #[arg(long, requires = "seq")]
+        tree_size: Option<u64>,
+        #[arg(long, requires = "to")]
+        from: Option<u64>,
+        #[arg(long, requires = "from")]
+        to: Option<u64>,
+    },
+    /// Check a proof bundle offline, with the verifier key alone: no database, no
+    /// configuration. Exits non-zero and names the failed check.
+    VerifyProof {
+        /// The bundle (JSON) `interlock audit prove` printed.
+        file: PathBuf,
+        /// The log's verifier key (`<name>+<id>+<key>`), or @FILE to read it from a file.
+        #[arg(long)]
+        key: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -419,6 +454,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sources(cmd) => admin::sources(&settings, cmd).await,
         Command::Policy(cmd) => admin::policy(&settings, cmd).await,
         Command::Audit(AuditCommand::Verify) => admin::audit_verify(&settings).await,
+        Command::Audit(cmd) => crate::cli::ledger::run(&settings, cmd).await,
         Command::Grants(cmd) => admin::grants(&settings, cmd).await,
         Command::Approvals { remote, command } => remote::approvals(&remote, command).await,
     }

@@ -78,6 +78,18 @@ pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
     })
 }
 
+/// The record with sequence number `seq`, as stored.
+pub async fn record(pool: &ControlPool, seq: i64) -> Result<Option<ChainedRecord>, ControlError> {
+    let client = pool.get().await?;
+    let row = client
+        .query_opt(
+            &format!("SELECT {COLUMNS} FROM audit_records WHERE seq = $1"),
+            &[&seq],
+        )
+        .await?;
+    row.as_ref().map(from_row).transpose()
+}
+
 /// Filters of the audit listing.
 #[derive(Debug, Default, Clone)]
 pub struct AuditFilter {

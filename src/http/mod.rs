@@ -83,6 +83,10 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             ))
             .route("/healthz", web::get().to(health::healthz))
             .route("/readyz", web::get().to(health::readyz))
+            .route(
+                "/audit/checkpoint-key",
+                web::get().to(admin::checkpoints::verifier_key),
+            )
             .configure(metrics::route)
             .configure(oauth_metadata::routes)
             .configure(console::routes)

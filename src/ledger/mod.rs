@@ -1,6 +1,6 @@
 //! The audit log as a transparency log: a Merkle tree over the chain's records, signed
 //! checkpoints, and the proofs an outsider checks with the public key alone. Pure code:
-//! no I/O (the control database's side is `crate::control::ledger`).
+//! no I/O (the control database's repository of stored hashes and checkpoints builds on it).
 //!
 //! - Leaf `n` of the tree is the record with `seq = n + 1`; its leaf data is that record's
 //!   chain hash (which commits to the record and to every record before it). Hashing is
@@ -12,6 +12,7 @@
 //!   `interlock audit verify-proof` checks offline (format in docs/audit-proofs.md).
 
 pub mod note;
+pub mod proof;
 pub mod tree;
 
 pub use note::{CheckpointError, CheckpointKey, KeyError, SignedCheckpoint};

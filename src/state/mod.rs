@@ -56,6 +56,8 @@ pub struct AppState {
     pub webhooks: Arc<crate::webhooks::Webhooks>,
     /// Access tokens from the configured issuer, when `[oauth]` is on.
     pub oauth: Option<Arc<crate::oauth::OAuth>>,
+    /// The audit log's checkpoint signing key, when `audit.checkpoint_key_file` names one.
+    pub checkpoint_key: Option<Arc<crate::ledger::CheckpointKey>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +81,8 @@ pub enum StartError {
     RateLimits(String),
     #[error("[oauth] is unusable: {0}")]
     OAuth(String),
+    #[error("the audit checkpoint key is unusable: {0}")]
+    CheckpointKey(String),
 }
 
 impl AppState {
@@ -174,12 +178,25 @@ impl AppState {
         let oauth = crate::oauth::OAuth::from_settings(&settings.oauth)
             .map_err(StartError::OAuth)?
             .map(Arc::new);
+        let checkpoint_key = settings
+            .audit
+            .checkpoint_key()
+            .map_err(StartError::CheckpointKey)?
+            .map(Arc::new);
+        if let Some(key) = &checkpoint_key {
+            crate::control::ledger::spawn_checkpoints(
+                control.clone(),
+                Arc::clone(key),
+                Duration::from_secs(settings.audit.checkpoint_interval_secs),
+            );
+        }
         let profiles = ProfileCache::new(control.clone(), ttl);
         let mut identities = IdentityResolver::new(control.clone(), ttl);
         if let Some(oauth) = &oauth {
             identities = identities.with_oauth(Arc::clone(oauth), audit.clone(), profiles.clone());
         }
         Ok(Arc::new(AppState {
+            checkpoint_key,
             oauth,
             webhooks,
             previews,

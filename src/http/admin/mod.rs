@@ -17,6 +17,7 @@ mod approvals;
 mod audit;
 mod audit_log;
 mod auth;
+pub mod checkpoints;
 mod events;
 mod gate;
 mod identities;
@@ -114,4 +115,6 @@ pub fn routes() -> actix_web::Scope<
         )
         .route("/audit", web::get().to(audit::list))
         .route("/audit/verify", web::get().to(audit::verify))
+        .route("/audit/checkpoints", web::get().to(checkpoints::list))
+        .route("/audit/checkpoints", web::post().to(checkpoints::create))
 }

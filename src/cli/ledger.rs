@@ -1,0 +1,111 @@
+//! `interlock audit keygen | checkpoint | prove | verify-proof`: the audit log's signed
+//! checkpoints and proofs (`crate::ledger`, docs/audit-proofs.md).
+
+use std::io::Write as _;
+
+use anyhow::{bail, Context};
+
+use super::output::print_json;
+use super::AuditCommand;
+use crate::config::Settings;
+use crate::control::{self, ledger};
+use crate::ledger::proof::{
+    self, ConsistencyBundle, InclusionBundle, CONSISTENCY_FORMAT, INCLUSION_FORMAT,
+};
+use crate::ledger::CheckpointKey;
+
+pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
+    match cmd {
+        AuditCommand::Verify => super::admin::audit_verify(settings).await,
+        AuditCommand::Keygen { name, out } => keygen(&name, &out),
+        AuditCommand::Checkpoint => checkpoint(settings).await,
+        AuditCommand::Prove {
+            seq: Some(seq),
+            tree_size,
+            ..
+        } => prove_record(settings, seq, tree_size).await,
+        AuditCommand::Prove {
+            from: Some(from),
+            to: Some(to),
+            ..
+        } => prove_consistency(settings, from, to).await,
+        AuditCommand::Prove { .. } => bail!("give --seq N, or --from A --to B"),
+        AuditCommand::VerifyProof { file, key } => verify_proof(&file, &key),
+    }
+}
+
+fn pool(settings: &Settings) -> anyhow::Result<control::ControlPool> {
+    control::connect_pool(&settings.control).context("connecting to the control database")
+}
+
+fn key(settings: &Settings) -> anyhow::Result<CheckpointKey> {
+    settings
+        .audit
+        .checkpoint_key()
+        .map_err(anyhow::Error::msg)?
+        .context("no checkpoint key: set audit.checkpoint_key_file (see `interlock audit keygen`)")
+}
+
+fn keygen(name: &str, out: &std::path::Path) -> anyhow::Result<()> {
+    let skey = CheckpointKey::generate(name)?;
+    let key = CheckpointKey::parse(&skey)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(out).with_context(|| {
+        format!(
+            "creating {} (an existing key is never overwritten)",
+            out.display()
+        )
+    })?;
+    file.write_all(format!("{skey}\n").as_bytes())?;
+    println!("{}", key.verifier_key());
+    Ok(())
+}
+
+async fn checkpoint(settings: &Settings) -> anyhow::Result<()> {
+    let key = key(settings)?;
+    match ledger::checkpoint(&pool(settings)?, &key).await? {
+        Some(c) => print!("{}", c.note),
+        None => bail!("the audit log is empty: there is nothing to sign yet"),
+    }
+    Ok(())
+}
+
+async fn prove_record(settings: &Settings, seq: i64, size: Option<u64>) -> anyhow::Result<()> {
+    print_json(&ledger::prove_record(&pool(settings)?, seq, size).await?)
+}
+
+async fn prove_consistency(settings: &Settings, from: u64, to: u64) -> anyhow::Result<()> {
+    print_json(&ledger::prove_consistency(&pool(settings)?, from, to).await?)
+}
+
+fn verify_proof(file: &std::path::Path, key: &str) -> anyhow::Result<()> {
+    let key = match key.strip_prefix('@') {
+        Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
+        None => key.to_string(),
+    };
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let format = value.get("format").and_then(|f| f.as_str()).unwrap_or("");
+    let verified = match format {
+        INCLUSION_FORMAT => {
+            let bundle: InclusionBundle = serde_json::from_value(value)
+                .with_context(|| format!("{}: not an inclusion bundle", file.display()))?;
+            proof::verify_inclusion(&bundle, key.trim())
+        }
+        CONSISTENCY_FORMAT => {
+            let bundle: ConsistencyBundle = serde_json::from_value(value)
+                .with_context(|| format!("{}: not a consistency bundle", file.display()))?;
+            proof::verify_consistency(&bundle, key.trim())
+        }
+        other => Err(proof::ProofError::Format(other.to_string())),
+    };
+    match verified {
+        Ok(v) => print_json(&v),
+        Err(e) => bail!("{}: {e}", file.display()),
+    }
+}

@@ -1,0 +1,341 @@
+//! The audit log's Merkle tree and signed checkpoints in the control database
+//! (migration 0013; the tree itself is `crate::ledger`).
+//!
+//! The tree's stored hashes are appended by whoever makes a checkpoint, under one
+//! advisory lock, in batches read from `audit_records` in `seq` order: never on a
+//! governed call's path, and never ahead of a record that is not committed.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use serde::Serialize;
+
+use super::{ControlError, ControlPool};
+use crate::ledger::proof::{
+    self, ConsistencyBundle, InclusionBundle, CONSISTENCY_FORMAT, INCLUSION_FORMAT,
+};
+use crate::ledger::tree::{self, Hash, Known};
+use crate::ledger::{CheckpointKey, SignedCheckpoint};
+
+/// Arbitrary constant naming the tree's lock ("ILLEDGER").
+const LEDGER_LOCK: i64 = 0x494c_4c45_4447_4552;
+
+/// Records added to the tree per transaction.
+const BATCH: i64 = 5_000;
+
+/// One stored checkpoint.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoredCheckpoint {
+    pub tree_size: i64,
+    /// Base64, as in the note.
+    pub root_hash: String,
+    pub key_name: String,
+    pub note: String,
+    pub created_at: DateTime<Utc>,
+}
+
+fn invalid(e: impl std::fmt::Display) -> ControlError {
+    ControlError::Invalid(e.to_string())
+}
+
+/// The stored hashes with these indexes.
+async fn fetch(client: &impl GenericClient, indexes: &[u64]) -> Result<Known, ControlError> {
+    if indexes.is_empty() {
+        return Ok(Known::new());
+    }
+    let wanted: Vec<i64> = indexes
+        .iter()
+        .map(|i| i64::try_from(*i).map_err(invalid))
+        .collect::<Result<_, _>>()?;
+    let rows = client
+        .query(
+            "SELECT idx, hash FROM audit_tree_hashes WHERE idx = ANY($1)",
+            &[&wanted],
+        )
+        .await?;
+    let mut known = HashMap::with_capacity(rows.len());
+    for r in rows {
+        let idx: i64 = r.get(0);
+        let bytes: Vec<u8> = r.get(1);
+        let hash: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| invalid(format!("stored tree hash {idx} is not 32 bytes")))?;
+        known.insert(idx.unsigned_abs(), Hash(hash));
+    }
+    if let Some(missing) = indexes.iter().find(|i| !known.contains_key(i)) {
+        return Err(invalid(format!(
+            "the audit tree's stored hash {missing} is missing"
+        )));
+    }
+    Ok(known)
+}
+
+/// How many records the stored tree covers.
+pub async fn tree_size(pool: &ControlPool) -> Result<u64, ControlError> {
+    let client = pool.get().await?;
+    let size: i64 = client
+        .query_one("SELECT size FROM audit_tree", &[])
+        .await?
+        .get(0);
+    Ok(size.unsigned_abs())
+}
+
+/// Adds every committed record not yet in the tree; returns the tree's size.
+pub async fn extend(pool: &ControlPool) -> Result<u64, ControlError> {
+    loop {
+        let mut client = pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LEDGER_LOCK])
+            .await?;
+        let size: i64 = tx
+            .query_one("SELECT size FROM audit_tree", &[])
+            .await?
+            .get(0);
+        let rows = tx
+            .query(
+                "SELECT seq, hash FROM audit_records WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&size, &BATCH],
+            )
+            .await?;
+        let mut leaves = Vec::with_capacity(rows.len());
+        for (expected, r) in (size + 1..).zip(&rows) {
+            let seq: i64 = r.get(0);
+            if seq != expected {
+                return Err(invalid(format!(
+                    "the audit chain has no record {expected} (found {seq} next); run `interlock audit verify`"
+                )));
+            }
+            let hash: Vec<u8> = r.get(1);
+            leaves.push(tree::leaf(&hash));
+        }
+        let from = size.unsigned_abs();
+        if leaves.is_empty() {
+            tx.commit().await?;
+            return Ok(from);
+        }
+        let known = fetch(&tx, &tree::needed_for_append(from, leaves.len() as u64)).await?;
+        let added = tree::append(from, &leaves, &known).map_err(invalid)?;
+        let (indexes, hashes): (Vec<i64>, Vec<Vec<u8>>) = added
+            .iter()
+            .map(|(i, h)| Ok((i64::try_from(*i).map_err(invalid)?, h.0.to_vec())))
+            .collect::<Result<Vec<_>, ControlError>>()?
+            .into_iter()
+            .unzip();
+        tx.execute(
+            "INSERT INTO audit_tree_hashes (idx, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])",
+            &[&indexes, &hashes],
+        )
+        .await?;
+        let grown = size + leaves.len() as i64;
+        tx.execute("UPDATE audit_tree SET size = $1", &[&grown])
+            .await?;
+        tx.commit().await?;
+        if (leaves.len() as i64) < BATCH {
+            return Ok(grown.unsigned_abs());
+        }
+    }
+}
+
+/// The root hash of the stored tree's first `size` records.
+pub async fn root(pool: &ControlPool, size: u64) -> Result<Hash, ControlError> {
+    let client = pool.get().await?;
+    let known = fetch(&client, &tree::needed_for_root(size)).await?;
+    tree::root(size, &known).map_err(invalid)
+}
+
+/// The inclusion proof of leaf `n` (the record with seq `n + 1`) in the tree of `size`.
+pub async fn inclusion(pool: &ControlPool, size: u64, n: u64) -> Result<Vec<Hash>, ControlError> {
+    let client = pool.get().await?;
+    let known = fetch(&client, &tree::needed_for_inclusion(size, n)).await?;
+    tree::inclusion(size, n, &known).map_err(invalid)
+}
+
+/// The proof that the tree of `new` records extends the tree of `old`.
+pub async fn consistency(
+    pool: &ControlPool,
+    new: u64,
+    old: u64,
+) -> Result<Vec<Hash>, ControlError> {
+    let client = pool.get().await?;
+    let known = fetch(&client, &tree::needed_for_consistency(new, old)).await?;
+    tree::consistency(new, old, &known).map_err(invalid)
+}
+
+/// Extends the tree and signs a checkpoint of it with `key`, unless the latest
+/// checkpoint already covers every record; returns the checkpoint of the whole log.
+pub async fn checkpoint(
+    pool: &ControlPool,
+    key: &CheckpointKey,
+) -> Result<Option<StoredCheckpoint>, ControlError> {
+    let size = extend(pool).await?;
+    if size == 0 {
+        return Ok(None);
+    }
+    if let Some(existing) = at_size(pool, size).await? {
+        return Ok(Some(existing));
+    }
+    let root = root(pool, size).await?;
+    let signed: SignedCheckpoint = key.sign(size, root).map_err(invalid)?;
+    let client = pool.get().await?;
+    let tree_size = i64::try_from(size).map_err(invalid)?;
+    client
+        .execute(
+            "INSERT INTO audit_checkpoints (tree_size, root_hash, key_name, note)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (tree_size) DO NOTHING",
+            &[&tree_size, &root.0.to_vec(), &key.name(), &signed.note],
+        )
+        .await?;
+    at_size(pool, size).await
+}
+
+const CHECKPOINT_COLUMNS: &str = "tree_size, root_hash, key_name, note, created_at";
+
+fn stored(r: &tokio_postgres::Row) -> StoredCheckpoint {
+    use base64::Engine as _;
+    let root: Vec<u8> = r.get(1);
+    StoredCheckpoint {
+        tree_size: r.get(0),
+        root_hash: base64::engine::general_purpose::STANDARD.encode(root),
+        key_name: r.get(2),
+        note: r.get(3),
+        created_at: r.get(4),
+    }
+}
+
+/// The checkpoint of exactly `size` records, if one was made.
+pub async fn at_size(
+    pool: &ControlPool,
+    size: u64,
+) -> Result<Option<StoredCheckpoint>, ControlError> {
+    let client = pool.get().await?;
+    let size = i64::try_from(size).map_err(invalid)?;
+    let row = client
+        .query_opt(
+            &format!("SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints WHERE tree_size = $1"),
+            &[&size],
+        )
+        .await?;
+    Ok(row.as_ref().map(stored))
+}
+
+/// The first checkpoint that covers the record with `seq` (the smallest tree holding it).
+pub async fn covering(
+    pool: &ControlPool,
+    seq: i64,
+) -> Result<Option<StoredCheckpoint>, ControlError> {
+    let client = pool.get().await?;
+    let row = client
+        .query_opt(
+            &format!(
+                "SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints WHERE tree_size >= $1
+                 ORDER BY tree_size LIMIT 1"
+            ),
+            &[&seq],
+        )
+        .await?;
+    Ok(row.as_ref().map(stored))
+}
+
+/// Checkpoints, newest first.
+pub async fn list(pool: &ControlPool, limit: i64) -> Result<Vec<StoredCheckpoint>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints ORDER BY tree_size DESC LIMIT $1"
+            ),
+            &[&limit],
+        )
+        .await?;
+    Ok(rows.iter().map(stored).collect())
+}
+
+/// The record with `seq` and its inclusion proof against the checkpoint of `size`
+/// records, or the first checkpoint that covers it.
+pub async fn prove_record(
+    pool: &ControlPool,
+    seq: i64,
+    size: Option<u64>,
+) -> Result<InclusionBundle, ControlError> {
+    let record = super::audit::record(pool, seq)
+        .await?
+        .ok_or_else(|| ControlError::NotFound(format!("there is no audit record {seq}")))?;
+    let checkpoint = match size {
+        Some(size) => at_size(pool, size).await?.ok_or_else(|| {
+            ControlError::NotFound(format!("there is no checkpoint of {size} records"))
+        })?,
+        None => covering(pool, seq).await?.ok_or_else(|| {
+            ControlError::NotFound(format!(
+                "no checkpoint covers record {seq} yet; make one (`interlock audit checkpoint`)"
+            ))
+        })?,
+    };
+    let tree_size = checkpoint.tree_size.unsigned_abs();
+    if seq < 1 || seq.unsigned_abs() > tree_size {
+        return Err(invalid(format!(
+            "record {seq} is not in the checkpoint of {tree_size} records"
+        )));
+    }
+    let path = inclusion(pool, tree_size, seq.unsigned_abs() - 1).await?;
+    Ok(InclusionBundle {
+        format: INCLUSION_FORMAT.to_string(),
+        seq,
+        record: record.record,
+        prev_hash: hex::encode(&record.prev_hash),
+        hash: hex::encode(&record.hash),
+        proof: proof::encode(&path),
+        checkpoint: checkpoint.note,
+    })
+}
+
+/// The proof that the checkpoint of `to` records extends the one of `from` records.
+pub async fn prove_consistency(
+    pool: &ControlPool,
+    from: u64,
+    to: u64,
+) -> Result<ConsistencyBundle, ControlError> {
+    if from > to {
+        return Err(invalid("the older, smaller checkpoint comes first"));
+    }
+    let missing = |n: u64| ControlError::NotFound(format!("there is no checkpoint of {n} records"));
+    let old = at_size(pool, from).await?.ok_or_else(|| missing(from))?;
+    let new = at_size(pool, to).await?.ok_or_else(|| missing(to))?;
+    let path = consistency(pool, to, from).await?;
+    Ok(ConsistencyBundle {
+        format: CONSISTENCY_FORMAT.to_string(),
+        old_checkpoint: old.note,
+        new_checkpoint: new.note,
+        proof: proof::encode(&path),
+    })
+}
+
+/// Signs a checkpoint every `every` (not at all when zero) while the gateway runs. A
+/// failure is logged and counted and tried again at the next tick; it never touches a
+/// governed call.
+pub fn spawn_checkpoints(
+    pool: ControlPool,
+    key: std::sync::Arc<CheckpointKey>,
+    every: std::time::Duration,
+) {
+    if every.is_zero() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match checkpoint(&pool, &key).await {
+                Ok(Some(c)) => {
+                    metrics::gauge!("interlock_audit_checkpoint_size").set(c.tree_size as f64);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    metrics::counter!("interlock_audit_checkpoint_failures_total").increment(1);
+                    tracing::warn!(error = %e, "the audit checkpoint could not be made; retrying at the next interval");
+                }
+            }
+        }
+    });
+}

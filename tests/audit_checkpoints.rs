@@ -1,0 +1,360 @@
+//! Signed checkpoints of the audit log and the proofs an outsider checks with the public
+//! key alone, on a real control database through the product's own writer: every record
+//! of a log grown in uneven steps is proven against every checkpoint that holds it, every
+//! checkpoint is proven to extend every earlier one, and each way of tampering with a proof,
+//! a record, a checkpoint or the log itself is refused by name. The CLI verifies offline.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use chrono::Utc;
+use interlock::control::ledger;
+use interlock::ledger::note::CheckpointError;
+use interlock::ledger::proof::{self, ProofError};
+use interlock::ledger::CheckpointKey;
+use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
+use interlock_actors::events::EventBus;
+use interlock_actors::supervise::{Supervision, SupervisionConfig};
+
+fn record(i: usize) -> AuditRecord {
+    AuditRecord {
+        at: Utc::now(),
+        request_id: format!("req-{i}"),
+        identity_id: None,
+        identity: Some("demo-agent".into()),
+        adapter: "mcp".into(),
+        dialect: Some("2026-07-28".into()),
+        tool: "interlock_query".into(),
+        source_id: Some("shop".into()),
+        action: Some("read".into()),
+        statement: Some(format!("SELECT {i}")),
+        fingerprint: None,
+        decision: serde_json::json!({"verdict": "allowed"}),
+        outcome: RecordOutcome::Ok,
+        row_count: Some(i as i64),
+        duration_us: 1,
+        cache_hit: false,
+        approval_id: None,
+        statement_sha256: None,
+    }
+}
+
+fn new_key() -> CheckpointKey {
+    CheckpointKey::parse(&CheckpointKey::generate("interlock.test/audit").unwrap()).unwrap()
+}
+
+#[actix_rt::test]
+async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
+    let db = common::fresh_control_db().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    let key = new_key();
+    let vkey = key.verifier_key().to_string();
+
+    assert!(
+        ledger::checkpoint(&pool, &key).await.unwrap().is_none(),
+        "an empty log has no checkpoint"
+    );
+    let mut sizes = Vec::new();
+    let mut appended = 0;
+    for step in [1, 1, 2, 3, 5, 8, 13, 1, 30] {
+        for _ in 0..step {
+            appended += 1;
+            writer.append(record(appended)).await.unwrap();
+        }
+        let c = ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
+        assert_eq!(c.tree_size, appended as i64);
+        // A second request without new records returns the same checkpoint.
+        let again = ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
+        assert_eq!(again.note, c.note);
+        sizes.push(appended as u64);
+    }
+
+    // Every record against every checkpoint that holds it.
+    let mut proven = 0;
+    for &size in &sizes {
+        for seq in 1..=size as i64 {
+            let bundle = ledger::prove_record(&pool, seq, Some(size)).await.unwrap();
+            let v = proof::verify_inclusion(&bundle, &vkey)
+                .unwrap_or_else(|e| panic!("record {seq} in {size}: {e}"));
+            assert_eq!((v.tree_size, v.subject), (size, seq as u64));
+            proven += 1;
+        }
+    }
+    assert_eq!(proven, sizes.iter().sum::<u64>());
+    // Every checkpoint extends every earlier one.
+    for (i, &old) in sizes.iter().enumerate() {
+        for &new in &sizes[i..] {
+            let bundle = ledger::prove_consistency(&pool, old, new).await.unwrap();
+            proof::verify_consistency(&bundle, &vkey)
+                .unwrap_or_else(|e| panic!("{old} → {new}: {e}"));
+        }
+    }
+
+    // Tampering with an inclusion bundle: each case names its check.
+    let good = ledger::prove_record(&pool, 20, None).await.unwrap();
+    assert_eq!(
+        proof::verify_inclusion(&good, &vkey).unwrap().tree_size,
+        20,
+        "the first checkpoint that covers record 20"
+    );
+    let other = new_key();
+    let other_checkpoint = other
+        .sign(20, interlock::ledger::Hash([0; 32]))
+        .unwrap()
+        .note;
+    type Tamper = fn(&mut proof::InclusionBundle, &str);
+    type Expect = fn(&ProofError) -> bool;
+    let cases: Vec<(&str, Tamper, Expect)> = vec![
+        (
+            "a proof hash flipped",
+            |b, _| b.proof[0] = flip(&b.proof[0]),
+            |e| matches!(e, ProofError::Inclusion { seq: 20 }),
+        ),
+        (
+            "the proof truncated",
+            |b, _| {
+                b.proof.pop();
+            },
+            |e| matches!(e, ProofError::Inclusion { seq: 20 }),
+        ),
+        (
+            "a proof hash not base64",
+            |b, _| b.proof[1] = "!!".into(),
+            |e| matches!(e, ProofError::ProofHash { index: 1 }),
+        ),
+        (
+            "the record altered",
+            |b, _| b.record.row_count = Some(999),
+            |e| matches!(e, ProofError::RecordAltered { seq: 20 }),
+        ),
+        (
+            "another record's place",
+            |b, _| b.seq = 19,
+            |e| matches!(e, ProofError::RecordAltered { seq: 19 }),
+        ),
+        (
+            "the hash not hex",
+            |b, _| b.hash = "zz".into(),
+            |e| matches!(e, ProofError::Hash { field: "hash", .. }),
+        ),
+        (
+            "the checkpoint's size altered",
+            |b, _| b.checkpoint = b.checkpoint.replacen("\n20\n", "\n21\n", 1),
+            |e| {
+                matches!(
+                    e,
+                    ProofError::Checkpoint {
+                        error: CheckpointError::BadSignature(_),
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            "a checkpoint by another key",
+            |b, other| b.checkpoint = other.to_string(),
+            |e| {
+                matches!(
+                    e,
+                    ProofError::Checkpoint {
+                        error: CheckpointError::NotSignedByKey(_),
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            "an unknown format",
+            |b, _| b.format = "x/9".into(),
+            |e| matches!(e, ProofError::Format(_)),
+        ),
+    ];
+    for (name, tamper, expected) in cases {
+        let mut b = good.clone();
+        tamper(&mut b, &other_checkpoint);
+        match proof::verify_inclusion(&b, &vkey) {
+            Err(e) if expected(&e) => {}
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+    // A record beyond the checkpoint.
+    let mut beyond = ledger::prove_record(&pool, 4, Some(4)).await.unwrap();
+    let later = ledger::prove_record(&pool, 5, Some(7)).await.unwrap();
+    beyond.seq = 5;
+    beyond.record = later.record;
+    beyond.prev_hash = later.prev_hash;
+    beyond.hash = later.hash;
+    assert!(matches!(
+        proof::verify_inclusion(&beyond, &vkey),
+        Err(ProofError::OutsideTree { seq: 5, size: 4 })
+    ));
+
+    // Tampering with a consistency bundle.
+    let good = ledger::prove_consistency(&pool, 7, 33).await.unwrap();
+    let mut b = good.clone();
+    b.proof[0] = flip(&b.proof[0]);
+    assert!(matches!(
+        proof::verify_consistency(&b, &vkey),
+        Err(ProofError::Consistency { old: 7, new: 33 })
+    ));
+    let mut b = good.clone();
+    std::mem::swap(&mut b.old_checkpoint, &mut b.new_checkpoint);
+    assert!(matches!(
+        proof::verify_consistency(&b, &vkey),
+        Err(ProofError::Order { old: 33, new: 7 })
+    ));
+
+    // Someone who can write the control database rewrites record 5 and rebuilds the whole
+    // tree: the new checkpoint verifies on its own, but it no longer extends the one an
+    // outsider kept.
+    let kept = ledger::at_size(&pool, 7).await.unwrap().unwrap();
+    let admin = common::admin(&db).await;
+    admin
+        .batch_execute(
+            "UPDATE audit_records SET hash = sha256(hash) WHERE seq = 5;
+             DELETE FROM audit_tree_hashes; UPDATE audit_tree SET size = 0;
+             DELETE FROM audit_checkpoints;",
+        )
+        .await
+        .unwrap();
+    let rewritten = ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
+    let new = rewritten.tree_size.unsigned_abs();
+    let forged = proof::ConsistencyBundle {
+        format: proof::CONSISTENCY_FORMAT.to_string(),
+        old_checkpoint: kept.note,
+        new_checkpoint: rewritten.note,
+        proof: proof::encode(&ledger::consistency(&pool, new, 7).await.unwrap()),
+    };
+    assert!(matches!(
+        proof::verify_consistency(&forged, &vkey),
+        Err(ProofError::Consistency { old: 7, .. })
+    ));
+}
+
+fn flip(b64: &str) -> String {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let mut bytes = engine.decode(b64).unwrap();
+    bytes[0] ^= 1;
+    engine.encode(bytes)
+}
+
+#[actix_rt::test]
+async fn the_cli_proves_and_verifies_offline_and_the_gateway_publishes_its_key() {
+    let db = common::fresh_control_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_interlock");
+    let run = |args: &[&str], config: Option<&std::path::Path>| {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(args).env_remove("INTERLOCK_CONFIG");
+        if let Some(config) = config {
+            cmd.arg("--config").arg(config);
+        }
+        let out = cmd.output().expect("run");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let key_file = dir.path().join("checkpoint.key");
+    let (ok, vkey, err) = run(
+        &[
+            "audit",
+            "keygen",
+            "--name",
+            "interlock.test/cli",
+            "--out",
+            key_file.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    let vkey = vkey.trim().to_string();
+    assert!(vkey.starts_with("interlock.test/cli+"), "{vkey}");
+    // An existing key is never overwritten.
+    let (ok, _, _) = run(
+        &[
+            "audit",
+            "keygen",
+            "--name",
+            "x",
+            "--out",
+            key_file.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(!ok);
+
+    let extra = format!(
+        "[audit]\ncheckpoint_key_file = \"{}\"\ncheckpoint_interval_secs = 0\n",
+        key_file.display()
+    );
+    let config = common::control_config_file(dir.path(), &db, &extra);
+    let (ok, _, _) = run(&["migrate"], Some(&config));
+    assert!(ok);
+    let (ok, _, err) = run(&["audit", "checkpoint"], Some(&config));
+    assert!(!ok && err.contains("empty"), "{err}");
+
+    // The gateway audits its calls; its verifier key is public.
+    let mut settings = common::settings_for(&db);
+    settings.audit.checkpoint_key_file = key_file.display().to_string();
+    settings.audit.checkpoint_interval_secs = 0;
+    let gateway = common::TestGateway::start(settings);
+    let http = reqwest::Client::new();
+    let published = http
+        .get(gateway.url("/audit/checkpoint-key"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(published.status(), 200);
+    assert_eq!(published.text().await.unwrap().trim(), vkey);
+    gateway.stop().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let writer = AuditHandle::start(pool, AuditConfig::default(), &supervision);
+    for i in 1..=3 {
+        writer.append(record(i)).await.unwrap();
+    }
+
+    let (ok, note, err) = run(&["audit", "checkpoint"], Some(&config));
+    assert!(ok, "{err}");
+    assert!(note.starts_with("interlock.test/cli\n"), "{note}");
+    let (ok, bundle, err) = run(&["audit", "prove", "--seq", "2"], Some(&config));
+    assert!(ok, "{err}");
+    let bundle_file = dir.path().join("proof.json");
+    std::fs::write(&bundle_file, &bundle).unwrap();
+    let (ok, out, err) = run(
+        &[
+            "audit",
+            "verify-proof",
+            bundle_file.to_str().unwrap(),
+            "--key",
+            &vkey,
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("\"subject\": 2"), "{out}");
+
+    // Tampered: non-zero, and the message names the file and the check.
+    let tampered = bundle.replacen("\"seq\": 2", "\"seq\": 3", 1);
+    std::fs::write(&bundle_file, tampered).unwrap();
+    let (ok, _, err) = run(
+        &[
+            "audit",
+            "verify-proof",
+            bundle_file.to_str().unwrap(),
+            "--key",
+            &vkey,
+        ],
+        None,
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("proof.json") && err.contains("record 3"),
+        "{err}"
+    );
+}
