@@ -35,6 +35,7 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
     settings.webhooks.allow_private = true;
     let _redis = shared_limits(&mut settings, cluster.base_dir())?;
     let _issuer = demo_issuer(&mut settings, cluster.base_dir(), args.port)?;
+    checkpoint_key(&mut settings, cluster.base_dir())?;
 
     let gateway = crate::Gateway::start(settings.clone()).await?;
     let keys = demo::seed(&gateway.state().control, &cluster).await?;
@@ -208,16 +209,34 @@ fn shared_limits(settings: &mut Settings, dir: &Path) -> anyhow::Result<Option<P
 /// A config file for running CLI commands against the demo's control database.
 fn write_cli_config(path: &Path, settings: &Settings) -> anyhow::Result<()> {
     let c = &settings.control;
+    let quoted = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let text = format!(
         "# Written by `interlock dev`: points CLI commands at the demo's control database.\n\
-         [control]\nhost = \"{}\"\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n",
+         [control]\nhost = \"{}\"\nport = {}\ndbname = \"{}\"\nuser = \"{}\"\npassword_file = \"{}\"\n\
+         [audit]\ncheckpoint_key_file = \"{}\"\n",
         c.host,
         c.port,
         c.dbname,
         c.user,
-        c.password_file.replace('\\', "\\\\").replace('"', "\\\"")
+        quoted(&c.password_file),
+        quoted(&settings.audit.checkpoint_key_file),
     );
     write_private(path, &text)
+}
+
+/// The demo's audit checkpoint key: generated into the data directory once, then reused,
+/// so checkpoints of earlier runs keep verifying. An operator's own key file wins.
+fn checkpoint_key(settings: &mut Settings, dir: &Path) -> anyhow::Result<()> {
+    if !settings.audit.checkpoint_key_file.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("audit-checkpoint.key");
+    if !path.exists() {
+        let skey = crate::ledger::CheckpointKey::generate("interlock.demo/audit")?;
+        write_private(&path, &format!("{skey}\n"))?;
+    }
+    settings.audit.checkpoint_key_file = path.display().to_string();
+    Ok(())
 }
 
 fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
@@ -251,6 +270,8 @@ Sign in with the demo's identity provider instead of a key:
 Manage it from another terminal:
   interlock --config {config} keys list
   interlock --config {config} sources list
+  interlock --config {config} audit checkpoint      (sign the audit log's state now)
+  curl -s http://127.0.0.1:{port}/audit/checkpoint-key   (the key auditors verify it with)
 
 Stop with Ctrl-C.
 "#,
