@@ -4,7 +4,8 @@
 -- in the layout of Go's sumdb/tlog (about two per record, appended when a checkpoint is
 -- made, never on a governed call's path), so that a root and any inclusion or consistency
 -- proof can be computed from O(log n) stored hashes. audit_tree says how many records the
--- stored hashes cover. audit_checkpoints keeps each signed checkpoint as its note text.
+-- stored hashes cover. audit_checkpoints keeps each signed checkpoint as its note text and,
+-- where a timestamp authority is configured, its RFC 3161 response (DER) over the note.
 CREATE TABLE IF NOT EXISTS audit_tree (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     size bigint NOT NULL CHECK (size >= 0)
@@ -21,5 +22,11 @@ CREATE TABLE IF NOT EXISTS audit_checkpoints (
     root_hash bytea NOT NULL CHECK (length(root_hash) = 32),
     key_name text NOT NULL,
     note text NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now()
+    created_at timestamptz NOT NULL DEFAULT now(),
+    timestamp bytea,
+    timestamped_at timestamptz,
+    -- The last failure to get a timestamp (retried until one is kept).
+    timestamp_error text
 );
+CREATE INDEX IF NOT EXISTS audit_checkpoints_unanchored
+    ON audit_checkpoints (tree_size) WHERE timestamp IS NULL;

@@ -207,6 +207,10 @@ pub struct AuditSettings {
     pub checkpoint_key_file: String,
     /// Seconds between automatic checkpoints; 0: only on demand.
     pub checkpoint_interval_secs: u64,
+    /// An RFC 3161 timestamp authority each checkpoint is sent to; empty: none.
+    pub timestamp_url: String,
+    /// How long one timestamp request may take, in milliseconds.
+    pub timestamp_timeout_ms: u64,
 }
 
 impl AuditSettings {

@@ -20,7 +20,8 @@
 //! 2. the control database's repositories: `control`, `discovery` (the document index)
 //! 3. infrastructure adapters, each owning its settings: `sources` (connectors), `oauth`
 //!    (token verification), `webhooks`, `pgcluster`, `fleet` (the replicas' channel),
-//!    `limits` (rate limits, local or shared)
+//!    `limits` (rate limits, local or shared), `anchoring` (audit checkpoints on a schedule,
+//!    RFC 3161 timestamps)
 //! 4. what a governed call is made of, shared by its two runners: `call` (outcome, audit
 //!    draft, steps, masks)
 //! 5. the governed call: `pipeline` (an agent's call, step by step), `approvals` (queued
@@ -32,6 +33,7 @@
 //! 9. composition: `gateway`, `demo`, `cli`
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod anchoring;
 pub mod approvals;
 pub mod call;
 pub mod cidr;

@@ -358,3 +358,105 @@ async fn the_cli_proves_and_verifies_offline_and_the_gateway_publishes_its_key()
         "{err}"
     );
 }
+
+#[actix_rt::test]
+async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
+    use interlock::anchoring::{self, TimestampAuthority};
+    use interlock::ledger::timestamp::TimestampError;
+    use std::sync::atomic::Ordering;
+
+    let tsa = common::tsa::Tsa::start();
+    let db = common::fresh_control_db().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    let key = new_key();
+    let authority = TimestampAuthority::new(&tsa.url, std::time::Duration::from_secs(5))
+        .unwrap()
+        .unwrap();
+    for i in 1..=5 {
+        writer.append(record(i)).await.unwrap();
+    }
+
+    // The TSA is down: the checkpoint is made all the same, its timestamp pending with why.
+    tsa.down.store(true, Ordering::SeqCst);
+    let first = anchoring::checkpoint_now(&pool, &key, Some(&authority))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.timestamp.is_none());
+    assert!(
+        first
+            .timestamp_error
+            .as_deref()
+            .unwrap_or("")
+            .contains("503"),
+        "{first:?}"
+    );
+
+    // Back up: the pending checkpoint and a new one are both timestamped.
+    tsa.down.store(false, Ordering::SeqCst);
+    for i in 6..=8 {
+        writer.append(record(i)).await.unwrap();
+    }
+    let second = anchoring::checkpoint_now(&pool, &key, Some(&authority))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.tree_size, 8);
+    let all = ledger::all(&pool).await.unwrap();
+    assert!(
+        all.iter()
+            .all(|c| c.timestamp.is_some() && c.timestamp_error.is_none()),
+        "{all:?}"
+    );
+
+    // OpenSSL verifies each kept response against the note, with the TSA's CA.
+    let dir = tempfile::tempdir().unwrap();
+    for c in &all {
+        use base64::Engine as _;
+        let note = dir.path().join(format!("{}.note", c.tree_size));
+        let tsr = dir.path().join(format!("{}.tsr", c.tree_size));
+        std::fs::write(&note, &c.note).unwrap();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(c.timestamp.as_ref().unwrap())
+            .unwrap();
+        std::fs::write(&tsr, der).unwrap();
+        let verify = |data: &std::path::Path| {
+            std::process::Command::new("openssl")
+                .args(["ts", "-verify", "-data"])
+                .arg(data)
+                .arg("-in")
+                .arg(&tsr)
+                .arg("-CAfile")
+                .arg(&tsa.ca)
+                .arg("-untrusted")
+                .arg(&tsa.cert)
+                .output()
+                .unwrap()
+        };
+        let out = verify(&note);
+        assert!(
+            out.status.success()
+                && String::from_utf8_lossy(&out.stdout).contains("Verification: OK"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let altered = dir.path().join("altered.note");
+        std::fs::write(&altered, c.note.replacen('\n', "\n\n", 1)).unwrap();
+        assert!(
+            !verify(&altered).status.success(),
+            "an altered note must not verify"
+        );
+    }
+
+    // A proof bundle carries its checkpoint's timestamp; one for another checkpoint is named.
+    let mut bundle = ledger::prove_record(&pool, 3, Some(5)).await.unwrap();
+    assert!(bundle.timestamp.is_some());
+    proof::verify_inclusion(&bundle, key.verifier_key()).unwrap();
+    bundle.timestamp = all[1].timestamp.clone();
+    assert!(matches!(
+        proof::verify_inclusion(&bundle, key.verifier_key()),
+        Err(ProofError::Timestamp(TimestampError::OtherHash))
+    ));
+}

@@ -30,6 +30,7 @@ pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
             ..
         } => prove_consistency(settings, from, to).await,
         AuditCommand::Prove { .. } => bail!("give --seq N, or --from A --to B"),
+        AuditCommand::Export { dir } => export(settings, &dir).await,
         AuditCommand::VerifyProof { file, key } => verify_proof(&file, &key),
     }
 }
@@ -66,8 +67,18 @@ fn keygen(name: &str, out: &std::path::Path) -> anyhow::Result<()> {
 
 async fn checkpoint(settings: &Settings) -> anyhow::Result<()> {
     let key = key(settings)?;
-    match ledger::checkpoint(&pool(settings)?, &key).await? {
-        Some(c) => print!("{}", c.note),
+    let tsa = crate::anchoring::TimestampAuthority::new(
+        &settings.audit.timestamp_url,
+        std::time::Duration::from_millis(settings.audit.timestamp_timeout_ms),
+    )
+    .map_err(anyhow::Error::msg)?;
+    match crate::anchoring::checkpoint_now(&pool(settings)?, &key, tsa.as_ref()).await? {
+        Some(c) => {
+            print!("{}", c.note);
+            if let Some(e) = &c.timestamp_error {
+                eprintln!("not timestamped yet: {e}");
+            }
+        }
         None => bail!("the audit log is empty: there is nothing to sign yet"),
     }
     Ok(())
@@ -79,6 +90,34 @@ async fn prove_record(settings: &Settings, seq: i64, size: Option<u64>) -> anyho
 
 async fn prove_consistency(settings: &Settings, from: u64, to: u64) -> anyhow::Result<()> {
     print_json(&ledger::prove_consistency(&pool(settings)?, from, to).await?)
+}
+
+async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()> {
+    use base64::Engine as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let checkpoints = ledger::all(&pool(settings)?).await?;
+    let mut stamped = 0;
+    for c in &checkpoints {
+        let base = dir.join(format!("checkpoint-{}", c.tree_size));
+        std::fs::write(base.with_extension("note"), &c.note)?;
+        if let Some(t) = &c.timestamp {
+            let der = base64::engine::general_purpose::STANDARD.decode(t)?;
+            std::fs::write(base.with_extension("tsr"), der)?;
+            stamped += 1;
+        }
+    }
+    if let Ok(Some(key)) = settings.audit.checkpoint_key() {
+        std::fs::write(
+            dir.join("verifier-key.txt"),
+            format!("{}\n", key.verifier_key()),
+        )?;
+    }
+    println!(
+        "{} checkpoints ({stamped} timestamped) written to {}",
+        checkpoints.len(),
+        dir.display()
+    );
+    Ok(())
 }
 
 fn verify_proof(file: &std::path::Path, key: &str) -> anyhow::Result<()> {

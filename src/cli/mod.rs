@@ -171,6 +171,13 @@ pub enum AuditCommand {
         #[arg(long, requires = "from")]
         to: Option<u64>,
     },
+    /// Write every checkpoint to DIR for outside checks: `checkpoint-<size>.note` (the signed
+    /// note) and, when timestamped, `checkpoint-<size>.tsr` (the RFC 3161 response:
+    /// `openssl ts -verify -data checkpoint-<size>.note -in checkpoint-<size>.tsr -CAfile …`).
+    Export {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Check a proof bundle offline, with the verifier key alone: no database, no
     /// configuration. Exits non-zero and names the failed check.
     VerifyProof {

@@ -33,6 +33,12 @@ pub struct StoredCheckpoint {
     pub key_name: String,
     pub note: String,
     pub created_at: DateTime<Utc>,
+    /// Base64 of the RFC 3161 response over the note, once a timestamp authority gave one.
+    pub timestamp: Option<String>,
+    /// The time the authority vouches for.
+    pub timestamped_at: Option<DateTime<Utc>>,
+    /// Why the last attempt to get a timestamp failed (it is retried).
+    pub timestamp_error: Option<String>,
 }
 
 fn invalid(e: impl std::fmt::Display) -> ControlError {
@@ -189,7 +195,8 @@ pub async fn checkpoint(
     at_size(pool, size).await
 }
 
-const CHECKPOINT_COLUMNS: &str = "tree_size, root_hash, key_name, note, created_at";
+const CHECKPOINT_COLUMNS: &str =
+    "tree_size, root_hash, key_name, note, created_at, timestamp, timestamped_at, timestamp_error";
 
 fn stored(r: &tokio_postgres::Row) -> StoredCheckpoint {
     use base64::Engine as _;
@@ -200,6 +207,11 @@ fn stored(r: &tokio_postgres::Row) -> StoredCheckpoint {
         key_name: r.get(2),
         note: r.get(3),
         created_at: r.get(4),
+        timestamp: r
+            .get::<_, Option<Vec<u8>>>(5)
+            .map(|t| base64::engine::general_purpose::STANDARD.encode(t)),
+        timestamped_at: r.get(6),
+        timestamp_error: r.get(7),
     }
 }
 
@@ -235,6 +247,18 @@ pub async fn covering(
         )
         .await?;
     Ok(row.as_ref().map(stored))
+}
+
+/// Every checkpoint, oldest first (for export).
+pub async fn all(pool: &ControlPool) -> Result<Vec<StoredCheckpoint>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            &format!("SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints ORDER BY tree_size"),
+            &[],
+        )
+        .await?;
+    Ok(rows.iter().map(stored).collect())
 }
 
 /// Checkpoints, newest first.
@@ -286,6 +310,7 @@ pub async fn prove_record(
         hash: hex::encode(&record.hash),
         proof: proof::encode(&path),
         checkpoint: checkpoint.note,
+        timestamp: checkpoint.timestamp,
     })
 }
 
@@ -310,32 +335,52 @@ pub async fn prove_consistency(
     })
 }
 
-/// Signs a checkpoint every `every` (not at all when zero) while the gateway runs. A
-/// failure is logged and counted and tried again at the next tick; it never touches a
-/// governed call.
-pub fn spawn_checkpoints(
-    pool: ControlPool,
-    key: std::sync::Arc<CheckpointKey>,
-    every: std::time::Duration,
-) {
-    if every.is_zero() {
-        return;
-    }
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            match checkpoint(&pool, &key).await {
-                Ok(Some(c)) => {
-                    metrics::gauge!("interlock_audit_checkpoint_size").set(c.tree_size as f64);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    metrics::counter!("interlock_audit_checkpoint_failures_total").increment(1);
-                    tracing::warn!(error = %e, "the audit checkpoint could not be made; retrying at the next interval");
-                }
-            }
-        }
-    });
+/// Checkpoints still without a timestamp, oldest first: `(tree_size, note)`.
+pub async fn unanchored(
+    pool: &ControlPool,
+    limit: i64,
+) -> Result<Vec<(i64, String)>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT tree_size, note FROM audit_checkpoints WHERE timestamp IS NULL
+             ORDER BY tree_size LIMIT $1",
+            &[&limit],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
+/// Keeps the timestamp authority's response for the checkpoint of `tree_size`.
+pub async fn set_timestamp(
+    pool: &ControlPool,
+    tree_size: i64,
+    response: &[u8],
+    at: DateTime<Utc>,
+) -> Result<(), ControlError> {
+    let client = pool.get().await?;
+    client
+        .execute(
+            "UPDATE audit_checkpoints SET timestamp = $2, timestamped_at = $3, timestamp_error = NULL
+             WHERE tree_size = $1 AND timestamp IS NULL",
+            &[&tree_size, &response, &at],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Records why the checkpoint of `tree_size` could not be timestamped this time.
+pub async fn set_timestamp_error(
+    pool: &ControlPool,
+    tree_size: i64,
+    error: &str,
+) -> Result<(), ControlError> {
+    let client = pool.get().await?;
+    client
+        .execute(
+            "UPDATE audit_checkpoints SET timestamp_error = $2 WHERE tree_size = $1 AND timestamp IS NULL",
+            &[&tree_size, &error],
+        )
+        .await?;
+    Ok(())
 }

@@ -13,6 +13,7 @@
 
 pub mod note;
 pub mod proof;
+pub mod timestamp;
 pub mod tree;
 
 pub use note::{CheckpointError, CheckpointKey, KeyError, SignedCheckpoint};

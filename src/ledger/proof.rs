@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use tlog_tiles::tlog;
 
 use crate::ledger::note::{self, CheckpointError};
+use crate::ledger::timestamp::{self, TimestampError};
 use crate::ledger::tree::{self, Hash};
 
 /// The format tag of an inclusion bundle.
@@ -29,6 +30,9 @@ pub struct InclusionBundle {
     pub proof: Vec<String>,
     /// The signed checkpoint the proof leads to.
     pub checkpoint: String,
+    /// Base64 of an RFC 3161 timestamp response over the checkpoint note, when one was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
 }
 
 /// Two signed checkpoints and the proof that the newer tree extends the older one.
@@ -73,6 +77,8 @@ pub enum ProofError {
     Order { old: u64, new: u64 },
     #[error("the checkpoints are of different logs ({old:?} and {new:?})")]
     Origins { old: String, new: String },
+    #[error("the checkpoint's timestamp: {0}")]
+    Timestamp(TimestampError),
     #[error("the consistency proof does not show that {new} records extend {old} (altered, truncated, or the log was rewritten)")]
     Consistency { old: u64, new: u64 },
 }
@@ -119,6 +125,13 @@ pub fn verify_inclusion(b: &InclusionBundle, verifier_key: &str) -> Result<Verif
     let n = u64::try_from(b.seq - 1).map_err(|_| outside.clone())?;
     if n >= checkpoint.size {
         return Err(outside);
+    }
+    if let Some(stamp) = &b.timestamp {
+        use base64::Engine as _;
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(stamp)
+            .map_err(|e| ProofError::Timestamp(TimestampError::Malformed(e.to_string())))?;
+        timestamp::check(&der, &b.checkpoint, None).map_err(ProofError::Timestamp)?;
     }
     let proof = hashes(&b.proof)?;
     tlog::check_record(

@@ -58,6 +58,8 @@ pub struct AppState {
     pub oauth: Option<Arc<crate::oauth::OAuth>>,
     /// The audit log's checkpoint signing key, when `audit.checkpoint_key_file` names one.
     pub checkpoint_key: Option<Arc<crate::ledger::CheckpointKey>>,
+    /// Where checkpoints are timestamped, when `audit.timestamp_url` is set.
+    pub timestamp_authority: Option<crate::anchoring::TimestampAuthority>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,7 +83,7 @@ pub enum StartError {
     RateLimits(String),
     #[error("[oauth] is unusable: {0}")]
     OAuth(String),
-    #[error("the audit checkpoint key is unusable: {0}")]
+    #[error("audit checkpoints cannot be set up: {0}")]
     CheckpointKey(String),
 }
 
@@ -183,10 +185,16 @@ impl AppState {
             .checkpoint_key()
             .map_err(StartError::CheckpointKey)?
             .map(Arc::new);
+        let timestamp_authority = crate::anchoring::TimestampAuthority::new(
+            &settings.audit.timestamp_url,
+            Duration::from_millis(settings.audit.timestamp_timeout_ms),
+        )
+        .map_err(StartError::CheckpointKey)?;
         if let Some(key) = &checkpoint_key {
-            crate::control::ledger::spawn_checkpoints(
+            crate::anchoring::spawn(
                 control.clone(),
                 Arc::clone(key),
+                timestamp_authority.clone(),
                 Duration::from_secs(settings.audit.checkpoint_interval_secs),
             );
         }
@@ -197,6 +205,7 @@ impl AppState {
         }
         Ok(Arc::new(AppState {
             checkpoint_key,
+            timestamp_authority,
             oauth,
             webhooks,
             previews,

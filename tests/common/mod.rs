@@ -13,6 +13,7 @@ pub mod mcp;
 pub mod process;
 pub mod receiver;
 pub mod redis;
+pub mod tsa;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

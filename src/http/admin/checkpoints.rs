@@ -48,7 +48,9 @@ pub async fn create(_caller: Admin<Operators>, state: web::Data<AppState>) -> Ht
             "no checkpoint key is configured: set audit.checkpoint_key_file (see `interlock audit keygen`)",
         );
     };
-    match ledger::checkpoint(&state.control, &key).await {
+    match crate::anchoring::checkpoint_now(&state.control, &key, state.timestamp_authority.as_ref())
+        .await
+    {
         Ok(Some(c)) => HttpResponse::Created().json(c),
         Ok(None) => error(
             StatusCode::CONFLICT,

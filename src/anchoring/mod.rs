@@ -1,0 +1,169 @@
+//! Anchoring the audit log outside the control database: signing checkpoints on a
+//! schedule and sending each to an RFC 3161 timestamp authority, whose signed answer is
+//! kept beside it. Nothing here is on a governed call's path; a failure is logged,
+//! counted and retried at the next interval.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::control::ledger::{self, StoredCheckpoint};
+use crate::control::{ControlError, ControlPool};
+use crate::ledger::timestamp;
+use crate::ledger::CheckpointKey;
+
+/// Largest timestamp response accepted, in bytes (a response with the TSA's certificate
+/// is a few kilobytes).
+const MAX_RESPONSE: usize = 64 * 1024;
+
+/// Checkpoints sent per attempt.
+const PER_ATTEMPT: i64 = 16;
+
+/// A configured RFC 3161 timestamp authority.
+#[derive(Clone)]
+pub struct TimestampAuthority {
+    url: String,
+    client: reqwest::Client,
+}
+
+/// Why a timestamp was not obtained.
+#[derive(Debug, thiserror::Error)]
+pub enum AnchorError {
+    #[error("the timestamp authority could not be reached: {0}")]
+    Unreachable(String),
+    #[error("the timestamp authority answered HTTP {0}")]
+    Status(u16),
+    #[error("the timestamp response is larger than {MAX_RESPONSE} bytes")]
+    TooLarge,
+    #[error(transparent)]
+    Response(#[from] timestamp::TimestampError),
+    #[error(transparent)]
+    Control(#[from] ControlError),
+}
+
+impl TimestampAuthority {
+    /// The authority at `url` (http or https), or none for an empty URL.
+    pub fn new(url: &str, timeout: Duration) -> Result<Option<Self>, String> {
+        let url = url.trim();
+        if url.is_empty() {
+            return Ok(None);
+        }
+        let parsed =
+            reqwest::Url::parse(url).map_err(|e| format!("audit.timestamp_url {url:?}: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") {
+            return Err(format!(
+                "audit.timestamp_url {url:?}: only http and https are supported"
+            ));
+        }
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Some(TimestampAuthority {
+            url: url.to_string(),
+            client,
+        }))
+    }
+
+    /// A checked timestamp of `note`: the DER response and the time it vouches for.
+    pub async fn timestamp(&self, note: &str) -> Result<(Vec<u8>, DateTime<Utc>), AnchorError> {
+        let nonce: u64 = rand::random();
+        let body = timestamp::request(note, nonce)?;
+        let mut answer = self
+            .client
+            .post(&self.url)
+            .header("Content-Type", "application/timestamp-query")
+            .header("Accept", "application/timestamp-reply")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| AnchorError::Unreachable(e.to_string()))?;
+        if !answer.status().is_success() {
+            return Err(AnchorError::Status(answer.status().as_u16()));
+        }
+        let mut der = Vec::new();
+        while let Some(chunk) = answer
+            .chunk()
+            .await
+            .map_err(|e| AnchorError::Unreachable(e.to_string()))?
+        {
+            if der.len() + chunk.len() > MAX_RESPONSE {
+                return Err(AnchorError::TooLarge);
+            }
+            der.extend_from_slice(&chunk);
+        }
+        let at = timestamp::check(&der, note, Some(nonce))?;
+        Ok((der, at))
+    }
+}
+
+/// Sends every checkpoint still without a timestamp to `tsa`; returns how many were
+/// timestamped. A checkpoint that fails keeps its error and is tried again next time.
+pub async fn anchor_pending(
+    pool: &ControlPool,
+    tsa: &TimestampAuthority,
+) -> Result<usize, ControlError> {
+    let mut done = 0;
+    for (size, note) in ledger::unanchored(pool, PER_ATTEMPT).await? {
+        match tsa.timestamp(&note).await {
+            Ok((der, at)) => {
+                ledger::set_timestamp(pool, size, &der, at).await?;
+                metrics::counter!("interlock_audit_timestamps_total").increment(1);
+                done += 1;
+            }
+            Err(e) => {
+                metrics::counter!("interlock_audit_timestamp_failures_total").increment(1);
+                tracing::warn!(tree_size = size, error = %e, "the audit checkpoint could not be timestamped; retrying at the next interval");
+                ledger::set_timestamp_error(pool, size, &e.to_string()).await?;
+                break;
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Signs a checkpoint of the whole log now and tries to timestamp what is pending.
+pub async fn checkpoint_now(
+    pool: &ControlPool,
+    key: &CheckpointKey,
+    tsa: Option<&TimestampAuthority>,
+) -> Result<Option<StoredCheckpoint>, ControlError> {
+    let made = ledger::checkpoint(pool, key).await?;
+    if let (Some(made), Some(tsa)) = (&made, tsa) {
+        anchor_pending(pool, tsa).await?;
+        return ledger::at_size(pool, made.tree_size.unsigned_abs()).await;
+    }
+    Ok(made)
+}
+
+/// Signs (and timestamps) a checkpoint every `every` while the gateway runs; nothing when
+/// `every` is zero.
+pub fn spawn(
+    pool: ControlPool,
+    key: Arc<CheckpointKey>,
+    tsa: Option<TimestampAuthority>,
+    every: Duration,
+) {
+    if every.is_zero() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            match checkpoint_now(&pool, &key, tsa.as_ref()).await {
+                Ok(Some(c)) => {
+                    metrics::gauge!("interlock_audit_checkpoint_size").set(c.tree_size as f64);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    metrics::counter!("interlock_audit_checkpoint_failures_total").increment(1);
+                    tracing::warn!(error = %e, "the audit checkpoint could not be made; retrying at the next interval");
+                }
+            }
+        }
+    });
+}
