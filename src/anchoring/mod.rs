@@ -138,13 +138,28 @@ pub async fn checkpoint_now(
     Ok(made)
 }
 
+/// What this replica's scheduled checkpoints last did, for `/readyz`.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AnchoringStatus {
+    /// The size of the latest checkpoint this replica made or found.
+    pub last_checkpoint: Option<i64>,
+    /// Whether that checkpoint still waits for its timestamp.
+    pub timestamp_pending: bool,
+    /// The last failure (checkpoint or timestamp), cleared by the next success.
+    pub last_error: Option<String>,
+}
+
+/// Shared view of [`AnchoringStatus`].
+pub type AnchoringState = Arc<std::sync::RwLock<AnchoringStatus>>;
+
 /// Signs (and timestamps) a checkpoint every `every` while the gateway runs; nothing when
-/// `every` is zero.
+/// `every` is zero. `status` is updated after each attempt.
 pub fn spawn(
     pool: ControlPool,
     key: Arc<CheckpointKey>,
     tsa: Option<TimestampAuthority>,
     every: Duration,
+    status: AnchoringState,
 ) {
     if every.is_zero() {
         return;
@@ -154,15 +169,29 @@ pub fn spawn(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            match checkpoint_now(&pool, &key, tsa.as_ref()).await {
+            let now = match checkpoint_now(&pool, &key, tsa.as_ref()).await {
                 Ok(Some(c)) => {
                     metrics::gauge!("interlock_audit_checkpoint_size").set(c.tree_size as f64);
+                    let pending = tsa.is_some() && c.timestamp.is_none();
+                    AnchoringStatus {
+                        last_checkpoint: Some(c.tree_size),
+                        timestamp_pending: pending,
+                        last_error: c.timestamp_error.filter(|_| pending),
+                    }
                 }
-                Ok(None) => {}
+                Ok(None) => AnchoringStatus::default(),
                 Err(e) => {
                     metrics::counter!("interlock_audit_checkpoint_failures_total").increment(1);
                     tracing::warn!(error = %e, "the audit checkpoint could not be made; retrying at the next interval");
+                    let previous = status.read().map(|s| s.clone()).unwrap_or_default();
+                    AnchoringStatus {
+                        last_error: Some(e.to_string()),
+                        ..previous
+                    }
                 }
+            };
+            if let Ok(mut s) = status.write() {
+                *s = now;
             }
         }
     });

@@ -24,7 +24,14 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let down = actors["down"].as_array().map_or(0, Vec::len);
     match migrate::pending_reason(&state.control).await {
         Ok(None) if down == 0 => {
-            HttpResponse::Ok().json(json!({"status": "ready", "actors": actors, "fleet": fleet}))
+            let mut body = json!({"status": "ready", "actors": actors, "fleet": fleet});
+            // Anchoring never makes a replica unready; it is shown so a stuck TSA is seen.
+            if state.checkpoint_key.is_some() {
+                if let Ok(a) = state.anchoring.read() {
+                    body["audit_anchoring"] = json!(*a);
+                }
+            }
+            HttpResponse::Ok().json(body)
         }
         Ok(None) => {
             let names: Vec<&str> = actors["down"]

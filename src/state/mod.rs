@@ -60,6 +60,8 @@ pub struct AppState {
     pub checkpoint_key: Option<Arc<crate::ledger::CheckpointKey>>,
     /// Where checkpoints are timestamped, when `audit.timestamp_url` is set.
     pub timestamp_authority: Option<crate::anchoring::TimestampAuthority>,
+    /// What this replica's scheduled checkpoints last did.
+    pub anchoring: crate::anchoring::AnchoringState,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -190,12 +192,14 @@ impl AppState {
             Duration::from_millis(settings.audit.timestamp_timeout_ms),
         )
         .map_err(StartError::CheckpointKey)?;
+        let anchoring = crate::anchoring::AnchoringState::default();
         if let Some(key) = &checkpoint_key {
             crate::anchoring::spawn(
                 control.clone(),
                 Arc::clone(key),
                 timestamp_authority.clone(),
                 Duration::from_secs(settings.audit.checkpoint_interval_secs),
+                anchoring.clone(),
             );
         }
         let profiles = ProfileCache::new(control.clone(), ttl);
@@ -206,6 +210,7 @@ impl AppState {
         Ok(Arc::new(AppState {
             checkpoint_key,
             timestamp_authority,
+            anchoring,
             oauth,
             webhooks,
             previews,
