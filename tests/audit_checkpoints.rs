@@ -64,10 +64,12 @@ async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
             writer.append(record(appended)).await.unwrap();
         }
         let c = ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
-        assert_eq!(c.tree_size, appended as i64);
-        // A second request without new records returns the same checkpoint.
+        assert!(c.new);
+        assert_eq!(c.checkpoint.tree_size, appended as i64);
+        // A second request without new records returns the same checkpoint, not a new one.
         let again = ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
-        assert_eq!(again.note, c.note);
+        assert!(!again.new);
+        assert_eq!(again.checkpoint.note, c.checkpoint.note);
         sizes.push(appended as u64);
     }
 
@@ -219,7 +221,11 @@ async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
         )
         .await
         .unwrap();
-    let rewritten = ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
+    let rewritten = ledger::checkpoint(&pool, &key)
+        .await
+        .unwrap()
+        .unwrap()
+        .checkpoint;
     let new = rewritten.tree_size.unsigned_abs();
     let forged = proof::ConsistencyBundle {
         format: proof::CONSISTENCY_FORMAT.to_string(),
@@ -380,7 +386,7 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
 
     // The TSA is down: the checkpoint is made all the same, its timestamp pending with why.
     tsa.down.store(true, Ordering::SeqCst);
-    let first = anchoring::checkpoint_now(&pool, &key, Some(&authority))
+    let first = anchoring::checkpoint_now(&pool, &key, Some(&authority), None)
         .await
         .unwrap()
         .unwrap();
@@ -399,7 +405,7 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
     for i in 6..=8 {
         writer.append(record(i)).await.unwrap();
     }
-    let second = anchoring::checkpoint_now(&pool, &key, Some(&authority))
+    let second = anchoring::checkpoint_now(&pool, &key, Some(&authority), None)
         .await
         .unwrap()
         .unwrap();

@@ -205,3 +205,70 @@ async fn a_receiver_that_was_down_gets_every_event_once_across_restarts_and_repl
         "a retried delivery keeps its webhook-id"
     );
 }
+
+#[tokio::test]
+async fn a_witness_receives_each_new_audit_checkpoint_signed_and_verifiable() {
+    let receiver = Receiver::start().await;
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("checkpoint.key");
+    std::fs::write(
+        &key_file,
+        interlock::ledger::CheckpointKey::generate("interlock.test/witness").unwrap(),
+    )
+    .unwrap();
+    let path = key_file.display().to_string();
+    let env = demo_env_with(
+        |s| {
+            s.webhooks.allow_private = true;
+            s.audit.checkpoint_key_file = path;
+            s.audit.checkpoint_interval_secs = 0;
+        },
+        |_| {},
+    )
+    .await;
+    let res = client()
+        .post(env.gateway.url("/admin/webhooks"))
+        .bearer_auth(&env.operator_key)
+        .json(&json!({"url": receiver.url, "secret": SECRET, "events": ["audit.checkpoint"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 201);
+    let vkey = client()
+        .get(env.gateway.url("/audit/checkpoint-key"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let checkpoint = |env: &DemoEnv| {
+        client()
+            .post(env.gateway.url("/admin/audit/checkpoints"))
+            .bearer_auth(&env.operator_key)
+            .send()
+    };
+    let first: Value = checkpoint(&env).await.unwrap().json().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let events = loop {
+        let got: Vec<Value> = receiver
+            .received()
+            .iter()
+            .filter(|r| r.accepted)
+            .map(verify)
+            .filter(|b| b["type"] == "audit.checkpoint")
+            .collect();
+        if !got.is_empty() || Instant::now() > deadline {
+            break got;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(events.len(), 1, "{events:?}");
+    let note = events[0]["data"]["note"].as_str().unwrap();
+    assert_eq!(note, first["note"].as_str().unwrap());
+    let read = interlock::ledger::note::verify(note, vkey.trim()).unwrap();
+    assert_eq!(read.size, first["tree_size"].as_u64().unwrap());
+    // The request was audited: the next checkpoint holds exactly that one more record.
+    let second: Value = checkpoint(&env).await.unwrap().json().await.unwrap();
+    assert_eq!(second["tree_size"].as_u64(), Some(read.size + 1));
+}

@@ -64,6 +64,17 @@ pub enum Event {
         source: String,
         at: DateTime<Utc>,
     },
+    /// A new signed checkpoint of the audit log, published by the replica that stored it,
+    /// for external witnesses to keep.
+    #[serde(rename = "audit.checkpoint")]
+    AuditCheckpoint {
+        tree_size: i64,
+        /// Base64, as in the note.
+        root_hash: String,
+        /// The signed note (c2sp tlog-checkpoint).
+        note: String,
+        at: DateTime<Utc>,
+    },
 }
 
 impl Event {
@@ -76,6 +87,7 @@ impl Event {
             Event::ApprovalDecided { .. } => "approval.decided",
             Event::ApprovalExecuted { .. } => "approval.executed",
             Event::ApprovalExpired { .. } => "approval.expired",
+            Event::AuditCheckpoint { .. } => "audit.checkpoint",
         }
     }
 
@@ -96,7 +108,9 @@ impl Event {
     pub fn operator_only(&self) -> bool {
         matches!(
             self,
-            Event::CircuitChanged { .. } | Event::ActorRestarted { .. }
+            Event::CircuitChanged { .. }
+                | Event::ActorRestarted { .. }
+                | Event::AuditCheckpoint { .. }
         )
     }
 
@@ -104,7 +118,7 @@ impl Event {
     /// events about the gateway itself.
     pub fn source(&self) -> &str {
         match self {
-            Event::ActorRestarted { .. } => "",
+            Event::ActorRestarted { .. } | Event::AuditCheckpoint { .. } => "",
             Event::CircuitChanged { source, .. }
             | Event::ApprovalCreated { source, .. }
             | Event::ApprovalDecided { source, .. }

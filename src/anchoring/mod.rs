@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use interlock_actors::events::{Event, EventBus};
+
 use crate::control::ledger::{self, StoredCheckpoint};
 use crate::control::{ControlError, ControlPool};
 use crate::ledger::timestamp;
@@ -124,18 +126,33 @@ pub async fn anchor_pending(
     Ok(done)
 }
 
-/// Signs a checkpoint of the whole log now and tries to timestamp what is pending.
+/// Signs a checkpoint of the whole log now and tries to timestamp what is pending. A
+/// checkpoint this call stored is published on `events` (`audit.checkpoint`, which
+/// webhooks deliver to external witnesses).
 pub async fn checkpoint_now(
     pool: &ControlPool,
     key: &CheckpointKey,
     tsa: Option<&TimestampAuthority>,
+    events: Option<&EventBus>,
 ) -> Result<Option<StoredCheckpoint>, ControlError> {
-    let made = ledger::checkpoint(pool, key).await?;
-    if let (Some(made), Some(tsa)) = (&made, tsa) {
-        anchor_pending(pool, tsa).await?;
-        return ledger::at_size(pool, made.tree_size.unsigned_abs()).await;
+    let Some(made) = ledger::checkpoint(pool, key).await? else {
+        return Ok(None);
+    };
+    if made.new {
+        if let Some(events) = events {
+            events.publish(Event::AuditCheckpoint {
+                tree_size: made.checkpoint.tree_size,
+                root_hash: made.checkpoint.root_hash.clone(),
+                note: made.checkpoint.note.clone(),
+                at: made.checkpoint.created_at,
+            });
+        }
     }
-    Ok(made)
+    if let Some(tsa) = tsa {
+        anchor_pending(pool, tsa).await?;
+        return ledger::at_size(pool, made.checkpoint.tree_size.unsigned_abs()).await;
+    }
+    Ok(Some(made.checkpoint))
 }
 
 /// What this replica's scheduled checkpoints last did, for `/readyz`.
@@ -160,6 +177,7 @@ pub fn spawn(
     tsa: Option<TimestampAuthority>,
     every: Duration,
     status: AnchoringState,
+    events: EventBus,
 ) {
     if every.is_zero() {
         return;
@@ -169,7 +187,7 @@ pub fn spawn(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let now = match checkpoint_now(&pool, &key, tsa.as_ref()).await {
+            let now = match checkpoint_now(&pool, &key, tsa.as_ref(), Some(&events)).await {
                 Ok(Some(c)) => {
                     metrics::gauge!("interlock_audit_checkpoint_size").set(c.tree_size as f64);
                     let pending = tsa.is_some() && c.timestamp.is_none();

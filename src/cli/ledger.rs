@@ -72,7 +72,7 @@ async fn checkpoint(settings: &Settings) -> anyhow::Result<()> {
         std::time::Duration::from_millis(settings.audit.timestamp_timeout_ms),
     )
     .map_err(anyhow::Error::msg)?;
-    match crate::anchoring::checkpoint_now(&pool(settings)?, &key, tsa.as_ref()).await? {
+    match crate::anchoring::checkpoint_now(&pool(settings)?, &key, tsa.as_ref(), None).await? {
         Some(c) => {
             print!("{}", c.note);
             if let Some(e) = &c.timestamp_error {

@@ -168,31 +168,43 @@ pub async fn consistency(
     tree::consistency(new, old, &known).map_err(invalid)
 }
 
+/// A checkpoint of the whole log, and whether this call stored it.
+pub struct Made {
+    pub checkpoint: StoredCheckpoint,
+    pub new: bool,
+}
+
 /// Extends the tree and signs a checkpoint of it with `key`, unless the latest
 /// checkpoint already covers every record; returns the checkpoint of the whole log.
 pub async fn checkpoint(
     pool: &ControlPool,
     key: &CheckpointKey,
-) -> Result<Option<StoredCheckpoint>, ControlError> {
+) -> Result<Option<Made>, ControlError> {
     let size = extend(pool).await?;
     if size == 0 {
         return Ok(None);
     }
     if let Some(existing) = at_size(pool, size).await? {
-        return Ok(Some(existing));
+        return Ok(Some(Made {
+            checkpoint: existing,
+            new: false,
+        }));
     }
     let root = root(pool, size).await?;
     let signed: SignedCheckpoint = key.sign(size, root).map_err(invalid)?;
     let client = pool.get().await?;
     let tree_size = i64::try_from(size).map_err(invalid)?;
-    client
+    let inserted = client
         .execute(
             "INSERT INTO audit_checkpoints (tree_size, root_hash, key_name, note)
              VALUES ($1, $2, $3, $4) ON CONFLICT (tree_size) DO NOTHING",
             &[&tree_size, &root.0.to_vec(), &key.name(), &signed.note],
         )
         .await?;
-    at_size(pool, size).await
+    Ok(at_size(pool, size).await?.map(|checkpoint| Made {
+        checkpoint,
+        new: inserted == 1,
+    }))
 }
 
 const CHECKPOINT_COLUMNS: &str =

@@ -200,6 +200,7 @@ impl AppState {
                 timestamp_authority.clone(),
                 Duration::from_secs(settings.audit.checkpoint_interval_secs),
                 anchoring.clone(),
+                events.clone(),
             );
         }
         let profiles = ProfileCache::new(control.clone(), ttl);

@@ -127,6 +127,11 @@ fn slack(event: &str, payload: &Value, console_url: &str) -> Value {
             s("to"),
             s("reason")
         ),
+        "audit.checkpoint" => format!(
+            "Audit log checkpoint: {} records, root {}",
+            d["tree_size"],
+            s("root_hash")
+        ),
         other => format!("InterLock event {other}"),
     };
     let text = if console_url.is_empty() {

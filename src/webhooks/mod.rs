@@ -22,13 +22,14 @@ use tokio::sync::mpsc;
 use crate::control::{webhooks as outbox, ControlPool};
 
 /// The events an endpoint may subscribe to.
-pub const EVENTS: [&str; 6] = [
+pub const EVENTS: [&str; 7] = [
     "approval.created",
     "approval.decided",
     "approval.executed",
     "approval.failed",
     "approval.expired",
     "circuit.changed",
+    "audit.checkpoint",
 ];
 
 /// The webhook event of a gateway event, if it has one.
@@ -40,6 +41,7 @@ pub fn event_name(e: &Event) -> Option<&'static str> {
         Event::ApprovalExecuted { .. } => "approval.failed",
         Event::ApprovalExpired { .. } => "approval.expired",
         Event::CircuitChanged { .. } => "circuit.changed",
+        Event::AuditCheckpoint { .. } => "audit.checkpoint",
         Event::ActorRestarted { .. } => return None,
     })
 }

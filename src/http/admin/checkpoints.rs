@@ -40,7 +40,7 @@ pub async fn list(
 }
 
 /// `POST /admin/audit/checkpoints`: extends the tree and signs a checkpoint now.
-pub async fn create(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
+pub async fn create(caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
     let Some(key) = state.checkpoint_key.clone() else {
         return error(
             StatusCode::CONFLICT,
@@ -48,10 +48,27 @@ pub async fn create(_caller: Admin<Operators>, state: web::Data<AppState>) -> Ht
             "no checkpoint key is configured: set audit.checkpoint_key_file (see `interlock audit keygen`)",
         );
     };
-    match crate::anchoring::checkpoint_now(&state.control, &key, state.timestamp_authority.as_ref())
-        .await
-    {
-        Ok(Some(c)) => HttpResponse::Created().json(c),
+    let made = crate::anchoring::checkpoint_now(
+        &state.control,
+        &key,
+        state.timestamp_authority.as_ref(),
+        Some(&state.events),
+    )
+    .await;
+    match made {
+        Ok(Some(c)) => {
+            // Audited like every administrative action; the record is the first of the
+            // next checkpoint.
+            super::audit_log::record(
+                &state,
+                &caller,
+                "admin.audit.checkpoint",
+                None,
+                json!({"tree_size": c.tree_size, "root_hash": c.root_hash}),
+            )
+            .await;
+            HttpResponse::Created().json(c)
+        }
         Ok(None) => error(
             StatusCode::CONFLICT,
             "audit_log_empty",
