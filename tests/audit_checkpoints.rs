@@ -363,6 +363,110 @@ async fn the_cli_proves_and_verifies_offline_and_the_gateway_publishes_its_key()
         err.contains("proof.json") && err.contains("record 3"),
         "{err}"
     );
+    // The whole log exported, then checked with no database and no configuration.
+    let export = dir.path().join("export");
+    let (ok, out, err) = run(
+        &["audit", "export", export.to_str().unwrap()],
+        Some(&config),
+    );
+    assert!(ok, "{err}");
+    assert!(out.starts_with("3 records and 1 checkpoints"), "{out}");
+    let verify = |d: &std::path::Path| {
+        run(
+            &[
+                "audit",
+                "verify",
+                "--offline",
+                d.to_str().unwrap(),
+                "--key",
+                &vkey,
+            ],
+            None,
+        )
+    };
+    let (ok, out, err) = verify(&export);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("\"records\": 3") && out.contains("\"checkpoints\": 1"),
+        "{out}"
+    );
+
+    // Each tampering of a copy of the export is refused, naming the file, line or record.
+    let other = new_key()
+        .sign(3, interlock::ledger::Hash([1; 32]))
+        .unwrap()
+        .note;
+    fn lines(d: &std::path::Path) -> Vec<String> {
+        std::fs::read_to_string(d.join("records.jsonl"))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+    fn write_lines(d: &std::path::Path, l: Vec<String>) {
+        std::fs::write(d.join("records.jsonl"), l.join("\n") + "\n").unwrap();
+    }
+    type Tamper = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Tamper, &str)> = vec![
+        (
+            "a record altered",
+            Box::new(|d| {
+                let mut l = lines(d);
+                l[1] = l[1].replacen("\"duration_us\":1", "\"duration_us\":2", 1);
+                write_lines(d, l);
+            }),
+            "line 2, record 2",
+        ),
+        (
+            "a record removed",
+            Box::new(|d| {
+                let mut l = lines(d);
+                l.remove(1);
+                write_lines(d, l);
+            }),
+            "expected record 2 next",
+        ),
+        (
+            "the last record removed",
+            Box::new(|d| {
+                let mut l = lines(d);
+                l.pop();
+                write_lines(d, l);
+            }),
+            "checkpoint-3.note: the checkpoint covers 3 records, but the export holds only 2",
+        ),
+        (
+            "a checkpoint by another key",
+            Box::new(move |d| std::fs::write(d.join("checkpoint-3.note"), &other).unwrap()),
+            "checkpoint-3.note: the checkpoint carries no signature by the key",
+        ),
+        (
+            "a listed checkpoint missing",
+            Box::new(|d| std::fs::remove_file(d.join("checkpoint-3.note")).unwrap()),
+            "checkpoint-3.note: listed in manifest.json but missing",
+        ),
+        (
+            "not JSON",
+            Box::new(|d| {
+                let mut l = lines(d);
+                l[0].push('x');
+                write_lines(d, l);
+            }),
+            "records.jsonl line 1: not a record",
+        ),
+    ];
+    for (name, tamper, expected) in cases {
+        let copy = dir.path().join(format!("copy-{}", name.replace(' ', "-")));
+        std::fs::create_dir_all(&copy).unwrap();
+        for entry in std::fs::read_dir(&export).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+        tamper(&copy);
+        let (ok, _, err) = verify(&copy);
+        assert!(!ok, "{name}: accepted");
+        assert!(err.contains(expected), "{name}: {err}");
+    }
 }
 
 #[actix_rt::test]
@@ -465,4 +569,28 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
         proof::verify_inclusion(&bundle, key.verifier_key()),
         Err(ProofError::Timestamp(TimestampError::OtherHash))
     ));
+
+    // Offline, a timestamp file that belongs to another checkpoint is named.
+    use base64::Engine as _;
+    use interlock::ledger::offline::{CheckpointFile, OfflineCheck, OfflineError};
+    let der = |c: &ledger::StoredCheckpoint| {
+        base64::engine::general_purpose::STANDARD
+            .decode(c.timestamp.as_ref().unwrap())
+            .unwrap()
+    };
+    let swapped = vec![CheckpointFile {
+        name: "checkpoint-5.note".into(),
+        note: all[0].note.clone(),
+        timestamp: Some(("checkpoint-5.tsr".into(), der(&all[1]))),
+    }];
+    match OfflineCheck::new(swapped, key.verifier_key()) {
+        Err(OfflineError::Timestamp {
+            file,
+            error: TimestampError::OtherHash,
+        }) => {
+            assert_eq!(file, "checkpoint-5.tsr");
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a timestamp of another checkpoint was accepted"),
+    }
 }

@@ -9,6 +9,7 @@ use super::output::print_json;
 use super::AuditCommand;
 use crate::config::Settings;
 use crate::control::{self, ledger};
+use crate::ledger::offline::{CheckpointFile, ExportedRecord, OfflineCheck, EXPORT_FORMAT};
 use crate::ledger::proof::{
     self, ConsistencyBundle, InclusionBundle, CONSISTENCY_FORMAT, INCLUSION_FORMAT,
 };
@@ -16,7 +17,11 @@ use crate::ledger::CheckpointKey;
 
 pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
     match cmd {
-        AuditCommand::Verify => super::admin::audit_verify(settings).await,
+        AuditCommand::Verify {
+            offline: Some(dir),
+            key: Some(key),
+        } => verify_offline(&dir, &key),
+        AuditCommand::Verify { .. } => super::admin::audit_verify(settings).await,
         AuditCommand::Keygen { name, out } => keygen(&name, &out),
         AuditCommand::Checkpoint => checkpoint(settings).await,
         AuditCommand::Prove {
@@ -95,7 +100,35 @@ async fn prove_consistency(settings: &Settings, from: u64, to: u64) -> anyhow::R
 async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()> {
     use base64::Engine as _;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let checkpoints = ledger::all(&pool(settings)?).await?;
+    let pool = pool(settings)?;
+    let records_path = dir.join("records.jsonl");
+    let mut records = std::io::BufWriter::new(
+        std::fs::File::create(&records_path)
+            .with_context(|| format!("creating {}", records_path.display()))?,
+    );
+    let mut failed: Option<std::io::Error> = None;
+    let count = control::audit::each(&pool, |r| {
+        let line = ExportedRecord {
+            seq: r.seq,
+            record: r.record,
+            prev_hash: hex::encode(&r.prev_hash),
+            hash: hex::encode(&r.hash),
+        };
+        let text = serde_json::to_string(&line)
+            .map_err(|e| control::ControlError::Invalid(e.to_string()))?;
+        if failed.is_none() {
+            if let Err(e) = writeln!(records, "{text}") {
+                failed = Some(e);
+            }
+        }
+        Ok(())
+    })
+    .await?;
+    if let Some(e) = failed {
+        return Err(e).with_context(|| format!("writing {}", records_path.display()));
+    }
+    records.flush()?;
+    let checkpoints = ledger::all(&pool).await?;
     let mut stamped = 0;
     for c in &checkpoints {
         let base = dir.join(format!("checkpoint-{}", c.tree_size));
@@ -112,19 +145,94 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
             format!("{}\n", key.verifier_key()),
         )?;
     }
+    let manifest = serde_json::json!({
+        "format": EXPORT_FORMAT,
+        "records": count,
+        "checkpoints": checkpoints.iter().map(|c| c.tree_size).collect::<Vec<_>>(),
+        "exported_at": chrono::Utc::now(),
+    });
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_string_pretty(&manifest)?,
+    )?;
     println!(
-        "{} checkpoints ({stamped} timestamped) written to {}",
+        "{count} records and {} checkpoints ({stamped} timestamped) written to {}",
         checkpoints.len(),
         dir.display()
     );
     Ok(())
 }
 
-fn verify_proof(file: &std::path::Path, key: &str) -> anyhow::Result<()> {
-    let key = match key.strip_prefix('@') {
+fn read_key(key: &str) -> anyhow::Result<String> {
+    Ok(match key.strip_prefix('@') {
         Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
         None => key.to_string(),
-    };
+    }
+    .trim()
+    .to_string())
+}
+
+fn verify_offline(dir: &std::path::Path, key: &str) -> anyhow::Result<()> {
+    use std::io::BufRead as _;
+    let key = read_key(key)?;
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("manifest.json"))
+            .with_context(|| format!("{}: no manifest.json (not an export?)", dir.display()))?,
+    )
+    .context("manifest.json is not JSON")?;
+    if manifest["format"] != EXPORT_FORMAT {
+        bail!(
+            "manifest.json: not an export this verifier knows ({})",
+            manifest["format"]
+        );
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let Some(size) = name
+            .strip_prefix("checkpoint-")
+            .and_then(|n| n.strip_suffix(".note"))
+        else {
+            continue;
+        };
+        let tsr = format!("checkpoint-{size}.tsr");
+        let timestamp = match std::fs::read(dir.join(&tsr)) {
+            Ok(der) => Some((tsr, der)),
+            Err(_) => None,
+        };
+        files.push(CheckpointFile {
+            note: std::fs::read_to_string(dir.join(&name))?,
+            name,
+            timestamp,
+        });
+    }
+    // Every checkpoint the manifest lists must be there.
+    for size in manifest["checkpoints"].as_array().into_iter().flatten() {
+        let name = format!("checkpoint-{size}.note");
+        if !files.iter().any(|f| f.name == name) {
+            bail!("{name}: listed in manifest.json but missing");
+        }
+    }
+    let mut check = OfflineCheck::new(files, &key)?;
+    let records = dir.join("records.jsonl");
+    let file =
+        std::fs::File::open(&records).with_context(|| format!("{}: missing", records.display()))?;
+    for line in std::io::BufReader::new(file).lines() {
+        check.line(&line?)?;
+    }
+    let report = check.finish()?;
+    if Some(report.records) != manifest["records"].as_u64() {
+        bail!(
+            "records.jsonl holds {} records, manifest.json says {}",
+            report.records,
+            manifest["records"]
+        );
+    }
+    print_json(&report)
+}
+
+fn verify_proof(file: &std::path::Path, key: &str) -> anyhow::Result<()> {
+    let key = read_key(key)?;
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let value: serde_json::Value =

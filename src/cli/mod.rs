@@ -144,8 +144,17 @@ pub enum GrantsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Recompute the hash chain; exits non-zero at the first altered, missing or reordered record.
-    Verify,
+    /// Recompute the hash chain; exits non-zero at the first altered, missing or reordered
+    /// record. With --offline, check an export directory (`interlock audit export`) with no
+    /// database: the chain, and every checkpoint's signature, timestamp and root recomputed
+    /// from the records.
+    Verify {
+        #[arg(long, value_name = "DIR", requires = "key")]
+        offline: Option<PathBuf>,
+        /// The log's verifier key, or @FILE (with --offline).
+        #[arg(long, requires = "offline")]
+        key: Option<String>,
+    },
     /// Generate a checkpoint signing key: writes the secret signer key to FILE (mode 0600)
     /// and prints the verifier key auditors check checkpoints with.
     Keygen {
@@ -171,9 +180,10 @@ pub enum AuditCommand {
         #[arg(long, requires = "from")]
         to: Option<u64>,
     },
-    /// Write every checkpoint to DIR for outside checks: `checkpoint-<size>.note` (the signed
-    /// note) and, when timestamped, `checkpoint-<size>.tsr` (the RFC 3161 response:
-    /// `openssl ts -verify -data checkpoint-<size>.note -in checkpoint-<size>.tsr -CAfile …`).
+    /// Export the whole log to DIR for outside checks: `records.jsonl` (every record with its
+    /// chain hashes), `checkpoint-<size>.note` (each signed checkpoint) and, when timestamped,
+    /// `checkpoint-<size>.tsr` (the RFC 3161 response: `openssl ts -verify -data
+    /// checkpoint-<size>.note -in checkpoint-<size>.tsr -CAfile …`), `manifest.json`.
     Export {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
@@ -460,7 +470,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Keys(cmd) => admin::keys(&settings, cmd).await,
         Command::Sources(cmd) => admin::sources(&settings, cmd).await,
         Command::Policy(cmd) => admin::policy(&settings, cmd).await,
-        Command::Audit(AuditCommand::Verify) => admin::audit_verify(&settings).await,
         Command::Audit(cmd) => crate::cli::ledger::run(&settings, cmd).await,
         Command::Grants(cmd) => admin::grants(&settings, cmd).await,
         Command::Approvals { remote, command } => remote::approvals(&remote, command).await,

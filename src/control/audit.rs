@@ -78,6 +78,27 @@ pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
     })
 }
 
+/// Calls `visit` with every record in sequence order, streaming; returns how many.
+pub async fn each(
+    pool: &ControlPool,
+    mut visit: impl FnMut(ChainedRecord) -> Result<(), ControlError>,
+) -> Result<u64, ControlError> {
+    let client = pool.get().await?;
+    let stream = client
+        .query_raw(
+            &format!("SELECT {COLUMNS} FROM audit_records ORDER BY seq"),
+            std::iter::empty::<i32>(),
+        )
+        .await?;
+    futures_util::pin_mut!(stream);
+    let mut n = 0;
+    while let Some(row) = stream.try_next().await? {
+        visit(from_row(&row)?)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// The record with sequence number `seq`, as stored.
 pub async fn record(pool: &ControlPool, seq: i64) -> Result<Option<ChainedRecord>, ControlError> {
     let client = pool.get().await?;

@@ -12,6 +12,7 @@
 //!   `interlock audit verify-proof` checks offline (format in docs/audit-proofs.md).
 
 pub mod note;
+pub mod offline;
 pub mod proof;
 pub mod timestamp;
 pub mod tree;

@@ -151,9 +151,64 @@ pub fn consistency(new: u64, old: u64, known: &Known) -> Result<Vec<Hash>, TreeE
     Ok(tlog::prove_tree(new, old, &reader(known))?)
 }
 
+/// The right edge of a tree being built leaf by leaf with nothing stored: the roots of its
+/// perfect subtrees, largest first (O(log n) memory), enough for the root at every size.
+/// What an offline verifier uses to recompute checkpoints from exported records.
+#[derive(Debug, Clone, Default)]
+pub struct Frontier {
+    /// `(height, hash)` of each perfect subtree, heights strictly decreasing.
+    subtrees: Vec<(u32, Hash)>,
+    size: u64,
+}
+
+impl Frontier {
+    /// Adds the next leaf.
+    pub fn push(&mut self, leaf: Hash) {
+        let mut node = (0, leaf);
+        while let Some(&(height, left)) = self.subtrees.last() {
+            if height != node.0 {
+                break;
+            }
+            self.subtrees.pop();
+            node = (height + 1, tlog::node_hash(left, node.1));
+        }
+        self.subtrees.push(node);
+        self.size += 1;
+    }
+
+    /// How many leaves were added.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// RFC 6962's root of the leaves added so far (`None` for an empty tree): the perfect
+    /// subtrees folded from the right.
+    pub fn root(&self) -> Option<Hash> {
+        let mut it = self.subtrees.iter().rev();
+        let mut hash = it.next()?.1;
+        for (_, left) in it {
+            hash = tlog::node_hash(*left, hash);
+        }
+        Some(hash)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_frontier_gives_the_stored_trees_root_at_every_size() {
+        let (stored, leaves) = build(&[300]);
+        let mut frontier = Frontier::default();
+        assert_eq!(frontier.root(), None);
+        for (n, leaf) in leaves.iter().enumerate() {
+            frontier.push(*leaf);
+            let size = n as u64 + 1;
+            let want = root(size, &fetch(&stored, needed_for_root(size))).unwrap();
+            assert_eq!(frontier.root(), Some(want), "size {size}");
+        }
+    }
 
     /// A whole tree built the way the control database builds it: in batches, fetching
     /// only what `needed_for_append` names.
