@@ -105,8 +105,18 @@ async fn approver_and_operator_work_in_a_real_browser() {
         source.port(),
         source.password_file().to_string_lossy().into_owned(),
     );
+    let key_file = dir.path().join("checkpoint.key");
+    std::fs::write(
+        &key_file,
+        interlock::ledger::CheckpointKey::generate("interlock.test/console").expect("key"),
+    )
+    .expect("key file");
+    let key_path = key_file.display().to_string();
     let env = demo_env_with(
-        |_| {},
+        move |s| {
+            s.audit.checkpoint_key_file = key_path;
+            s.audit.checkpoint_interval_secs = 0;
+        },
         move |s| {
             s.port = Some(port);
             s.dbname = Some("shop".into());

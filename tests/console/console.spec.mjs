@@ -641,6 +641,16 @@ async function phaseOperatorRecover(context) {
   await page.waitForSelector('#chain[data-state="ok"], #chain[data-state="broken"]', { timeout: 30000 });
   const chain = (await page.textContent("#chain-text")).trim();
   check("the audit chain status is OK", (await page.getAttribute("#chain", "data-state")) === "ok" && /Chain intact/.test(chain), chain);
+  // Signed checkpoints: the verifier key is shown; signing one now lists it.
+  await page.waitForFunction(() => (document.getElementById("checkpoints-key").textContent || "").includes("+"), null, { timeout: 10000 }).catch(() => {});
+  const vkey = (await page.textContent("#checkpoints-key")).trim();
+  check("the Audit page shows the checkpoint verifier key", /^interlock\.test\/console\+[0-9a-f]{8}\+/.test(vkey), vkey);
+  await page.click("#checkpoint-now");
+  await page.waitForSelector("#checkpoints-body tr[data-size]", { timeout: 10000 }).catch(() => {});
+  const cpRows = await page.locator("#checkpoints-body tr[data-size]").count();
+  const cpSize = cpRows ? parseInt(await page.getAttribute("#checkpoints-body tr[data-size]", "data-size"), 10) : 0;
+  check("Sign checkpoint now lists a checkpoint of the log", cpRows > 0 && cpSize > 0, `${cpRows} rows, size ${cpSize}`);
+  await screenshot(page, "checkpoints");
   await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
   const rows = await page.locator("#audit-body tr[data-seq]").count();
   check("the audit table lists records", rows > 0, `${rows} rows`);

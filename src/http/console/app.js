@@ -476,7 +476,7 @@
     document.title = `${capitalize(page)} · InterLock console`;
     if (page === "sources") loadSources();
     if (page === "approvals") { loadPending(); loadHistory(); }
-    if (page === "audit") { loadAudit({ fresh: true }); verifyChain(); }
+    if (page === "audit") { loadAudit({ fresh: true }); verifyChain(); loadCheckpoints(); }
     if (changed && !initial) $(`${page}-title`).focus();
     else if (initial) $(`${page}-title`).focus({ preventScroll: true });
   }
@@ -1367,6 +1367,46 @@
     $("audit-range").textContent = records.length ? `Page ${a.index + 1} · seq ${first.seq}–${last.seq}` : `Page ${a.index + 1}`;
   }
 
+  /** The signed checkpoints table; `configured` is false on a gateway without a key. */
+  async function loadCheckpoints() {
+    const body = $("checkpoints-body");
+    try {
+      const r = await api("/admin/audit/checkpoints?limit=20");
+      $("checkpoints-key").textContent = r.verifier_key || "none: this gateway signs no checkpoints (set audit.checkpoint_key_file)";
+      $("checkpoint-now").disabled = !r.verifier_key;
+      clear(body);
+      for (const c of r.checkpoints || []) {
+        const stamp = c.timestamp
+          ? h("span", {}, badge("outcome", "ok"), " ", h("time", { attrs: { datetime: c.timestamped_at } }, absTime(c.timestamped_at)))
+          : c.timestamp_error
+            ? h("span", { className: "small" }, badge("outcome", "error"), " pending: ", displaySafe(c.timestamp_error))
+            : h("span", { className: "muted" }, "none");
+        body.appendChild(h("tr", { dataset: { size: c.tree_size } },
+          h("td", { className: "num mono" }, String(c.tree_size)),
+          h("td", { className: "mono small", attrs: { title: c.root_hash } }, c.root_hash.slice(0, 16) + "…"),
+          h("td", { className: "nowrap" }, h("time", { attrs: { datetime: c.created_at } }, absTime(c.created_at))),
+          h("td", {}, stamp)));
+      }
+      $("checkpoints-empty").hidden = (r.checkpoints || []).length > 0;
+    } catch (e) {
+      announce(describeError(e, "Loading the signed checkpoints"), "error");
+    }
+  }
+
+  async function checkpointNow() {
+    const btn = $("checkpoint-now");
+    btn.disabled = true;
+    try {
+      const c = await api("/admin/audit/checkpoints", { method: "POST" });
+      announce(`Signed a checkpoint of ${plural(c.tree_size, "record")}.`, "ok");
+    } catch (e) {
+      announce(describeError(e, "Signing a checkpoint"), "error");
+    } finally {
+      btn.disabled = false;
+      loadCheckpoints();
+    }
+  }
+
   let verifying = false;
 
   async function verifyChain() {
@@ -1457,6 +1497,7 @@
     $("audit-newer").addEventListener("click", () => loadAudit({ index: Math.max(0, state.audit.index - 1) }));
     $("audit-newest").addEventListener("click", () => loadAudit({ index: 0 }));
     $("chain-verify").addEventListener("click", verifyChain);
+    $("checkpoint-now").addEventListener("click", checkpointNow);
 
     const saved = sessionStorage.getItem(KEY_STORAGE);
     if (saved) signIn(saved, { restoring: true });
