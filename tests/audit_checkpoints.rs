@@ -330,6 +330,15 @@ async fn the_cli_proves_and_verifies_offline_and_the_gateway_publishes_its_key()
     assert!(note.starts_with("interlock.test/cli\n"), "{note}");
     let (ok, bundle, err) = run(&["audit", "prove", "--seq", "2"], Some(&config));
     assert!(ok, "{err}");
+    // The same record found by its request id; an unknown one is named.
+    let (ok, by_request, err) = run(&["audit", "prove", "--request-id", "req-2"], Some(&config));
+    assert!(ok, "{err}");
+    assert_eq!(by_request, bundle);
+    let (ok, _, err) = run(&["audit", "prove", "--request-id", "nope"], Some(&config));
+    assert!(
+        !ok && err.contains("no audit record of request nope"),
+        "{err}"
+    );
     let bundle_file = dir.path().join("proof.json");
     std::fs::write(&bundle_file, &bundle).unwrap();
     let (ok, out, err) = run(

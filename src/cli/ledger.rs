@@ -30,11 +30,29 @@ pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
             ..
         } => prove_record(settings, seq, tree_size).await,
         AuditCommand::Prove {
+            request_id: Some(id),
+            tree_size,
+            ..
+        } => {
+            let seqs = control::audit::seqs_of_request(&pool(settings)?, &id).await?;
+            prove_one_of(settings, seqs, &format!("request {id}"), tree_size).await
+        }
+        AuditCommand::Prove {
+            approval_id: Some(id),
+            tree_size,
+            ..
+        } => {
+            let seqs = control::audit::seqs_of_approval(&pool(settings)?, id).await?;
+            prove_one_of(settings, seqs, &format!("approval {id}"), tree_size).await
+        }
+        AuditCommand::Prove {
             from: Some(from),
             to: Some(to),
             ..
         } => prove_consistency(settings, from, to).await,
-        AuditCommand::Prove { .. } => bail!("give --seq N, or --from A --to B"),
+        AuditCommand::Prove { .. } => {
+            bail!("give --seq N, --request-id ID or --approval-id ID, or --from A --to B")
+        }
         AuditCommand::Export { dir } => export(settings, &dir).await,
         AuditCommand::VerifyProof { file, key } => verify_proof(&file, &key),
     }
@@ -91,6 +109,26 @@ async fn checkpoint(settings: &Settings) -> anyhow::Result<()> {
 
 async fn prove_record(settings: &Settings, seq: i64, size: Option<u64>) -> anyhow::Result<()> {
     print_json(&ledger::prove_record(&pool(settings)?, seq, size).await?)
+}
+
+async fn prove_one_of(
+    settings: &Settings,
+    seqs: Vec<i64>,
+    what: &str,
+    size: Option<u64>,
+) -> anyhow::Result<()> {
+    match seqs.as_slice() {
+        [] => bail!("no audit record of {what}"),
+        [seq] => prove_record(settings, *seq, size).await,
+        many => bail!(
+            "{what} has {} records (seq {}); prove each with --seq",
+            many.len(),
+            many.iter()
+                .map(i64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 async fn prove_consistency(settings: &Settings, from: u64, to: u64) -> anyhow::Result<()> {

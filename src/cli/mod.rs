@@ -171,9 +171,16 @@ pub enum AuditCommand {
     /// first checkpoint that covers it (or the one of --tree-size records); with --from and
     /// --to, the consistency proof between the checkpoints of those sizes.
     Prove {
-        #[arg(long, conflicts_with_all = ["from", "to"])]
+        #[arg(long, conflicts_with_all = ["from", "to", "request_id", "approval_id"])]
         seq: Option<i64>,
-        #[arg(long, requires = "seq")]
+        /// The record of this request id (instead of --seq).
+        #[arg(long, conflicts_with_all = ["from", "to", "approval_id"])]
+        request_id: Option<String>,
+        /// The record of this approval (instead of --seq); an approval with several records
+        /// (queued, decided, executed) lists their seqs to prove one by one.
+        #[arg(long, conflicts_with_all = ["from", "to"])]
+        approval_id: Option<uuid::Uuid>,
+        #[arg(long)]
         tree_size: Option<u64>,
         #[arg(long, requires = "to")]
         from: Option<u64>,

@@ -99,6 +99,37 @@ pub async fn each(
     Ok(n)
 }
 
+/// The sequence numbers of the records of one request, in order (a scan of the log: for
+/// an auditor's command, not for a governed call).
+pub async fn seqs_of_request(
+    pool: &ControlPool,
+    request_id: &str,
+) -> Result<Vec<i64>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT seq FROM audit_records WHERE request_id = $1 ORDER BY seq",
+            &[&request_id],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
+/// The sequence numbers of the records of one approval, in order (`audit_approval` index).
+pub async fn seqs_of_approval(
+    pool: &ControlPool,
+    approval_id: uuid::Uuid,
+) -> Result<Vec<i64>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT seq FROM audit_records WHERE approval_id = $1 ORDER BY seq",
+            &[&approval_id],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}
+
 /// The record with sequence number `seq`, as stored.
 pub async fn record(pool: &ControlPool, seq: i64) -> Result<Option<ChainedRecord>, ControlError> {
     let client = pool.get().await?;
