@@ -603,3 +603,73 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
         Ok(_) => panic!("a timestamp of another checkpoint was accepted"),
     }
 }
+
+#[tokio::test]
+async fn the_gateway_signs_checkpoints_on_its_own_schedule_and_readyz_shows_them() {
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("checkpoint.key");
+    std::fs::write(
+        &key_file,
+        CheckpointKey::generate("interlock.test/schedule").unwrap(),
+    )
+    .unwrap();
+    let path = key_file.display().to_string();
+    let env = common::env::demo_env_with(
+        |s| {
+            s.audit.checkpoint_key_file = path;
+            s.audit.checkpoint_interval_secs = 1;
+        },
+        |_| {},
+    )
+    .await;
+    // One governed call: a record for the schedule to sign.
+    env.agent_query(serde_json::json!({"source_id": "shop", "sql": "SELECT 1 AS x"}))
+        .await;
+    let http = reqwest::Client::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let (listed, ready) = loop {
+        let listed: serde_json::Value = http
+            .get(env.gateway.url("/admin/audit/checkpoints"))
+            .bearer_auth(&env.operator_key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let ready: serde_json::Value = http
+            .get(env.gateway.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let signed = listed["checkpoints"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty());
+        if (signed && ready["audit_anchoring"]["last_checkpoint"].is_i64())
+            || std::time::Instant::now() > deadline
+        {
+            break (listed, ready);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let latest = &listed["checkpoints"][0];
+    assert!(
+        latest.is_object(),
+        "no scheduled checkpoint: {listed} {ready}"
+    );
+    let vkey = listed["verifier_key"].as_str().unwrap();
+    let read = interlock::ledger::note::verify(latest["note"].as_str().unwrap(), vkey).unwrap();
+    assert_eq!(Some(read.size), latest["tree_size"].as_u64());
+    assert_eq!(ready["status"], "ready", "{ready}");
+    assert!(
+        ready["audit_anchoring"]["last_checkpoint"].as_i64() >= Some(1),
+        "{ready}"
+    );
+    assert_eq!(
+        ready["audit_anchoring"]["timestamp_pending"], false,
+        "{ready}"
+    );
+}

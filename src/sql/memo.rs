@@ -171,7 +171,7 @@ impl ShapeMemo {
 }
 
 impl Entry {
-    /// A rough size in bytes: the text, the tokens and the lineage.
+    /// A rough size in bytes: the text, the literal slots and the lineage.
     fn weight(&self) -> usize {
         let analysis = &self.understood.analysis;
         self.pieces.iter().map(String::len).sum::<usize>()
