@@ -591,6 +591,9 @@
       case "approval.expired":
         onApprovalEvent(name, ev);
         break;
+      case "audit.checkpoint":
+        if (state.page === "audit") loadCheckpoints();
+        break;
       case "lagged":
         announce(`Live updates fell behind (${ev.missed} events missed); reloading.`, "warn");
         refreshAll();
