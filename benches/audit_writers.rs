@@ -1,0 +1,155 @@
+//! Audit records per second on one durable control database with one writer and with two
+//! (two gateways' audit writers appending to the one chain), measured in the same run;
+//! then what the first checkpoint of everything written costs. The baseline for the
+//! fleet-without-one-lock part of issue 27: today the writers share one chain, so a batch
+//! that finds the head moved re-reads it and retries.
+//!
+//! `cargo bench --bench audit_writers -- --seconds 5 --callers 64`
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use interlock::config::Settings;
+use interlock::control::{self, ledger};
+use interlock::ledger::CheckpointKey;
+use interlock::pgcluster::{Cluster, ClusterOptions};
+use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
+use interlock_actors::events::EventBus;
+use interlock_actors::supervise::{Supervision, SupervisionConfig};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn record(i: u64) -> AuditRecord {
+    AuditRecord {
+        at: Utc::now(),
+        request_id: uuid::Uuid::new_v4().to_string(),
+        identity_id: None,
+        identity: Some("demo-agent".into()),
+        adapter: "mcp".into(),
+        dialect: Some("2026-07-28".into()),
+        tool: "interlock_query".into(),
+        source_id: Some("shop".into()),
+        action: Some("read".into()),
+        statement: Some(format!(
+            "SELECT id, name, country FROM public.customers WHERE id = {i} LIMIT 1001"
+        )),
+        fingerprint: Some("0123456789abcdef0123456789abcdef".into()),
+        decision: serde_json::json!({"verdict": "allowed"}),
+        outcome: RecordOutcome::Ok,
+        row_count: Some(1),
+        duration_us: 400,
+        cache_hit: false,
+        approval_id: None,
+        statement_sha256: None,
+    }
+}
+
+/// Records per second appended by `callers` concurrent callers spread over `writers`.
+async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64) -> f64 {
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let handles: Vec<AuditHandle> = (0..writers)
+        .map(|_| {
+            AuditHandle::start(
+                control::pool::audit_pool(&settings.control).expect("pool"),
+                AuditConfig::default(),
+                &supervision,
+            )
+        })
+        .collect();
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(secs);
+    let mut tasks = Vec::new();
+    for c in 0..callers {
+        let handle = handles[c as usize % writers].clone();
+        let done = done.clone();
+        let failed = failed.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut i = c * 1_000_000;
+            while Instant::now() < until {
+                match handle.append(record(i)).await {
+                    Ok(_) => {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Not yet started, or refused under load: what a governed call would
+                    // answer as "audit unavailable". Counted, not retried at once.
+                    Err(_) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+                i += 1;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.expect("task");
+    }
+    let refused = failed.load(Ordering::Relaxed);
+    if refused > 0 {
+        println!("  ({writers} writer(s): {refused} appends refused as unavailable)");
+    }
+    done.load(Ordering::Relaxed) as f64 / secs as f64
+}
+
+fn main() {
+    let secs = arg("--seconds", 5);
+    let callers = arg("--callers", 64);
+    let dir = tempfile::Builder::new()
+        .prefix("interlock-audit-bench")
+        .tempdir()
+        .expect("dir");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    let cluster = Cluster::start(&ClusterOptions {
+        base_dir: dir.path().join("pg"),
+        port: 0,
+        fast: false, // durable: fsync on, as in production
+    })
+    .expect("cluster");
+    actix_rt::System::with_tokio_rt(|| {
+        tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt")
+    })
+    .block_on(async {
+        interlock::demo::prepare_databases(&cluster).await.expect("databases");
+        let mut settings =
+            Settings::load_with_env(None, Vec::<(String, String)>::new()).expect("settings");
+        interlock::demo::control_settings(&mut settings, &cluster);
+        let pool = control::connect_pool(&settings.control).expect("pool");
+        control::migrate::migrate(&pool).await.expect("migrate");
+
+        println!("audit records per second, durable control database, {callers} callers, {secs} s per cell");
+        let one = cell(&settings, 1, callers, secs).await;
+        let two = cell(&settings, 2, callers, secs).await;
+        println!("1 writer : {one:>8.0} records/s");
+        println!("2 writers: {two:>8.0} records/s ({:.2}× one writer, one chain)", two / one);
+        let report = control::audit::verify(&pool).await.expect("verify");
+        println!("chain after both cells: ok = {}, {} records, gap-free", report.ok, report.records);
+        assert!(report.ok, "{report:?}");
+
+        let key = CheckpointKey::parse(&CheckpointKey::generate("bench.interlock/audit").expect("key"))
+            .expect("key");
+        let started = Instant::now();
+        let made = ledger::checkpoint(&pool, &key).await.expect("checkpoint").expect("records");
+        let took = started.elapsed();
+        println!(
+            "first checkpoint over {} records: {:.2} s ({:.1} µs per record, wall clock)",
+            made.checkpoint.tree_size,
+            took.as_secs_f64(),
+            took.as_secs_f64() * 1e6 / made.checkpoint.tree_size as f64
+        );
+    });
+}
