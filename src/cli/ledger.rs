@@ -1,5 +1,6 @@
-//! `interlock audit keygen | checkpoint | prove | verify-proof`: the audit log's signed
-//! checkpoints and proofs (`crate::ledger`, docs/audit-proofs.md).
+//! `interlock audit verify [--offline] | keygen | checkpoint | prove | export |
+//! verify-proof`: the audit log's chain, signed checkpoints, proofs and exports
+//! (`crate::ledger`, docs/audit-proofs.md).
 
 use std::io::Write as _;
 
