@@ -198,13 +198,25 @@ async fn write_all(
     }
 }
 
-/// How often a batch re-reads the chain head while other writers keep extending the chain.
-const ATTEMPTS: usize = 8;
+/// How long a batch keeps re-reading the chain head while other writers keep extending the
+/// chain, before its records are answered "audit unavailable": well inside the callers'
+/// commit timeout. A fixed number of immediate retries was not enough: two busy writers
+/// met at the same head again and again (`benches/audit_writers.rs` refused thousands of
+/// appends in 5 s).
+const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A random pause before re-reading a moved head, growing with the attempt (up to 6.4 ms),
+/// so that competing writers stop arriving at the same head together.
+fn backoff(attempt: u32) -> std::time::Duration {
+    let cap_us = 200u64 << attempt.min(5);
+    let jitter = (uuid::Uuid::new_v4().as_u128() % u128::from(cap_us)) as u64;
+    std::time::Duration::from_micros(jitter)
+}
 
 /// Extends the chain with `records`; returns the first sequence number and the new head.
 /// With the head known, that is one statement; when it is not known, or another writer
-/// moved it, the head is read first (and read again, a few times, while other writers keep
-/// moving it).
+/// moved it, the head is read first (and read again, after a random pause, for up to
+/// [`RETRY_BUDGET`] while other writers keep moving it).
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
     records: &[AuditRecord],
@@ -220,14 +232,18 @@ async fn write_batch(
             other => return other,
         }
     }
-    for _ in 0..ATTEMPTS {
+    let started = std::time::Instant::now();
+    let mut attempt = 0;
+    loop {
         let head = read_head(&client).await?;
         match append(&client, &insert, records, &head).await {
-            Err(BatchError::HeadMoved) => continue,
+            Err(BatchError::HeadMoved) if started.elapsed() < RETRY_BUDGET => {
+                attempt += 1;
+                tokio::time::sleep(backoff(attempt)).await;
+            }
             other => return other,
         }
     }
-    Err(BatchError::HeadMoved)
 }
 
 /// Prepared once per pooled connection (the text is fixed). A batch is one statement
