@@ -211,9 +211,54 @@ pub struct AuditSettings {
     pub timestamp_url: String,
     /// How long one timestamp request may take, in milliseconds.
     pub timestamp_timeout_ms: u64,
+    /// Records per partition of the audit log.
+    pub partition_records: i64,
+    /// Seconds between maintenance rounds (partitions ahead, archiving); 0: none.
+    pub maintenance_interval_secs: u64,
+    /// Where closed partitions are archived; empty: they stay in the control database.
+    pub archive_dir: String,
+    /// Days a closed partition's records stay in the control database before it is
+    /// archived (with `archive_dir`); 0: archive only on demand.
+    pub retain_days: u64,
 }
 
 impl AuditSettings {
+    /// The maintenance loop these settings describe: scheduled archiving needs an archive
+    /// directory, a retention period and the checkpoint key its segments are signed with.
+    pub fn maintenance(
+        &self,
+        key: Option<std::sync::Arc<crate::ledger::CheckpointKey>>,
+    ) -> Result<crate::retention::Maintenance, String> {
+        if self.partition_records < 1 {
+            return Err(format!(
+                "audit.partition_records must be at least 1 (is {})",
+                self.partition_records
+            ));
+        }
+        let dir = self.archive_dir.trim();
+        let archive =
+            match (dir.is_empty(), self.retain_days, key) {
+                (true, _, _) | (false, 0, _) => None,
+                (false, _, None) => return Err(
+                    "audit.archive_dir with audit.retain_days needs audit.checkpoint_key_file: \
+                     an archived segment is proven by a signed checkpoint"
+                        .into(),
+                ),
+                (false, days, Some(key)) => Some(crate::retention::Archiving {
+                    dir: std::path::PathBuf::from(dir),
+                    retain: chrono::Duration::days(
+                        i64::try_from(days).unwrap_or(i64::MAX / 86_400_000),
+                    ),
+                    key,
+                }),
+            };
+        Ok(crate::retention::Maintenance {
+            partition_records: self.partition_records,
+            archive,
+            every: std::time::Duration::from_secs(self.maintenance_interval_secs),
+        })
+    }
+
     /// The checkpoint signing key, if `checkpoint_key_file` names one.
     pub fn checkpoint_key(&self) -> Result<Option<crate::ledger::CheckpointKey>, String> {
         if self.checkpoint_key_file.trim().is_empty() {

@@ -21,7 +21,8 @@
 //! 3. infrastructure adapters, each owning its settings: `sources` (connectors), `oauth`
 //!    (token verification), `webhooks`, `pgcluster`, `fleet` (the replicas' channel),
 //!    `limits` (rate limits, local or shared), `anchoring` (audit checkpoints on a schedule,
-//!    RFC 3161 timestamps)
+//!    RFC 3161 timestamps), `retention` (the audit log's partitions, archived to verified
+//!    segment files)
 //! 4. what a governed call is made of, shared by its two runners: `call` (outcome, audit
 //!    draft, steps, masks)
 //! 5. the governed call: `pipeline` (an agent's call, step by step), `approvals` (queued
@@ -52,6 +53,7 @@ pub mod mcp;
 pub mod oauth;
 pub mod pgcluster;
 pub mod pipeline;
+pub mod retention;
 pub mod secrets;
 pub mod sources;
 pub mod sql;

@@ -581,7 +581,7 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
 
     // Offline, a timestamp file that belongs to another checkpoint is named.
     use base64::Engine as _;
-    use interlock::ledger::offline::{CheckpointFile, OfflineCheck, OfflineError};
+    use interlock::ledger::offline::{CheckpointFile, OfflineCheck, OfflineError, Prefix};
     let der = |c: &ledger::StoredCheckpoint| {
         base64::engine::general_purpose::STANDARD
             .decode(c.timestamp.as_ref().unwrap())
@@ -592,7 +592,7 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
         note: all[0].note.clone(),
         timestamp: Some(("checkpoint-5.tsr".into(), der(&all[1]))),
     }];
-    match OfflineCheck::new(swapped, key.verifier_key()) {
+    match OfflineCheck::new(swapped, key.verifier_key(), &Prefix::none()) {
         Err(OfflineError::Timestamp {
             file,
             error: TimestampError::OtherHash,

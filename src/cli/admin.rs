@@ -225,15 +225,6 @@ pub async fn policy(settings: &Settings, cmd: PolicyCommand) -> anyhow::Result<(
     Ok(())
 }
 
-pub async fn audit_verify(settings: &Settings) -> anyhow::Result<()> {
-    let report = control::audit::verify(&pool(settings)?).await?;
-    print_json(&report)?;
-    if !report.ok {
-        anyhow::bail!("the audit chain is broken; see first_break");
-    }
-    Ok(())
-}
-
 pub async fn grants(settings: &Settings, cmd: GrantsCommand) -> anyhow::Result<()> {
     let pool = pool(settings)?;
     let client = pool.get().await?;

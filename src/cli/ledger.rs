@@ -1,6 +1,6 @@
-//! `interlock audit verify [--offline] | keygen | checkpoint | prove | export |
+//! `interlock audit verify --offline | keygen | checkpoint | prove | export |
 //! verify-proof`: the audit log's chain, signed checkpoints, proofs and exports
-//! (`crate::ledger`, docs/audit-proofs.md).
+//! (`crate::ledger`, docs/audit-proofs.md); archiving is `super::retention`.
 
 use std::io::Write as _;
 
@@ -10,7 +10,7 @@ use super::output::print_json;
 use super::AuditCommand;
 use crate::config::Settings;
 use crate::control::{self, ledger};
-use crate::ledger::offline::{CheckpointFile, ExportedRecord, OfflineCheck, EXPORT_FORMAT};
+use crate::ledger::offline::{CheckpointFile, ExportedRecord, OfflineCheck, Prefix, EXPORT_FORMAT};
 use crate::ledger::proof::{
     self, ConsistencyBundle, InclusionBundle, CONSISTENCY_FORMAT, INCLUSION_FORMAT,
 };
@@ -21,8 +21,16 @@ pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
         AuditCommand::Verify {
             offline: Some(dir),
             key: Some(key),
-        } => verify_offline(&dir, &key),
-        AuditCommand::Verify { .. } => super::admin::audit_verify(settings).await,
+            archive,
+        } => verify_offline(&dir, &key, archive.as_deref()),
+        AuditCommand::Verify { archive, key, .. } => {
+            super::retention::verify(settings, archive.as_deref(), key.as_deref()).await
+        }
+        AuditCommand::Archive {
+            dir,
+            older_than_days,
+        } => super::retention::archive(settings, dir.as_deref(), older_than_days).await,
+        AuditCommand::Partitions => super::retention::list(settings).await,
         AuditCommand::Keygen { name, out } => keygen(&name, &out),
         AuditCommand::Checkpoint => checkpoint(settings).await,
         AuditCommand::Prove {
@@ -59,11 +67,13 @@ pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
     }
 }
 
-fn pool(settings: &Settings) -> anyhow::Result<control::ControlPool> {
+pub(super) fn control_pool(settings: &Settings) -> anyhow::Result<control::ControlPool> {
     control::connect_pool(&settings.control).context("connecting to the control database")
 }
 
-fn key(settings: &Settings) -> anyhow::Result<CheckpointKey> {
+use control_pool as pool;
+
+pub(super) fn signing_key(settings: &Settings) -> anyhow::Result<CheckpointKey> {
     settings
         .audit
         .checkpoint_key()
@@ -90,7 +100,7 @@ fn keygen(name: &str, out: &std::path::Path) -> anyhow::Result<()> {
 }
 
 async fn checkpoint(settings: &Settings) -> anyhow::Result<()> {
-    let key = key(settings)?;
+    let key = signing_key(settings)?;
     let tsa = crate::anchoring::TimestampAuthority::new(
         &settings.audit.timestamp_url,
         std::time::Duration::from_millis(settings.audit.timestamp_timeout_ms),
@@ -140,6 +150,13 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
     use base64::Engine as _;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let pool = pool(settings)?;
+    let prefix = match control::partitions::live_start(&pool).await? {
+        control::partitions::LiveStart::After { seq, prev_hash, .. } if seq > 0 => {
+            let frontier = ledger::frontier(&pool, seq.unsigned_abs()).await?;
+            Prefix::of(seq, &prev_hash, &frontier)
+        }
+        _ => Prefix::none(),
+    };
     let records_path = dir.join("records.jsonl");
     let mut records = std::io::BufWriter::new(
         std::fs::File::create(&records_path)
@@ -167,7 +184,12 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
         return Err(e).with_context(|| format!("writing {}", records_path.display()));
     }
     records.flush()?;
-    let checkpoints = ledger::all(&pool).await?;
+    // Checkpoints of archived records only are the archive's to prove.
+    let checkpoints: Vec<_> = ledger::all(&pool)
+        .await?
+        .into_iter()
+        .filter(|c| c.tree_size >= prefix.seq)
+        .collect();
     let mut stamped = 0;
     for c in &checkpoints {
         let base = dir.join(format!("checkpoint-{}", c.tree_size));
@@ -187,6 +209,7 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
     let manifest = serde_json::json!({
         "format": EXPORT_FORMAT,
         "records": count,
+        "prefix": prefix,
         "checkpoints": checkpoints.iter().map(|c| c.tree_size).collect::<Vec<_>>(),
         "exported_at": chrono::Utc::now(),
     });
@@ -202,7 +225,7 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
     Ok(())
 }
 
-fn read_key(key: &str) -> anyhow::Result<String> {
+pub(super) fn read_key(key: &str) -> anyhow::Result<String> {
     Ok(match key.strip_prefix('@') {
         Some(path) => std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?,
         None => key.to_string(),
@@ -211,9 +234,39 @@ fn read_key(key: &str) -> anyhow::Result<String> {
     .to_string())
 }
 
-fn verify_offline(dir: &std::path::Path, key: &str) -> anyhow::Result<()> {
-    use std::io::BufRead as _;
+/// Checks an export (a directory with `manifest.json`) or an archive (a directory of
+/// segments) offline; with `archive`, an export must continue that archive.
+fn verify_offline(
+    dir: &std::path::Path,
+    key: &str,
+    archive: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     let key = read_key(key)?;
+    let archived = match archive {
+        Some(a) => Some(
+            crate::retention::files::check_archive(a, &key)
+                .with_context(|| format!("checking the archive in {}", a.display()))?,
+        ),
+        None => None,
+    };
+    if !dir.join("manifest.json").exists()
+        && !crate::retention::files::segment_files(dir)?.is_empty()
+    {
+        if archive.is_some() {
+            bail!("{}: is an archive itself; give it alone", dir.display());
+        }
+        let report = crate::retention::files::check_archive(dir, &key)?;
+        return print_json(&report);
+    }
+    verify_export(dir, &key, archived)
+}
+
+fn verify_export(
+    dir: &std::path::Path,
+    key: &str,
+    archived: Option<crate::retention::files::ArchiveReport>,
+) -> anyhow::Result<()> {
+    use std::io::BufRead as _;
     let manifest: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("manifest.json"))
             .with_context(|| format!("{}: no manifest.json (not an export?)", dir.display()))?,
@@ -252,7 +305,27 @@ fn verify_offline(dir: &std::path::Path, key: &str) -> anyhow::Result<()> {
             bail!("{name}: listed in manifest.json but missing");
         }
     }
-    let mut check = OfflineCheck::new(files, &key)?;
+    let prefix: Prefix = match manifest.get("prefix") {
+        Some(p) => serde_json::from_value(p.clone()).context("manifest.json: its prefix")?,
+        None => Prefix::none(),
+    };
+    if let Some(a) = &archived {
+        let (last, hash) = (a.last_seq.unwrap_or(0), a.last_hash());
+        if last != prefix.seq || (last > 0 && hash != Some(prefix.prev_hash.as_str())) {
+            bail!(
+                "the export starts after record {} (hash {}), but the archive ends at record {last} (hash {})",
+                prefix.seq,
+                prefix.prev_hash,
+                hash.unwrap_or("none")
+            );
+        }
+    } else if prefix.seq > 0 {
+        eprintln!(
+            "the export starts at record {}: records before it are archived (check them with --archive DIR)",
+            prefix.seq + 1
+        );
+    }
+    let mut check = OfflineCheck::new(files, key, &prefix)?;
     let records = dir.join("records.jsonl");
     let file =
         std::fs::File::open(&records).with_context(|| format!("{}: missing", records.display()))?;

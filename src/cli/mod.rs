@@ -5,6 +5,7 @@ mod dev;
 mod ledger;
 mod output;
 mod remote;
+mod retention;
 
 use std::path::PathBuf;
 
@@ -144,17 +145,36 @@ pub enum GrantsCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Recompute the hash chain; exits non-zero at the first altered, missing or reordered
-    /// record. With --offline, check an export directory (`interlock audit export`) with no
-    /// database: the chain, and every checkpoint's signature, timestamp and root recomputed
-    /// from the records.
+    /// Recompute the hash chain of the live log; exits non-zero at the first altered,
+    /// missing or reordered record. With --archive, check the archived segments too and that
+    /// the live log continues them. With --offline, check an export or an archive directory
+    /// with no database: the chain, and every checkpoint's signature, timestamp and root
+    /// recomputed from the records.
     Verify {
         #[arg(long, value_name = "DIR", requires = "key")]
         offline: Option<PathBuf>,
-        /// The log's verifier key, or @FILE (with --offline).
-        #[arg(long, requires = "offline")]
+        /// The directory of archived segments (`interlock audit archive`).
+        #[arg(long, value_name = "DIR")]
+        archive: Option<PathBuf>,
+        /// The log's verifier key, or @FILE (with --offline; with --archive it defaults to
+        /// the configured checkpoint key's).
+        #[arg(long)]
         key: Option<String>,
     },
+    /// Archive closed partitions of the audit log: each is written to DIR as a segment file
+    /// carrying the signed checkpoint that covers it, read back and verified, and only then
+    /// dropped from the control database. Prints what was archived.
+    Archive {
+        /// Where the segments go (default: audit.archive_dir).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// Only partitions whose last record is older than this many days (default:
+        /// audit.retain_days; 0: every closed partition).
+        #[arg(long, value_name = "DAYS")]
+        older_than_days: Option<u64>,
+    },
+    /// List the audit log's partitions, live and archived.
+    Partitions,
     /// Generate a checkpoint signing key: writes the secret signer key to FILE (mode 0600)
     /// and prints the verifier key auditors check checkpoints with.
     Keygen {

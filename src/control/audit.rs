@@ -8,10 +8,12 @@ use serde::Serialize;
 
 use super::{ControlError, ControlPool};
 
-/// The result of checking the whole chain.
+/// The result of checking the live chain.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
     pub ok: bool,
+    /// The first live record (records before it were archived; 1 when none was).
+    pub first_seq: i64,
     pub records: u64,
     pub first_break: Option<ChainBreak>,
 }
@@ -50,44 +52,88 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
     })
 }
 
-/// Recomputes every hash in sequence order, streaming the records.
+/// Recomputes every hash of the live log in sequence order, streaming the records. When
+/// earlier records were archived, the first live record must chain to the last archived
+/// one (the hash `audit_partitions` kept when its partition was dropped).
 pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
-    let client = pool.get().await?;
-    let stream = client
-        .query_raw(
-            &format!("SELECT {COLUMNS} FROM audit_records ORDER BY seq"),
-            std::iter::empty::<i32>(),
-        )
-        .await?;
-    futures_util::pin_mut!(stream);
-    let mut verifier = ChainVerifier::default();
-    while let Some(row) = stream.try_next().await? {
-        let record = from_row(&row)?;
-        if let Err(b) = verifier.check(&record) {
-            return Ok(VerifyReport {
-                ok: false,
-                records: verifier.checked,
-                first_break: Some(b),
-            });
+    let (first_seq, mut verifier) = match super::partitions::live_start(pool).await? {
+        super::partitions::LiveStart::Empty => (1, ChainVerifier::default()),
+        super::partitions::LiveStart::After {
+            seq,
+            archived_hash,
+            prev_hash,
+        } => {
+            if seq > 0 && archived_hash.as_deref() != Some(prev_hash.as_slice()) {
+                let reason = match archived_hash {
+                    None => format!(
+                        "the log starts at record {} but no archived partition ends at record {seq}: records before it are missing",
+                        seq + 1
+                    ),
+                    Some(_) => format!(
+                        "record {} does not chain to the last archived record {seq} (its prev_hash is not the hash kept when that partition was archived)",
+                        seq + 1
+                    ),
+                };
+                return Ok(VerifyReport {
+                    ok: false,
+                    first_seq: seq + 1,
+                    records: 0,
+                    first_break: Some(ChainBreak {
+                        seq: seq + 1,
+                        reason,
+                    }),
+                });
+            }
+            (seq + 1, ChainVerifier::resume(seq, prev_hash))
         }
-    }
+    };
+    let mut first_break = None;
+    each_from(pool, first_seq, |record| {
+        if first_break.is_none() {
+            first_break = verifier.check(&record).err();
+        }
+        Ok(())
+    })
+    .await?;
     Ok(VerifyReport {
-        ok: true,
+        ok: first_break.is_none(),
+        first_seq,
         records: verifier.checked,
-        first_break: None,
+        first_break,
     })
 }
 
-/// Calls `visit` with every record in sequence order, streaming; returns how many.
+/// Calls `visit` with every live record in sequence order, streaming; returns how many.
 pub async fn each(
     pool: &ControlPool,
+    visit: impl FnMut(ChainedRecord) -> Result<(), ControlError>,
+) -> Result<u64, ControlError> {
+    each_between(pool, i64::MIN, i64::MAX, visit).await
+}
+
+/// Like [`each`], from record `first` on.
+async fn each_from(
+    pool: &ControlPool,
+    first: i64,
+    visit: impl FnMut(ChainedRecord) -> Result<(), ControlError>,
+) -> Result<u64, ControlError> {
+    each_between(pool, first, i64::MAX, visit).await
+}
+
+/// Calls `visit` with the records `lower <= seq < upper` in sequence order, streaming.
+pub async fn each_between(
+    pool: &ControlPool,
+    lower: i64,
+    upper: i64,
     mut visit: impl FnMut(ChainedRecord) -> Result<(), ControlError>,
 ) -> Result<u64, ControlError> {
     let client = pool.get().await?;
     let stream = client
         .query_raw(
-            &format!("SELECT {COLUMNS} FROM audit_records ORDER BY seq"),
-            std::iter::empty::<i32>(),
+            &format!(
+                "SELECT {COLUMNS} FROM audit_records WHERE seq >= $1 AND seq < $2 ORDER BY seq"
+            ),
+            [&lower as &(dyn tokio_postgres::types::ToSql + Sync), &upper],
         )
         .await?;
     futures_util::pin_mut!(stream);

@@ -184,11 +184,32 @@ pub async fn checkpoint(
     if size == 0 {
         return Ok(None);
     }
+    sign_at(pool, key, size).await.map(Some)
+}
+
+/// The checkpoint of exactly the first `size` records, signed now with `key` unless one
+/// was made before (the tree is extended first; a checkpoint of an earlier size states
+/// what the log held then, which its root proves). What an archived segment carries.
+pub async fn checkpoint_at(
+    pool: &ControlPool,
+    key: &CheckpointKey,
+    size: u64,
+) -> Result<Made, ControlError> {
+    let grown = extend(pool).await?;
+    if size == 0 || size > grown {
+        return Err(invalid(format!(
+            "there is no tree of {size} records to sign (the tree holds {grown})"
+        )));
+    }
+    sign_at(pool, key, size).await
+}
+
+async fn sign_at(pool: &ControlPool, key: &CheckpointKey, size: u64) -> Result<Made, ControlError> {
     if let Some(existing) = at_size(pool, size).await? {
-        return Ok(Some(Made {
+        return Ok(Made {
             checkpoint: existing,
             new: false,
-        }));
+        });
     }
     let root = root(pool, size).await?;
     let signed: SignedCheckpoint = key.sign(size, root).map_err(invalid)?;
@@ -201,10 +222,22 @@ pub async fn checkpoint(
             &[&tree_size, &root.0.to_vec(), &key.name(), &signed.note],
         )
         .await?;
-    Ok(at_size(pool, size).await?.map(|checkpoint| Made {
+    let checkpoint = at_size(pool, size)
+        .await?
+        .ok_or_else(|| invalid(format!("the checkpoint of {size} records vanished")))?;
+    Ok(Made {
         checkpoint,
         new: inserted == 1,
-    }))
+    })
+}
+
+/// The roots of the perfect subtrees of the tree of the first `size` records, largest
+/// first: what stands for them once they are archived (`crate::ledger::offline::Prefix`).
+pub async fn frontier(pool: &ControlPool, size: u64) -> Result<Vec<Hash>, ControlError> {
+    let client = pool.get().await?;
+    let indexes = tree::frontier_indexes(size);
+    let known = fetch(&client, &indexes).await?;
+    Ok(indexes.iter().map(|i| known[i]).collect())
 }
 
 const CHECKPOINT_COLUMNS: &str =
@@ -294,9 +327,19 @@ pub async fn prove_record(
     seq: i64,
     size: Option<u64>,
 ) -> Result<InclusionBundle, ControlError> {
-    let record = super::audit::record(pool, seq)
-        .await?
-        .ok_or_else(|| ControlError::NotFound(format!("there is no audit record {seq}")))?;
+    let Some(record) = super::audit::record(pool, seq).await? else {
+        let archived = super::partitions::list(pool)
+            .await?
+            .into_iter()
+            .find(|p| p.is_archived() && p.lower <= seq && seq < p.upper);
+        return Err(ControlError::NotFound(match archived {
+            Some(p) => format!(
+                "record {seq} was archived to {}: that segment holds it with the signed checkpoint that covers it (`interlock audit verify --offline DIR --key KEY`)",
+                p.archive_file.unwrap_or_default()
+            ),
+            None => format!("there is no audit record {seq}"),
+        }));
+    };
     let checkpoint = match size {
         Some(size) => at_size(pool, size).await?.ok_or_else(|| {
             ControlError::NotFound(format!("there is no checkpoint of {size} records"))

@@ -85,6 +85,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0013_audit_checkpoints",
         sql: include_str!("../../migrations/0013_audit_checkpoints.sql"),
     },
+    Migration {
+        version: 14,
+        name: "0014_audit_partitions",
+        sql: include_str!("../../migrations/0014_audit_partitions.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -13,6 +13,7 @@ pub mod instances;
 pub mod keys;
 pub mod ledger;
 pub mod migrate;
+pub mod partitions;
 pub mod policy_file;
 pub mod pool;
 pub mod profiles;

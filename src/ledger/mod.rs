@@ -14,6 +14,7 @@
 pub mod note;
 pub mod offline;
 pub mod proof;
+pub mod segment;
 pub mod timestamp;
 pub mod tree;
 

@@ -26,6 +26,35 @@ pub struct ExportedRecord {
     pub hash: String,
 }
 
+/// The records file of an export.
+const RECORDS_FILE: &str = "records.jsonl";
+
+/// Reads line `line` of `file` (an export's records or an archive segment) as a record
+/// with its chain fields; the chain itself is the caller's to check.
+pub fn parse_line(file: &str, line: u64, text: &str) -> Result<ChainedRecord, OfflineError> {
+    let exported: ExportedRecord = serde_json::from_str(text).map_err(|e| OfflineError::Line {
+        file: file.into(),
+        line,
+        reason: format!("not a record: {e}"),
+    })?;
+    let seq = exported.seq;
+    let hex32 = |field: &str, text: &str| match hex::decode(text) {
+        Ok(bytes) if bytes.len() == 32 => Ok(bytes),
+        _ => Err(OfflineError::Chain {
+            file: file.into(),
+            line,
+            seq,
+            reason: format!("its {field} is not 32 bytes of hex"),
+        }),
+    };
+    Ok(ChainedRecord {
+        seq,
+        prev_hash: hex32("prev_hash", &exported.prev_hash)?,
+        hash: hex32("hash", &exported.hash)?,
+        record: exported.record,
+    })
+}
+
 /// One checkpoint file of an export, with its timestamp response if there is one.
 pub struct CheckpointFile {
     pub name: String,
@@ -38,6 +67,8 @@ pub struct CheckpointFile {
 pub struct OfflineReport {
     pub ok: bool,
     pub origin: Option<String>,
+    /// The first record checked (after an archived prefix, not 1).
+    pub first_seq: i64,
     pub records: u64,
     pub checkpoints: usize,
     pub timestamps: usize,
@@ -55,10 +86,19 @@ pub enum OfflineError {
     },
     #[error("{file}: {error}")]
     Timestamp { file: String, error: TimestampError },
-    #[error("records.jsonl line {line}: {reason}")]
-    Line { line: u64, reason: String },
-    #[error("records.jsonl line {line}, record {seq}: {reason}")]
-    Chain { line: u64, seq: i64, reason: String },
+    #[error("{file} line {line}: {reason}")]
+    Line {
+        file: String,
+        line: u64,
+        reason: String,
+    },
+    #[error("{file} line {line}, record {seq}: {reason}")]
+    Chain {
+        file: String,
+        line: u64,
+        seq: i64,
+        reason: String,
+    },
     #[error("{file}: the checkpoint of {size} records does not commit to the exported records (one of the first {size} was altered, removed, added or reordered)")]
     Root { file: String, size: u64 },
     #[error("{file}: the checkpoint covers {size} records, but the export holds only {records}")]
@@ -67,8 +107,75 @@ pub enum OfflineError {
         size: u64,
         records: u64,
     },
+    #[error("{file}: the checkpoint covers {size} records, all of them before the first one here ({first}); check it with the archive that holds them")]
+    Archived { file: String, size: u64, first: u64 },
     #[error("{0} and {1} are checkpoints of different logs")]
     Origins(String, String),
+}
+
+/// What stands for the records before the first one kept, when those were archived: the
+/// last of them (its seq and chain hash) and the roots of the perfect subtrees of the tree
+/// over them. The next record must chain to `prev_hash`, and every root computed from here
+/// on commits to the prefix through `frontier`, so a signed checkpoint binds both.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prefix {
+    /// The seq of the last record before (0: nothing before).
+    pub seq: i64,
+    /// Hex.
+    pub prev_hash: String,
+    /// Hex, largest subtree first (`tree::frontier_indexes`).
+    pub frontier: Vec<String>,
+}
+
+impl Prefix {
+    /// The empty prefix of a log that starts at record 1.
+    pub fn none() -> Self {
+        Prefix {
+            seq: 0,
+            prev_hash: hex::encode(interlock_actors::audit::record::GENESIS),
+            frontier: Vec::new(),
+        }
+    }
+
+    /// The prefix of `seq` records whose last hash is `prev` and whose tree has `frontier`.
+    pub fn of(seq: i64, prev: &[u8], frontier: &[tree::Hash]) -> Self {
+        Prefix {
+            seq,
+            prev_hash: hex::encode(prev),
+            frontier: frontier.iter().map(|h| hex::encode(h.0)).collect(),
+        }
+    }
+
+    /// A chain verifier and a tree frontier that go on after the prefix.
+    pub fn start(&self) -> Result<(ChainVerifier, Frontier), String> {
+        let prev = hex::decode(&self.prev_hash)
+            .ok()
+            .filter(|b| b.len() == 32)
+            .ok_or("its prev_hash is not 32 bytes of hex")?;
+        if self.seq == 0 && prev != interlock_actors::audit::record::GENESIS {
+            return Err("a log that starts at record 1 chains to 32 zero bytes".into());
+        }
+        let roots = self
+            .frontier
+            .iter()
+            .map(|h| {
+                hex::decode(h)
+                    .ok()
+                    .and_then(|b| <[u8; 32]>::try_from(b).ok())
+                    .map(tree::Hash)
+                    .ok_or("a frontier hash is not 32 bytes of hex")
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let size = u64::try_from(self.seq).map_err(|_| "its seq is negative")?;
+        let frontier = Frontier::resume(size, &roots).ok_or_else(|| {
+            format!(
+                "a tree of {size} records has {} perfect subtrees, the frontier lists {}",
+                size.count_ones(),
+                roots.len()
+            )
+        })?;
+        Ok((ChainVerifier::resume(self.seq, prev), frontier))
+    }
 }
 
 /// Feeds an export's records through every check, in order.
@@ -82,8 +189,18 @@ pub struct OfflineCheck {
 }
 
 impl OfflineCheck {
-    /// Checks every checkpoint's signature (and timestamp) against `verifier_key` first.
-    pub fn new(files: Vec<CheckpointFile>, verifier_key: &str) -> Result<Self, OfflineError> {
+    /// Checks every checkpoint's signature (and timestamp) against `verifier_key` first;
+    /// the records then go on after `prefix` (records archived before the export).
+    pub fn new(
+        files: Vec<CheckpointFile>,
+        verifier_key: &str,
+        prefix: &Prefix,
+    ) -> Result<Self, OfflineError> {
+        let (chain, frontier) = prefix.start().map_err(|reason| OfflineError::Line {
+            file: "manifest.json".into(),
+            line: 0,
+            reason: format!("the prefix: {reason}"),
+        })?;
         let mut checkpoints = BTreeMap::new();
         let mut timestamps = 0;
         let mut origin: Option<(String, String)> = None;
@@ -109,9 +226,25 @@ impl OfflineCheck {
             }
             checkpoints.insert(signed.size, (f.name, signed));
         }
+        let start = frontier.size();
+        if let Some((size, (file, _))) = checkpoints.range(..start).next() {
+            return Err(OfflineError::Archived {
+                file: file.clone(),
+                size: *size,
+                first: start + 1,
+            });
+        }
+        if let Some((file, signed)) = checkpoints.get(&start) {
+            if frontier.root() != Some(signed.root) {
+                return Err(OfflineError::Root {
+                    file: file.clone(),
+                    size: start,
+                });
+            }
+        }
         Ok(OfflineCheck {
-            chain: ChainVerifier::default(),
-            frontier: Frontier::default(),
+            chain,
+            frontier,
             line: 0,
             checkpoints,
             timestamps,
@@ -122,29 +255,11 @@ impl OfflineCheck {
     pub fn line(&mut self, text: &str) -> Result<(), OfflineError> {
         self.line += 1;
         let line = self.line;
-        let exported: ExportedRecord =
-            serde_json::from_str(text).map_err(|e| OfflineError::Line {
-                line,
-                reason: format!("not a record: {e}"),
-            })?;
-        let seq = exported.seq;
-        let hex32 = |field: &str, text: &str| match hex::decode(text) {
-            Ok(bytes) if bytes.len() == 32 => Ok(bytes),
-            _ => Err(OfflineError::Chain {
-                line,
-                seq,
-                reason: format!("its {field} is not 32 bytes of hex"),
-            }),
-        };
-        let chained = ChainedRecord {
-            seq,
-            prev_hash: hex32("prev_hash", &exported.prev_hash)?,
-            hash: hex32("hash", &exported.hash)?,
-            record: exported.record,
-        };
+        let chained = parse_line(RECORDS_FILE, line, text)?;
         self.chain
             .check(&chained)
             .map_err(|b| OfflineError::Chain {
+                file: RECORDS_FILE.into(),
                 line,
                 seq: b.seq,
                 reason: b.reason,
@@ -164,12 +279,13 @@ impl OfflineCheck {
 
     /// After the last line: every checkpoint must have been reached.
     pub fn finish(self) -> Result<OfflineReport, OfflineError> {
-        let records = self.frontier.size();
-        if let Some((size, (file, _))) = self.checkpoints.range(records + 1..).next() {
+        let size = self.frontier.size();
+        let records = self.chain.checked;
+        if let Some((covers, (file, _))) = self.checkpoints.range(size + 1..).next() {
             return Err(OfflineError::Missing {
                 file: file.clone(),
-                size: *size,
-                records,
+                size: *covers,
+                records: size,
             });
         }
         let last = self.checkpoints.keys().next_back().copied().unwrap_or(0);
@@ -180,10 +296,11 @@ impl OfflineCheck {
                 .values()
                 .next()
                 .map(|(_, s)| s.origin.clone()),
+            first_seq: size as i64 - records as i64 + 1,
             records,
             checkpoints: self.checkpoints.len(),
             timestamps: self.timestamps,
-            unsigned_tail: records - last,
+            unsigned_tail: size - last,
         })
     }
 }

@@ -151,6 +151,29 @@ pub fn consistency(new: u64, old: u64, known: &Known) -> Result<Vec<Hash>, TreeE
     Ok(tlog::prove_tree(new, old, &reader(known))?)
 }
 
+/// The heights of the perfect subtrees a tree of `size` leaves is made of, largest first:
+/// one per set bit of `size`.
+fn subtree_heights(size: u64) -> Vec<u32> {
+    (0..u64::BITS)
+        .rev()
+        .filter(|h| size >> h & 1 == 1)
+        .collect()
+}
+
+/// The stored hashes that are the roots of the perfect subtrees of a tree of `size` leaves,
+/// largest first: what [`Frontier::resume`] takes.
+pub fn frontier_indexes(size: u64) -> Vec<u64> {
+    let mut start = 0u64;
+    subtree_heights(size)
+        .into_iter()
+        .map(|h| {
+            let index = tlog::stored_hash_index(h as u8, start >> h);
+            start += 1 << h;
+            index
+        })
+        .collect()
+}
+
 /// The right edge of a tree being built leaf by leaf with nothing stored: the roots of its
 /// perfect subtrees, largest first (O(log n) memory), enough for the root at every size.
 /// What an offline verifier uses to recompute checkpoints from exported records.
@@ -174,6 +197,25 @@ impl Frontier {
         }
         self.subtrees.push(node);
         self.size += 1;
+    }
+
+    /// The frontier of a tree of `size` leaves from the roots of its perfect subtrees,
+    /// largest first (what [`frontier_indexes`] names), to go on adding leaves after an
+    /// archived prefix. `None` when the count does not match `size`.
+    pub fn resume(size: u64, roots: &[Hash]) -> Option<Self> {
+        let heights = subtree_heights(size);
+        if heights.len() != roots.len() {
+            return None;
+        }
+        Some(Frontier {
+            subtrees: heights.into_iter().zip(roots.iter().copied()).collect(),
+            size,
+        })
+    }
+
+    /// The roots of the perfect subtrees, largest first (see [`Frontier::resume`]).
+    pub fn roots(&self) -> Vec<Hash> {
+        self.subtrees.iter().map(|(_, h)| *h).collect()
     }
 
     /// How many leaves were added.
@@ -207,6 +249,30 @@ mod tests {
             let size = n as u64 + 1;
             let want = root(size, &fetch(&stored, needed_for_root(size))).unwrap();
             assert_eq!(frontier.root(), Some(want), "size {size}");
+        }
+    }
+
+    #[test]
+    fn a_frontier_resumed_from_stored_hashes_goes_on_as_if_built_from_the_start() {
+        let (stored, leaves) = build(&[200]);
+        for start in [0u64, 1, 2, 3, 7, 8, 64, 99, 128, 199] {
+            let roots: Vec<Hash> = frontier_indexes(start)
+                .into_iter()
+                .map(|i| stored[&i])
+                .collect();
+            let mut resumed = Frontier::resume(start, &roots).unwrap();
+            let mut built = Frontier::default();
+            for leaf in &leaves[..start as usize] {
+                built.push(*leaf);
+            }
+            assert_eq!(built.roots(), roots, "start {start}");
+            for leaf in &leaves[start as usize..] {
+                resumed.push(*leaf);
+                built.push(*leaf);
+                assert_eq!(resumed.root(), built.root(), "start {start}");
+            }
+            // A size with another perfect subtree needs another root.
+            assert!(Frontier::resume(start | 1 << 20, &roots).is_none());
         }
     }
 

@@ -132,6 +132,7 @@ impl AppState {
             AuditConfig {
                 max_batch: settings.audit.max_batch,
                 commit_timeout: Duration::from_millis(settings.audit.commit_timeout_ms),
+                partition_records: settings.audit.partition_records,
                 ..AuditConfig::default()
             },
             &supervision,
@@ -203,6 +204,13 @@ impl AppState {
                 events.clone(),
             );
         }
+        crate::retention::spawn(
+            control.clone(),
+            settings
+                .audit
+                .maintenance(checkpoint_key.clone())
+                .map_err(StartError::CheckpointKey)?,
+        );
         let profiles = ProfileCache::new(control.clone(), ttl);
         let mut identities = IdentityResolver::new(control.clone(), ttl);
         if let Some(oauth) = &oauth {

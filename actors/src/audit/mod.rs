@@ -42,6 +42,9 @@ pub struct AuditConfig {
     pub mailbox: usize,
     /// How long a caller waits for durability before the call is refused.
     pub commit_timeout: Duration,
+    /// Records per partition of `audit_records` the writer creates when the log runs past
+    /// the last one.
+    pub partition_records: i64,
 }
 
 impl Default for AuditConfig {
@@ -50,6 +53,7 @@ impl Default for AuditConfig {
             max_batch: 256,
             mailbox: 8192,
             commit_timeout: Duration::from_secs(5),
+            partition_records: 1_000_000,
         }
     }
 }
@@ -78,7 +82,14 @@ impl AuditHandle {
             "audit_writer".into(),
             Home::Audit,
             config.mailbox,
-            move |_| AuditWriter::new(pool.clone(), config.max_batch, h.clone()),
+            move |_| {
+                AuditWriter::new(
+                    pool.clone(),
+                    config.max_batch,
+                    config.partition_records,
+                    h.clone(),
+                )
+            },
         );
         Self {
             slot,

@@ -156,6 +156,21 @@ impl Default for ChainVerifier {
 }
 
 impl ChainVerifier {
+    /// A verifier for a chain whose records up to `seq` are kept elsewhere (archived), the
+    /// last of them with hash `prev`: the next record must be `seq + 1`, chained to `prev`.
+    pub fn resume(seq: i64, prev: Vec<u8>) -> Self {
+        Self {
+            prev,
+            next_seq: seq + 1,
+            checked: 0,
+        }
+    }
+
+    /// The sequence number and hash of the last record checked (or resumed after).
+    pub fn last(&self) -> (i64, &[u8]) {
+        (self.next_seq - 1, &self.prev)
+    }
+
     pub fn check(&mut self, r: &ChainedRecord) -> Result<(), ChainBreak> {
         let fail = |reason: String| Err(ChainBreak { seq: r.seq, reason });
         if r.seq != self.next_seq {

@@ -16,6 +16,8 @@ type Reply = oneshot::Sender<Result<i64, AuditError>>;
 pub struct AuditWriter {
     pool: deadpool_postgres::Pool,
     max_batch: usize,
+    /// Records per partition of `audit_records`, for the partitions the writer creates.
+    partition_records: i64,
     healthy: Arc<AtomicBool>,
     buffer: Vec<(AuditRecord, Reply)>,
     flushing: bool,
@@ -33,11 +35,13 @@ impl AuditWriter {
     pub(super) fn new(
         pool: deadpool_postgres::Pool,
         max_batch: usize,
+        partition_records: i64,
         healthy: Arc<AtomicBool>,
     ) -> Self {
         Self {
             pool,
             max_batch: max_batch.max(1),
+            partition_records: partition_records.max(1),
             healthy,
             buffer: Vec::new(),
             flushing: false,
@@ -57,6 +61,7 @@ impl AuditWriter {
         let pool = self.pool.clone();
         let healthy = self.healthy.clone();
         let head = self.head.take();
+        let span = self.partition_records;
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
         // transaction still ends (committed or failed, never left open on a pooled
@@ -64,7 +69,7 @@ impl AuditWriter {
         actix_rt::spawn(async move {
             let started = Instant::now();
             let size = records.len();
-            let (results, head) = write_all(&pool, records, head).await;
+            let (results, head) = write_all(&pool, records, head, span).await;
             metrics::histogram!("interlock_audit_batch_size").record(size as f64);
             metrics::histogram!("interlock_audit_commit_seconds")
                 .record(started.elapsed().as_secs_f64());
@@ -144,6 +149,8 @@ enum BatchError {
     Failed,
     #[error("other writers kept extending the audit chain; the batch was not appended")]
     HeadMoved,
+    #[error("the audit log has no partition for the batch's sequence numbers")]
+    NoPartition,
 }
 
 impl BatchError {
@@ -168,9 +175,10 @@ async fn write_all(
     pool: &deadpool_postgres::Pool,
     records: Vec<AuditRecord>,
     head: Option<Head>,
+    span: i64,
 ) -> (Vec<Result<i64, BatchError>>, Option<Head>) {
     let size = records.len();
-    match write_batch(pool, &records, head).await {
+    match write_batch(pool, &records, head, span).await {
         Ok((first, head)) => (
             (0..size).map(|i| Ok(first + i as i64)).collect(),
             Some(head),
@@ -180,7 +188,7 @@ async fn write_all(
             let mut results = Vec::with_capacity(size);
             let mut head = None;
             for record in records {
-                match write_batch(pool, std::slice::from_ref(&record), head.take()).await {
+                match write_batch(pool, std::slice::from_ref(&record), head.take(), span).await {
                     Ok((seq, h)) => {
                         head = Some(h);
                         results.push(Ok(seq));
@@ -216,30 +224,44 @@ fn backoff(attempt: u32) -> std::time::Duration {
 /// Extends the chain with `records`; returns the first sequence number and the new head.
 /// With the head known, that is one statement; when it is not known, or another writer
 /// moved it, the head is read first (and read again, after a random pause, for up to
-/// [`RETRY_BUDGET`] while other writers keep moving it).
+/// [`RETRY_BUDGET`] while other writers keep moving it). Should the batch run past the
+/// last partition of `audit_records` (the gateway's maintenance creates them ahead), the
+/// writer creates the next partitions itself, `span` records each, and appends again.
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
     records: &[AuditRecord],
-    head: Option<Head>,
+    mut head: Option<Head>,
+    span: i64,
 ) -> Result<(i64, Head), BatchError> {
     let client = pool.get().await?;
     let insert = insert_statement(&client).await?;
-    if let Some(head) = head {
-        match append(&client, &insert, records, &head).await {
-            Err(BatchError::HeadMoved) => {
-                tracing::info!("the audit chain head moved (another writer); re-reading it");
-            }
-            other => return other,
-        }
-    }
     let started = std::time::Instant::now();
     let mut attempt = 0;
     loop {
-        let head = read_head(&client).await?;
-        match append(&client, &insert, records, &head).await {
+        let current = match head.take() {
+            Some(known) => known,
+            None => read_head(&client).await?,
+        };
+        match append(&client, &insert, records, &current).await {
             Err(BatchError::HeadMoved) if started.elapsed() < RETRY_BUDGET => {
+                if attempt == 0 {
+                    tracing::info!("the audit chain head moved (another writer); re-reading it");
+                } else {
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
                 attempt += 1;
-                tokio::time::sleep(backoff(attempt)).await;
+            }
+            Err(BatchError::NoPartition) if started.elapsed() < RETRY_BUDGET => {
+                let upto = current.seq + records.len() as i64;
+                let made = client
+                    .execute("SELECT audit_extend_partitions($1, $2)", &[&upto, &span])
+                    .await?;
+                tracing::warn!(
+                    upto,
+                    made,
+                    "the audit log ran past its last partition; created the next"
+                );
+                head = Some(current);
             }
             other => return other,
         }
@@ -305,15 +327,27 @@ async fn append(
         Ok(0) => Err(BatchError::HeadMoved),
         Ok(_) => Err(BatchError::Failed),
         Err(e) if seq_taken(&e) => Err(BatchError::HeadMoved),
+        Err(e) if no_partition(&e) => Err(BatchError::NoPartition),
         Err(e) => Err(e.into()),
     }
 }
 
-/// Whether another writer already holds one of the batch's sequence numbers.
+/// Whether another writer already holds one of the batch's sequence numbers: the primary
+/// key of a partition of `audit_records` (`audit_records_<lower>_pkey`) refused it.
 fn seq_taken(e: &tokio_postgres::Error) -> bool {
     e.as_db_error().is_some_and(|db| {
         *db.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
-            && db.constraint() == Some("audit_records_pkey")
+            && db
+                .constraint()
+                .is_some_and(|c| c.starts_with("audit_records") && c.ends_with("_pkey"))
+    })
+}
+
+/// Whether a record's seq lies beyond the last partition of `audit_records`.
+fn no_partition(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        *db.code() == tokio_postgres::error::SqlState::CHECK_VIOLATION
+            && db.message().starts_with("no partition of relation")
     })
 }
 

@@ -1,0 +1,443 @@
+//! Retention by archiving, on a real control database through the product's own writer and
+//! CLI: the log is partitioned by seq range (the writer creates partitions as it runs past
+//! the last one, also two writers at once), closed partitions are archived to segment files
+//! and dropped only after their files verified, the live log and the archive verify across
+//! the seam (online, and offline with the public key alone, also for an export made after
+//! archiving), each way of tampering with an archive is named, an archiving that fails keeps
+//! its partition, and the gateway archives on its own schedule.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+use interlock::ledger::CheckpointKey;
+use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
+use interlock_actors::events::EventBus;
+use interlock_actors::supervise::{Supervision, SupervisionConfig};
+
+fn record(i: usize, at: chrono::DateTime<Utc>) -> AuditRecord {
+    AuditRecord {
+        at,
+        request_id: format!("req-{i}"),
+        identity_id: None,
+        identity: Some("demo-agent".into()),
+        adapter: "mcp".into(),
+        dialect: Some("2026-07-28".into()),
+        tool: "interlock_query".into(),
+        source_id: Some("shop".into()),
+        action: Some("read".into()),
+        statement: Some(format!("SELECT {i}")),
+        fingerprint: None,
+        decision: serde_json::json!({"verdict": "allowed"}),
+        outcome: RecordOutcome::Ok,
+        row_count: Some(i as i64),
+        duration_us: 1,
+        cache_hit: false,
+        approval_id: None,
+        statement_sha256: None,
+    }
+}
+
+fn writer(pool: &interlock::control::ControlPool, span: i64) -> AuditHandle {
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    AuditHandle::start(
+        pool.clone(),
+        AuditConfig {
+            partition_records: span,
+            ..AuditConfig::default()
+        },
+        &supervision,
+    )
+}
+
+/// Runs the CLI; (success, stdout, stderr).
+fn run(args: &[&str], config: &Path) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(args)
+        .arg("--config")
+        .arg(config)
+        .env_remove("INTERLOCK_CONFIG")
+        .output()
+        .expect("run");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn keygen(dir: &Path) -> (PathBuf, String) {
+    let path = dir.join("checkpoint.key");
+    let skey = CheckpointKey::generate("interlock.test/retention").unwrap();
+    std::fs::write(&path, format!("{skey}\n")).unwrap();
+    let vkey = CheckpointKey::parse(&skey)
+        .unwrap()
+        .verifier_key()
+        .to_string();
+    (path, vkey)
+}
+
+async fn tables(pool: &interlock::control::ControlPool) -> Vec<String> {
+    let client = pool.get().await.unwrap();
+    client
+        .query(
+            "SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+              WHERE i.inhparent = 'audit_records'::regclass ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+fn gz_lines(path: &Path) -> Vec<String> {
+    let file = std::fs::File::open(path).unwrap();
+    std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+        .lines()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn write_gz_lines(path: &Path, lines: &[String]) {
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(path).unwrap(),
+        flate2::Compression::fast(),
+    );
+    for l in lines {
+        writeln!(gz, "{l}").unwrap();
+    }
+    gz.finish().unwrap();
+}
+
+fn segment(dir: &Path, first: i64, last: i64) -> PathBuf {
+    dir.join(interlock::ledger::segment::file_name(first, last))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
+#[actix_rt::test]
+async fn closed_partitions_are_archived_verified_and_dropped_and_tampering_is_named() {
+    let db = common::fresh_control_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    // Two writers on one chain run past partition ends together: each creates what it needs.
+    let (a, b) = (writer(&pool, 40), writer(&pool, 40));
+    let appends = (1..=130).map(|i| {
+        let w = if i % 2 == 0 { a.clone() } else { b.clone() };
+        async move { w.append(record(i, Utc::now())).await.unwrap() }
+    });
+    let mut seqs = futures_util::future::join_all(appends).await;
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=130).collect::<Vec<i64>>(), "one gap-free chain");
+    assert_eq!(
+        tables(&pool).await,
+        [
+            "audit_records_1",
+            "audit_records_121",
+            "audit_records_41",
+            "audit_records_81"
+        ]
+    );
+
+    let (key_file, vkey) = keygen(dir.path());
+    let archive = dir.path().join("archive");
+    let config = common::control_config_file(
+        dir.path(),
+        &db,
+        &format!(
+            "[audit]\ncheckpoint_key_file = \"{}\"\ncheckpoint_interval_secs = 0\npartition_records = 40\n",
+            key_file.display()
+        ),
+    );
+    let no_key = common::control_config_file(dir.path(), &db, "");
+    let (ok, _, err) = run(&["audit", "archive", "--dir", "x"], &no_key);
+    assert!(!ok && err.contains("no checkpoint key"), "{err}");
+
+    // An archiving that fails keeps its partition: the second segment cannot be created.
+    std::fs::create_dir_all(archive.join(format!(
+        "{}.partial",
+        segment(&archive, 41, 80).file_name().unwrap().to_string_lossy()
+    )))
+    .unwrap();
+    let archive_str = archive.to_str().unwrap();
+    let (ok, _, err) = run(&["audit", "archive", "--dir", archive_str], &config);
+    assert!(!ok && err.contains(".partial"), "{err}");
+    assert_eq!(
+        tables(&pool).await,
+        ["audit_records_121", "audit_records_41", "audit_records_81"],
+        "the first partition was archived before the failure, the second stays"
+    );
+    std::fs::remove_dir(archive.join(format!(
+        "{}.partial",
+        segment(&archive, 41, 80).file_name().unwrap().to_string_lossy()
+    )))
+    .unwrap();
+
+    let (ok, out, err) = run(&["audit", "archive", "--dir", archive_str], &config);
+    assert!(ok, "{err}");
+    let done: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let archived: Vec<(i64, i64)> = done["archived"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["first_seq"].as_i64().unwrap(),
+                s["last_seq"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        archived,
+        [(41, 80), (81, 120)],
+        "the head's partition stays live"
+    );
+    assert_eq!(tables(&pool).await, ["audit_records_121"]);
+    for (first, last) in [(1, 40), (41, 80), (81, 120)] {
+        assert!(segment(&archive, first, last).exists());
+    }
+
+    // The log goes on after archiving.
+    for i in 131..=135 {
+        a.append(record(i, Utc::now())).await.unwrap();
+    }
+    let (ok, out, err) = run(&["audit", "verify"], &config);
+    assert!(ok, "{err}");
+    let live: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (live["first_seq"].as_i64(), live["records"].as_u64()),
+        (Some(121), Some(15))
+    );
+    let (ok, out, err) = run(&["audit", "verify", "--archive", archive_str], &config);
+    assert!(ok, "{err}");
+    let both: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(both["archive"]["segments"].as_array().unwrap().len(), 3);
+    assert_eq!(both["archive"]["last_seq"], 120);
+    let (ok, out, err) = run(
+        &["audit", "verify", "--offline", archive_str, "--key", &vkey],
+        &no_key,
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("\"first_seq\": 1"), "{out}");
+
+    // An export after archiving starts at the first live record and continues the archive.
+    let (ok, _, err) = run(&["audit", "checkpoint"], &config);
+    assert!(ok, "{err}");
+    let export = dir.path().join("export");
+    let (ok, _, err) = run(&["audit", "export", export.to_str().unwrap()], &config);
+    assert!(ok, "{err}");
+    let (ok, out, err) = run(
+        &[
+            "audit",
+            "verify",
+            "--offline",
+            export.to_str().unwrap(),
+            "--key",
+            &vkey,
+        ],
+        &no_key,
+    );
+    assert!(
+        ok && err.contains("records before it are archived"),
+        "{err}"
+    );
+    assert!(out.contains("\"first_seq\": 121"), "{out}");
+    let (ok, _, err) = run(
+        &[
+            "audit",
+            "verify",
+            "--offline",
+            export.to_str().unwrap(),
+            "--key",
+            &vkey,
+            "--archive",
+            archive_str,
+        ],
+        &no_key,
+    );
+    assert!(ok, "{err}");
+
+    // Each tampering with a copy of the archive is refused, naming file, record and check.
+    let other = CheckpointKey::parse(&CheckpointKey::generate("interlock.test/retention").unwrap())
+        .unwrap()
+        .sign(80, interlock::ledger::Hash([1; 32]))
+        .unwrap()
+        .note;
+    let middle = |d: &Path| segment(d, 41, 80);
+    type Tamper = Box<dyn Fn(&Path)>;
+    let edit = |f: fn(&mut Vec<String>)| -> Tamper {
+        Box::new(move |d: &Path| {
+            let mut l = gz_lines(&middle(d));
+            f(&mut l);
+            write_gz_lines(&middle(d), &l);
+        })
+    };
+    let cases: Vec<(&str, Tamper, &str)> = vec![
+        (
+            "a record altered",
+            edit(|l| l[5] = l[5].replacen("\"duration_us\":1", "\"duration_us\":2", 1)),
+            "line 6, record 45: hash does not match",
+        ),
+        (
+            "two records swapped",
+            edit(|l| l.swap(3, 4)),
+            "expected record 43 next, found 44",
+        ),
+        (
+            "the last record removed",
+            edit(|l| {
+                l.pop();
+            }),
+            "holds records 41..79 but its header says 41..80",
+        ),
+        (
+            "a record added",
+            edit(|l| {
+                let extra = l[40].replacen("\"seq\":80", "\"seq\":81", 1);
+                l.push(extra);
+            }),
+            "holds records 41..81 but its header says 41..80",
+        ),
+        (
+            "the checkpoint signed by another key",
+            Box::new(move |d: &Path| {
+                let mut l = gz_lines(&middle(d));
+                let mut header: serde_json::Value = serde_json::from_str(&l[0]).unwrap();
+                header["checkpoint"] = other.clone().into();
+                l[0] = header.to_string();
+                write_gz_lines(&middle(d), &l);
+            }),
+            "its checkpoint: the checkpoint carries no signature by the key",
+        ),
+        (
+            "the prefix's frontier altered",
+            edit(|l| {
+                let mut header: serde_json::Value = serde_json::from_str(&l[0]).unwrap();
+                header["prefix"]["frontier"][0] = hex::encode([7u8; 32]).into();
+                l[0] = header.to_string();
+            }),
+            "do not make the root its checkpoint signs",
+        ),
+        (
+            "a segment missing",
+            Box::new(move |d: &Path| std::fs::remove_file(middle(d)).unwrap()),
+            "records 41..80 are missing",
+        ),
+        (
+            "not gzip",
+            Box::new(move |d: &Path| std::fs::write(middle(d), b"plain text\n").unwrap()),
+            "segment-0000000000000000041-0000000000000000080.jsonl.gz",
+        ),
+    ];
+    for (name, tamper, expected) in cases {
+        let copy = dir.path().join(format!("copy-{}", name.replace(' ', "-")));
+        copy_dir(&archive, &copy);
+        tamper(&copy);
+        let (ok, _, err) = run(
+            &[
+                "audit",
+                "verify",
+                "--offline",
+                copy.to_str().unwrap(),
+                "--key",
+                &vkey,
+            ],
+            &no_key,
+        );
+        assert!(!ok, "{name}: accepted offline");
+        assert!(err.contains(expected), "{name}: {err}");
+        let (ok, _, err) = run(
+            &["audit", "verify", "--archive", copy.to_str().unwrap()],
+            &config,
+        );
+        assert!(!ok, "{name}: accepted online");
+        assert!(err.contains(expected), "{name}: {err}");
+    }
+
+    // A segment re-signed consistently by the log's own key (an insider with the key) but
+    // not the file that was archived: the control database's SHA-256 names it online.
+    let swapped = dir.path().join("copy-rewritten");
+    copy_dir(&archive, &swapped);
+    let l = gz_lines(&segment(&swapped, 81, 120));
+    write_gz_lines(&segment(&swapped, 81, 120), &l);
+    let (ok, _, err) = run(
+        &["audit", "verify", "--archive", swapped.to_str().unwrap()],
+        &config,
+    );
+    assert!(
+        !ok && err.contains("is not the file that was archived"),
+        "{err}"
+    );
+
+    // The proof of an archived record still comes from the stored tree; its record is in
+    // the archive.
+    let (ok, _, err) = run(&["audit", "prove", "--seq", "50"], &config);
+    assert!(!ok && err.contains("archived"), "{err}");
+    let (ok, _, err) = run(&["audit", "prove", "--from", "120", "--to", "135"], &config);
+    assert!(ok, "{err}");
+}
+
+#[actix_rt::test]
+async fn the_gateway_archives_on_its_own_schedule() {
+    let db = common::fresh_control_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let w = writer(&pool, 20);
+    let old = Utc::now() - chrono::Duration::days(3);
+    for i in 1..=45 {
+        w.append(record(i, old)).await.unwrap();
+    }
+    for i in 46..=50 {
+        w.append(record(i, Utc::now())).await.unwrap();
+    }
+    let (key_file, vkey) = keygen(dir.path());
+    let archive = dir.path().join("archive");
+    let mut settings = common::settings_for(&db);
+    settings.audit.checkpoint_key_file = key_file.display().to_string();
+    settings.audit.checkpoint_interval_secs = 0;
+    settings.audit.partition_records = 20;
+    settings.audit.maintenance_interval_secs = 1;
+    settings.audit.archive_dir = archive.display().to_string();
+    settings.audit.retain_days = 2;
+    let gateway = common::TestGateway::start(settings);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    // Records 1..40 are older than two days: two partitions go. Records 41..60's partition
+    // holds the head and newer records; it stays.
+    let archived = |t: &[String]| {
+        !t.iter()
+            .any(|n| n == "audit_records_1" || n == "audit_records_21")
+            && t.iter().any(|n| n == "audit_records_41")
+    };
+    while !archived(&tables(&pool).await) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not archived: {:?}",
+            tables(&pool).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    gateway.stop().await;
+    let report = interlock::retention::files::check_archive(&archive, &vkey).unwrap();
+    let ranges: Vec<(i64, i64)> = report
+        .segments
+        .iter()
+        .map(|s| (s.summary.first_seq, s.summary.last_seq))
+        .collect();
+    assert_eq!(ranges, [(1, 20), (21, 40)]);
+    let live = interlock::control::audit::verify(&pool).await.unwrap();
+    assert!(live.ok && live.first_seq == 41, "{live:?}");
+    // The maintenance round made the next partition ahead of the head.
+    let parts = interlock::control::partitions::list(&pool).await.unwrap();
+    assert!(parts.iter().any(|p| p.lower == 41 && p.upper == 61));
+}
