@@ -4,7 +4,10 @@
 //! fleet-without-one-lock part of issue 27: today the writers share one chain, so a batch
 //! that finds the head moved re-reads it and retries.
 //!
-//! `cargo bench --bench audit_writers -- --seconds 5 --callers 64`
+//! Then retention: the bytes a record takes in the control database against in an archive
+//! segment, and what archiving costs per record (write, read back and verify, drop).
+//!
+//! `cargo bench --bench audit_writers -- --seconds 5 --callers 64 [--partition-records N]`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,13 +58,16 @@ fn record(i: u64) -> AuditRecord {
 }
 
 /// Records per second appended by `callers` concurrent callers spread over `writers`.
-async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64) -> f64 {
+async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64, span: i64) -> f64 {
     let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
     let handles: Vec<AuditHandle> = (0..writers)
         .map(|_| {
             AuditHandle::start(
                 control::pool::audit_pool(&settings.control).expect("pool"),
-                AuditConfig::default(),
+                AuditConfig {
+                    partition_records: span,
+                    ..AuditConfig::default()
+                },
                 &supervision,
             )
         })
@@ -105,6 +111,7 @@ async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64) -> f
 fn main() {
     let secs = arg("--seconds", 5);
     let callers = arg("--callers", 64);
+    let span = arg("--partition-records", 20_000) as i64;
     let dir = tempfile::Builder::new()
         .prefix("interlock-audit-bench")
         .tempdir()
@@ -132,8 +139,8 @@ fn main() {
         control::migrate::migrate(&pool).await.expect("migrate");
 
         println!("audit records per second, durable control database, {callers} callers, {secs} s per cell");
-        let one = cell(&settings, 1, callers, secs).await;
-        let two = cell(&settings, 2, callers, secs).await;
+        let one = cell(&settings, 1, callers, secs, span).await;
+        let two = cell(&settings, 2, callers, secs, span).await;
         println!("1 writer : {one:>8.0} records/s");
         println!("2 writers: {two:>8.0} records/s ({:.2}× one writer, one chain)", two / one);
         let report = control::audit::verify(&pool).await.expect("verify");
@@ -150,6 +157,62 @@ fn main() {
             made.checkpoint.tree_size,
             took.as_secs_f64(),
             took.as_secs_f64() * 1e6 / made.checkpoint.tree_size as f64
+        );
+
+        // Retention: on disk in the control database, then in archive segments.
+        let on_disk = |pool: control::ControlPool| async move {
+            let c = pool.get().await.expect("client");
+            let row = c
+                .query_one(
+                    "SELECT coalesce(sum(pg_total_relation_size(inhrelid)), 0)::bigint,
+                            (SELECT count(*) FROM audit_records)
+                       FROM pg_inherits WHERE inhparent = 'audit_records'::regclass",
+                    &[],
+                )
+                .await
+                .expect("size");
+            (row.get::<_, i64>(0), row.get::<_, i64>(1))
+        };
+        let (bytes_before, live_before) = on_disk(pool.clone()).await;
+        let archive = dir.path().join("archive");
+        let started = Instant::now();
+        let done = interlock::retention::archive(&pool, &key, &archive, None)
+            .await
+            .expect("archive");
+        let took = started.elapsed();
+        let (bytes_after, live_after) = on_disk(pool.clone()).await;
+        let archived: i64 = done.iter().map(|s| s.last_seq - s.first_seq + 1).sum();
+        let file_bytes: u64 = done.iter().map(|s| s.bytes).sum();
+        println!(
+            "control database: {} records in {} MB ({:.0} bytes per record with indexes)",
+            live_before,
+            bytes_before / 1_000_000,
+            bytes_before as f64 / live_before.max(1) as f64
+        );
+        if archived > 0 {
+            println!(
+                "archived {} partitions of {span} records ({archived} records) in {:.2} s ({:.1} µs per record: write, read back and verify, drop)",
+                done.len(),
+                took.as_secs_f64(),
+                took.as_secs_f64() * 1e6 / archived as f64
+            );
+            println!(
+                "segments: {:.0} bytes per record ({:.1}× smaller than in the database); the database kept {} records in {} MB",
+                file_bytes as f64 / archived as f64,
+                (bytes_before as f64 / live_before.max(1) as f64)
+                    / (file_bytes as f64 / archived as f64),
+                live_after,
+                bytes_after / 1_000_000
+            );
+        }
+        let report = control::audit::verify(&pool).await.expect("verify");
+        assert!(report.ok, "{report:?}");
+        let checked = interlock::retention::files::check_archive(&archive, key.verifier_key())
+            .expect("archive verifies");
+        println!(
+            "after archiving: live chain ok from record {}, {} segments verify offline",
+            report.first_seq,
+            checked.segments.len()
         );
     });
 }
