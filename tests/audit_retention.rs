@@ -389,36 +389,45 @@ async fn closed_partitions_are_archived_verified_and_dropped_and_tampering_is_na
 }
 
 #[actix_rt::test]
-async fn the_gateway_archives_on_its_own_schedule() {
-    let db = common::fresh_control_db().await;
+async fn the_gateway_archives_on_its_own_schedule_and_lists_its_partitions() {
     let dir = tempfile::tempdir().unwrap();
-    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
-    let w = writer(&pool, 20);
-    let old = Utc::now() - chrono::Duration::days(3);
-    for i in 1..=45 {
-        w.append(record(i, old)).await.unwrap();
-    }
-    for i in 46..=50 {
-        w.append(record(i, Utc::now())).await.unwrap();
-    }
     let (key_file, vkey) = keygen(dir.path());
     let archive = dir.path().join("archive");
-    let mut settings = common::settings_for(&db);
-    settings.audit.checkpoint_key_file = key_file.display().to_string();
-    settings.audit.checkpoint_interval_secs = 0;
-    settings.audit.partition_records = 20;
-    settings.audit.maintenance_interval_secs = 1;
-    settings.audit.archive_dir = archive.display().to_string();
-    settings.audit.retain_days = 2;
-    let gateway = common::TestGateway::start(settings);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    // Records 1..40 are older than two days: two partitions go. Records 41..60's partition
-    // holds the head and newer records; it stays.
+    let (key_path, archive_path) = (
+        key_file.display().to_string(),
+        archive.display().to_string(),
+    );
+    let env = common::env::demo_env_with(
+        move |s| {
+            s.audit.checkpoint_key_file = key_path;
+            s.audit.checkpoint_interval_secs = 0;
+            s.audit.partition_records = 20;
+            s.audit.maintenance_interval_secs = 1;
+            s.audit.archive_dir = archive_path;
+            s.audit.retain_days = 2;
+        },
+        |_| {},
+    )
+    .await;
+    let pool = env.pool.clone();
+    // Records up to 45 three days old (beside whatever the demo's set-up audited), then
+    // five of now: the partitions ending at 20 and 40 are past retention; the one holding
+    // the head is not.
+    let w = writer(&pool, 20);
+    let old = Utc::now() - chrono::Duration::days(3);
+    let mut i = 0;
+    while w.append(record(i, old)).await.unwrap() < 45 {
+        i += 1;
+    }
+    for j in 0..5 {
+        w.append(record(1000 + j, Utc::now())).await.unwrap();
+    }
     let archived = |t: &[String]| {
         !t.iter()
             .any(|n| n == "audit_records_1" || n == "audit_records_21")
             && t.iter().any(|n| n == "audit_records_41")
     };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !archived(&tables(&pool).await) {
         assert!(
             std::time::Instant::now() < deadline,
@@ -427,7 +436,6 @@ async fn the_gateway_archives_on_its_own_schedule() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    gateway.stop().await;
     let report = interlock::retention::files::check_archive(&archive, &vkey).unwrap();
     let ranges: Vec<(i64, i64)> = report
         .segments
@@ -437,7 +445,23 @@ async fn the_gateway_archives_on_its_own_schedule() {
     assert_eq!(ranges, [(1, 20), (21, 40)]);
     let live = interlock::control::audit::verify(&pool).await.unwrap();
     assert!(live.ok && live.first_seq == 41, "{live:?}");
-    // The maintenance round made the next partition ahead of the head.
-    let parts = interlock::control::partitions::list(&pool).await.unwrap();
-    assert!(parts.iter().any(|p| p.lower == 41 && p.upper == 61));
+    // Operators see the partitions: two archived with their files, the rest live, and the
+    // maintenance round made the next one ahead of the head.
+    let listed: serde_json::Value = reqwest::Client::new()
+        .get(env.gateway.url("/admin/audit/partitions"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["archived"], 2, "{listed}");
+    let parts = listed["partitions"].as_array().unwrap();
+    assert_eq!(
+        parts[1]["archive_file"],
+        interlock::ledger::segment::file_name(21, 40)
+    );
+    assert_eq!(parts[1]["archive_sha256"], report.segments[1].sha256);
+    assert!(parts.iter().any(|p| p["lower"] == 41 && p["upper"] == 61));
 }

@@ -22,6 +22,7 @@ mod events;
 mod gate;
 mod identities;
 mod nul_text;
+pub mod partitions;
 mod replicas;
 mod sources;
 mod webhooks;
@@ -117,4 +118,5 @@ pub fn routes() -> actix_web::Scope<
         .route("/audit/verify", web::get().to(audit::verify))
         .route("/audit/checkpoints", web::get().to(checkpoints::list))
         .route("/audit/checkpoints", web::post().to(checkpoints::create))
+        .route("/audit/partitions", web::get().to(partitions::list))
 }
