@@ -335,6 +335,11 @@ async fn closed_partitions_are_archived_verified_and_dropped_and_tampering_is_na
             "records 41..80 are missing",
         ),
         (
+            "the first segment missing",
+            Box::new(move |d: &Path| std::fs::remove_file(segment(d, 1, 40)).unwrap()),
+            "the archive starts at record 41: records 1..40 are missing",
+        ),
+        (
             "not gzip",
             Box::new(move |d: &Path| std::fs::write(middle(d), b"plain text\n").unwrap()),
             "segment-0000000000000000041-0000000000000000080.jsonl.gz",

@@ -84,7 +84,12 @@ pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
                     }),
                 });
             }
-            (seq + 1, ChainVerifier::resume(seq, prev_hash))
+            if seq == 0 {
+                // Nothing archived: the first record chains to the genesis hash.
+                (1, ChainVerifier::default())
+            } else {
+                (seq + 1, ChainVerifier::resume(seq, prev_hash))
+            }
         }
     };
     let mut first_break = None;

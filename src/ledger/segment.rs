@@ -82,6 +82,8 @@ pub enum SegmentError {
         gap_from: i64,
         gap_to: i64,
     },
+    #[error("{file}: the archive starts at record {first}: records 1..{} are missing", first - 1)]
+    Start { file: String, first: i64 },
     #[error("{file}: overlaps {before} (starts at {first}, which that one already holds)")]
     Overlap {
         file: String,
@@ -215,8 +217,15 @@ pub struct ArchiveChain {
 }
 
 impl ArchiveChain {
-    /// Adds the next segment (summaries must come in `first_seq` order).
+    /// Adds the next segment (summaries must come in `first_seq` order). An archive starts
+    /// at record 1: a first segment that starts later means segments are missing.
     pub fn push(&mut self, next: SegmentSummary) -> Result<(), SegmentError> {
+        if self.last.is_none() && next.first_seq != 1 {
+            return Err(SegmentError::Start {
+                file: next.file,
+                first: next.first_seq,
+            });
+        }
         if let Some(before) = &self.last {
             let (file, name) = (next.file.clone(), before.file.clone());
             if next.origin != before.origin {
@@ -256,5 +265,223 @@ impl ArchiveChain {
     /// The last segment added.
     pub fn last(&self) -> Option<&SegmentSummary> {
         self.last.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::offline::ExportedRecord;
+    use crate::ledger::CheckpointKey;
+    use interlock_actors::audit::record::{chain_hash, GENESIS};
+    use interlock_actors::audit::{AuditRecord, RecordOutcome};
+
+    fn record(i: i64) -> AuditRecord {
+        AuditRecord {
+            at: chrono::Utc::now(),
+            request_id: format!("r{i}"),
+            identity_id: None,
+            identity: Some("agent".into()),
+            adapter: "mcp".into(),
+            dialect: None,
+            tool: "interlock_query".into(),
+            source_id: Some("shop".into()),
+            action: Some("read".into()),
+            statement: Some(format!("SELECT {i}")),
+            fingerprint: None,
+            decision: serde_json::json!({"verdict": "allowed"}),
+            outcome: RecordOutcome::Ok,
+            row_count: Some(i),
+            duration_us: 1,
+            cache_hit: false,
+            approval_id: None,
+            statement_sha256: None,
+        }
+        .normalized()
+    }
+
+    /// A log of `n` records as export lines, and the leaf hashes of its tree.
+    fn log(n: i64) -> (Vec<ExportedRecord>, Vec<tree::Hash>) {
+        let mut prev = GENESIS.to_vec();
+        let mut lines = Vec::new();
+        let mut leaves = Vec::new();
+        for seq in 1..=n {
+            let r = record(seq);
+            let hash = chain_hash(&prev, seq, &r).to_vec();
+            leaves.push(tree::leaf(&hash));
+            lines.push(ExportedRecord {
+                seq,
+                record: r,
+                prev_hash: hex::encode(&prev),
+                hash: hex::encode(&hash),
+            });
+            prev = hash;
+        }
+        (lines, leaves)
+    }
+
+    /// Segment `first..=last` of the log as its lines (header first), signed by `key`.
+    fn segment(
+        key: &CheckpointKey,
+        lines: &[ExportedRecord],
+        leaves: &[tree::Hash],
+        first: i64,
+        last: i64,
+    ) -> Vec<String> {
+        let mut before = Frontier::default();
+        leaves[..first as usize - 1]
+            .iter()
+            .for_each(|l| before.push(*l));
+        let mut whole = before.clone();
+        leaves[first as usize - 1..last as usize]
+            .iter()
+            .for_each(|l| whole.push(*l));
+        let prev = if first == 1 {
+            GENESIS.to_vec()
+        } else {
+            hex::decode(&lines[first as usize - 2].hash).unwrap()
+        };
+        let header = SegmentHeader {
+            format: SEGMENT_FORMAT.into(),
+            first_seq: first,
+            last_seq: last,
+            prefix: Prefix::of(first - 1, &prev, &before.roots()),
+            checkpoint: key
+                .sign(last.unsigned_abs(), whole.root().unwrap())
+                .unwrap()
+                .note,
+            timestamp: None,
+            archived_at: chrono::Utc::now(),
+        };
+        std::iter::once(serde_json::to_string(&header).unwrap())
+            .chain(
+                lines[first as usize - 1..last as usize]
+                    .iter()
+                    .map(|l| serde_json::to_string(l).unwrap()),
+            )
+            .collect()
+    }
+
+    fn check(name: &str, lines: &[String], vkey: &str) -> Result<SegmentSummary, SegmentError> {
+        let mut c = SegmentCheck::new(name, &lines[0], vkey)?;
+        for l in &lines[1..] {
+            c.line(l)?;
+        }
+        c.finish()
+    }
+
+    /// Random cuts of a log into segments (a small LCG: the cases are reproducible).
+    fn cuts(n: i64, seed: u64) -> Vec<(i64, i64)> {
+        let mut state = seed;
+        let mut out = Vec::new();
+        let mut first = 1;
+        while first <= n {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = 1 + (state >> 33) as i64 % 17;
+            let last = (first + len - 1).min(n);
+            out.push((first, last));
+            first = last + 1;
+        }
+        out
+    }
+
+    #[test]
+    fn every_cut_verifies_and_every_altered_dropped_or_moved_record_is_named() {
+        let key = CheckpointKey::parse(&CheckpointKey::generate("t.example/log").unwrap()).unwrap();
+        let vkey = key.verifier_key().to_string();
+        let (lines, leaves) = log(97);
+        for seed in 1..=6 {
+            let segments: Vec<(i64, i64, Vec<String>)> = cuts(97, seed)
+                .into_iter()
+                .map(|(f, l)| (f, l, segment(&key, &lines, &leaves, f, l)))
+                .collect();
+            let mut chain = ArchiveChain::default();
+            for (f, l, text) in &segments {
+                let summary = check(&file_name(*f, *l), text, &vkey)
+                    .unwrap_or_else(|e| panic!("seed {seed}, {f}..{l}: {e}"));
+                chain.push(summary).unwrap();
+            }
+            assert_eq!(chain.last().unwrap().last_seq, 97);
+            for (f, l, text) in &segments {
+                let name = file_name(*f, *l);
+                for i in 1..text.len() {
+                    let seq = *f + i as i64 - 1;
+                    let mut altered = text.clone();
+                    altered[i] = altered[i].replacen(
+                        &format!("\"row_count\":{seq}"),
+                        &format!("\"row_count\":{}", seq + 1),
+                        1,
+                    );
+                    assert!(
+                        matches!(check(&name, &altered, &vkey), Err(SegmentError::Record(_))),
+                        "seed {seed}: record {seq} altered in {f}..{l}"
+                    );
+                    let mut dropped = text.clone();
+                    dropped.remove(i);
+                    assert!(
+                        check(&name, &dropped, &vkey).is_err(),
+                        "record {seq} dropped"
+                    );
+                    if i + 1 < text.len() {
+                        let mut swapped = text.clone();
+                        swapped.swap(i, i + 1);
+                        assert!(check(&name, &swapped, &vkey).is_err(), "record {seq} moved");
+                    }
+                }
+            }
+            // Any segment but the last missing is a gap (or a late start) that names its
+            // records.
+            for missing in 0..segments.len() - 1 {
+                let mut chain = ArchiveChain::default();
+                let mut refused = None;
+                for (k, (f, l, text)) in segments.iter().enumerate() {
+                    if k == missing {
+                        continue;
+                    }
+                    let summary = check(&file_name(*f, *l), text, &vkey).unwrap();
+                    if let Err(e) = chain.push(summary) {
+                        refused = Some(e);
+                        break;
+                    }
+                }
+                let (f, l, _) = &segments[missing];
+                match refused {
+                    Some(SegmentError::Gap {
+                        gap_from, gap_to, ..
+                    }) => assert_eq!((gap_from, gap_to), (*f, *l)),
+                    Some(SegmentError::Start { first, .. }) if missing == 0 => {
+                        assert_eq!(first, *l + 1)
+                    }
+                    other => panic!("seed {seed}: segment {f}..{l} missing: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_segment_of_another_log_or_key_does_not_pass() {
+        let key = CheckpointKey::parse(&CheckpointKey::generate("t.example/log").unwrap()).unwrap();
+        let other =
+            CheckpointKey::parse(&CheckpointKey::generate("t.example/log").unwrap()).unwrap();
+        let (lines, leaves) = log(30);
+        let text = segment(&other, &lines, &leaves, 11, 20);
+        assert!(matches!(
+            check("s", &text, key.verifier_key()),
+            Err(SegmentError::Header { .. })
+        ));
+        // The same records after another prefix tree: the signed root is not theirs.
+        let mut forged = segment(&key, &lines, &leaves, 11, 20);
+        let mut header: SegmentHeader = serde_json::from_str(&forged[0]).unwrap();
+        let mut before = Frontier::default();
+        (0u8..10).for_each(|k| before.push(tree::leaf(&[k; 32])));
+        let prev = header.prefix.prev_hash.clone();
+        header.prefix = Prefix::of(10, &hex::decode(prev).unwrap(), &before.roots());
+        forged[0] = serde_json::to_string(&header).unwrap();
+        assert!(matches!(
+            check("s", &forged, key.verifier_key()),
+            Err(SegmentError::Root { .. })
+        ));
     }
 }
