@@ -452,7 +452,7 @@ mod tests {
                         gap_from, gap_to, ..
                     }) => assert_eq!((gap_from, gap_to), (*f, *l)),
                     Some(SegmentError::Start { first, .. }) if missing == 0 => {
-                        assert_eq!(first, *l + 1)
+                        assert_eq!(first, *l + 1);
                     }
                     other => panic!("seed {seed}: segment {f}..{l} missing: {other:?}"),
                 }
