@@ -211,6 +211,8 @@ pub struct AuditSettings {
     pub timestamp_url: String,
     /// How long one timestamp request may take, in milliseconds.
     pub timestamp_timeout_ms: u64,
+    /// A file every signed checkpoint is appended to (JSON lines); empty: none.
+    pub witness_file: String,
     /// Records per partition of the audit log.
     pub partition_records: i64,
     /// Seconds between maintenance rounds (partitions ahead, archiving); 0: none.

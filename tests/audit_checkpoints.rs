@@ -499,7 +499,11 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
 
     // The TSA is down: the checkpoint is made all the same, its timestamp pending with why.
     tsa.down.store(true, Ordering::SeqCst);
-    let first = anchoring::checkpoint_now(&pool, &key, Some(&authority), None)
+    let anchors = anchoring::Anchors {
+        tsa: Some(authority.clone()),
+        witness: None,
+    };
+    let first = anchoring::checkpoint_now(&pool, &key, &anchors, None)
         .await
         .unwrap()
         .unwrap();
@@ -518,7 +522,7 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
     for i in 6..=8 {
         writer.append(record(i)).await.unwrap();
     }
-    let second = anchoring::checkpoint_now(&pool, &key, Some(&authority), None)
+    let second = anchoring::checkpoint_now(&pool, &key, &anchors, None)
         .await
         .unwrap()
         .unwrap();

@@ -470,3 +470,96 @@ async fn the_gateway_archives_on_its_own_schedule_and_lists_its_partitions() {
     assert_eq!(parts[1]["archive_sha256"], report.segments[1].sha256);
     assert!(parts.iter().any(|p| p["lower"] == 41 && p["upper"] == 61));
 }
+
+#[actix_rt::test]
+async fn a_witness_file_keeps_every_checkpoint_and_shows_a_rewritten_log() {
+    let db = common::fresh_control_db().await;
+    let dir = tempfile::tempdir().unwrap();
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let w = writer(&pool, 1000);
+    let (key_file, _) = keygen(dir.path());
+    let witness = dir.path().join("witness.jsonl");
+    let config = |witness: &Path| {
+        common::control_config_file(
+            dir.path(),
+            &db,
+            &format!(
+                "[audit]\ncheckpoint_key_file = \"{}\"\nwitness_file = \"{}\"\n",
+                key_file.display(),
+                witness.display()
+            ),
+        )
+    };
+    let good = config(&witness);
+    // A witness that cannot be written delays only the witness, never the checkpoint.
+    let unwritable = config(dir.path());
+    for i in 1..=5 {
+        w.append(record(i, Utc::now())).await.unwrap();
+    }
+    let (ok, _, err) = run(&["audit", "checkpoint"], &unwritable);
+    assert!(ok, "{err}");
+    assert!(!witness.exists());
+    for i in 6..=8 {
+        w.append(record(i, Utc::now())).await.unwrap();
+    }
+    // The next checkpoint catches the witness up: both checkpoints, oldest first.
+    let (ok, _, err) = run(&["audit", "checkpoint"], &good);
+    assert!(ok, "{err}");
+    let kept: Vec<serde_json::Value> = std::fs::read_to_string(&witness)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sizes: Vec<i64> = kept
+        .iter()
+        .map(|k| k["tree_size"].as_i64().unwrap())
+        .collect();
+    assert_eq!(sizes, [5, 8]);
+    let witness_arg = witness.to_str().unwrap();
+    let (ok, out, err) = run(&["audit", "verify", "--witness", witness_arg], &good);
+    assert!(ok, "{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(report["witness"]["checkpoints"], 2);
+    assert_eq!(report["witness"]["latest"], 8);
+
+    // What a witness shows, each on a copy of what it kept or of the log.
+    let other = CheckpointKey::parse(&CheckpointKey::generate("interlock.test/retention").unwrap())
+        .unwrap()
+        .sign(8, interlock::ledger::Hash([1; 32]))
+        .unwrap()
+        .note;
+    let forged = witness.with_file_name("forged.jsonl");
+    let mut line = kept[1].clone();
+    line["note"] = other.into();
+    std::fs::write(&forged, format!("{}\n{line}\n", kept[0])).unwrap();
+    let (ok, _, err) = run(
+        &["audit", "verify", "--witness", forged.to_str().unwrap()],
+        &good,
+    );
+    assert!(
+        !ok && err.contains("line 2") && err.contains("no signature by the key"),
+        "{err}"
+    );
+
+    let client = pool.get().await.unwrap();
+    // The log rewritten (its tree recomputed over other records): no root is the signed one.
+    client
+        .batch_execute("UPDATE audit_tree_hashes SET hash = sha256(hash)")
+        .await
+        .unwrap();
+    let (ok, _, err) = run(&["audit", "verify", "--witness", witness_arg], &good);
+    assert!(
+        !ok && err.contains("line 1") && err.contains("the log was rewritten"),
+        "{err}"
+    );
+    // The log cut back: the witness saw more records than the tree holds.
+    client
+        .batch_execute("UPDATE audit_tree SET size = 4")
+        .await
+        .unwrap();
+    let (ok, _, err) = run(&["audit", "verify", "--witness", witness_arg], &good);
+    assert!(
+        !ok && err.contains("of 5 records, but the log's tree holds only 4"),
+        "{err}"
+    );
+}

@@ -15,6 +15,17 @@ use crate::control::{ControlError, ControlPool};
 use crate::ledger::timestamp;
 use crate::ledger::CheckpointKey;
 
+pub mod witness;
+
+pub use witness::WitnessFile;
+
+/// Where checkpoints are anchored besides the control database.
+#[derive(Clone, Default)]
+pub struct Anchors {
+    pub tsa: Option<TimestampAuthority>,
+    pub witness: Option<WitnessFile>,
+}
+
 /// Largest timestamp response accepted, in bytes (a response with the TSA's certificate
 /// is a few kilobytes).
 const MAX_RESPONSE: usize = 64 * 1024;
@@ -132,12 +143,15 @@ pub async fn anchor_pending(
 pub async fn checkpoint_now(
     pool: &ControlPool,
     key: &CheckpointKey,
-    tsa: Option<&TimestampAuthority>,
+    anchors: &Anchors,
     events: Option<&EventBus>,
 ) -> Result<Option<StoredCheckpoint>, ControlError> {
     let Some(made) = ledger::checkpoint(pool, key).await? else {
         return Ok(None);
     };
+    if let Some(w) = &anchors.witness {
+        w.witness(pool).await;
+    }
     if made.new {
         if let Some(events) = events {
             events.publish(Event::AuditCheckpoint {
@@ -148,7 +162,7 @@ pub async fn checkpoint_now(
             });
         }
     }
-    if let Some(tsa) = tsa {
+    if let Some(tsa) = &anchors.tsa {
         anchor_pending(pool, tsa).await?;
         return ledger::at_size(pool, made.checkpoint.tree_size.unsigned_abs()).await;
     }
@@ -164,6 +178,9 @@ pub struct AnchoringStatus {
     pub timestamp_pending: bool,
     /// The last failure (checkpoint or timestamp), cleared by the next success.
     pub last_error: Option<String>,
+    /// Why the witness file is behind, when it is (`audit.witness_file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness_error: Option<String>,
 }
 
 /// Shared view of [`AnchoringStatus`].
@@ -174,7 +191,7 @@ pub type AnchoringState = Arc<std::sync::RwLock<AnchoringStatus>>;
 pub fn spawn(
     pool: ControlPool,
     key: Arc<CheckpointKey>,
-    tsa: Option<TimestampAuthority>,
+    anchors: Anchors,
     every: Duration,
     status: AnchoringState,
     events: EventBus,
@@ -187,14 +204,16 @@ pub fn spawn(
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            let now = match checkpoint_now(&pool, &key, tsa.as_ref(), Some(&events)).await {
+            let witness_error = || anchors.witness.as_ref().and_then(WitnessFile::last_error);
+            let now = match checkpoint_now(&pool, &key, &anchors, Some(&events)).await {
                 Ok(Some(c)) => {
                     metrics::gauge!("interlock_audit_checkpoint_size").set(c.tree_size as f64);
-                    let pending = tsa.is_some() && c.timestamp.is_none();
+                    let pending = anchors.tsa.is_some() && c.timestamp.is_none();
                     AnchoringStatus {
                         last_checkpoint: Some(c.tree_size),
                         timestamp_pending: pending,
                         last_error: c.timestamp_error.filter(|_| pending),
+                        witness_error: witness_error(),
                     }
                 }
                 Ok(None) => AnchoringStatus::default(),

@@ -22,9 +22,21 @@ pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
             offline: Some(dir),
             key: Some(key),
             archive,
+            ..
         } => verify_offline(&dir, &key, archive.as_deref()),
-        AuditCommand::Verify { archive, key, .. } => {
-            super::retention::verify(settings, archive.as_deref(), key.as_deref()).await
+        AuditCommand::Verify {
+            archive,
+            key,
+            witness,
+            ..
+        } => {
+            super::retention::verify(
+                settings,
+                archive.as_deref(),
+                witness.as_deref(),
+                key.as_deref(),
+            )
+            .await
         }
         AuditCommand::Archive {
             dir,
@@ -106,7 +118,11 @@ async fn checkpoint(settings: &Settings) -> anyhow::Result<()> {
         std::time::Duration::from_millis(settings.audit.timestamp_timeout_ms),
     )
     .map_err(anyhow::Error::msg)?;
-    match crate::anchoring::checkpoint_now(&pool(settings)?, &key, tsa.as_ref(), None).await? {
+    let anchors = crate::anchoring::Anchors {
+        tsa,
+        witness: crate::anchoring::WitnessFile::new(&settings.audit.witness_file),
+    };
+    match crate::anchoring::checkpoint_now(&pool(settings)?, &key, &anchors, None).await? {
         Some(c) => {
             print!("{}", c.note);
             if let Some(e) = &c.timestamp_error {

@@ -147,7 +147,8 @@ pub enum GrantsCommand {
 pub enum AuditCommand {
     /// Recompute the hash chain of the live log; exits non-zero at the first altered,
     /// missing or reordered record. With --archive, check the archived segments too and that
-    /// the live log continues them. With --offline, check an export or an archive directory
+    /// the live log continues them; with --witness, that the log still has every root a
+    /// witness file kept. With --offline, check an export or an archive directory
     /// with no database: the chain, and every checkpoint's signature, timestamp and root
     /// recomputed from the records.
     Verify {
@@ -156,6 +157,10 @@ pub enum AuditCommand {
         /// The directory of archived segments (`interlock audit archive`).
         #[arg(long, value_name = "DIR")]
         archive: Option<PathBuf>,
+        /// A witness file (`audit.witness_file`): every checkpoint in it must be signed by
+        /// the key and be a root of the log's tree as it is now.
+        #[arg(long, value_name = "FILE", conflicts_with = "offline")]
+        witness: Option<PathBuf>,
         /// The log's verifier key, or @FILE (with --offline; with --archive it defaults to
         /// the configured checkpoint key's).
         #[arg(long)]

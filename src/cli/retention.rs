@@ -44,23 +44,42 @@ struct Verified {
     live: control::audit::VerifyReport,
     #[serde(skip_serializing_if = "Option::is_none")]
     archive: Option<ArchiveReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    witness: Option<Witnessed>,
 }
 
-/// The live chain and, with `archive`, the archived segments and the seam between them.
+/// What a witness file proved.
+#[derive(Serialize)]
+struct Witnessed {
+    checkpoints: usize,
+    /// The largest tree size the witness kept.
+    latest: i64,
+}
+
+/// The live chain and, with `archive`, the archived segments and the seam between them;
+/// with `witness`, the witnessed roots against the log's tree.
 pub async fn verify(
     settings: &Settings,
     archive: Option<&Path>,
+    witness: Option<&Path>,
     key: Option<&str>,
 ) -> anyhow::Result<()> {
     let pool = control_pool(settings)?;
     let live = control::audit::verify(&pool).await?;
+    let verifier_key = || -> anyhow::Result<String> {
+        Ok(match key {
+            Some(k) => read_key(k)?,
+            None => signing_key(settings)?.verifier_key().to_string(),
+        })
+    };
+    let witness = match witness {
+        None => None,
+        Some(file) => Some(check_witness(&pool, file, &verifier_key()?).await?),
+    };
     let archive = match archive {
         None => None,
         Some(dir) => {
-            let key = match key {
-                Some(k) => read_key(k)?,
-                None => signing_key(settings)?.verifier_key().to_string(),
-            };
+            let key = verifier_key()?;
             let report = files::check_archive(dir, &key)
                 .with_context(|| format!("checking the archive in {}", dir.display()))?;
             seam(&pool, dir, &report, live.first_seq).await?;
@@ -68,7 +87,11 @@ pub async fn verify(
         }
     };
     let ok = live.ok;
-    print_json(&Verified { live, archive })?;
+    print_json(&Verified {
+        live,
+        archive,
+        witness,
+    })?;
     if !ok {
         bail!("the audit chain is broken; see first_break");
     }
@@ -124,4 +147,46 @@ async fn seam(
         ),
         _ => Ok(()),
     }
+}
+
+/// Every checkpoint in the witness file must carry the key's signature and sign a root the
+/// log's tree still has: a log rewritten since (records changed, removed or reordered, and
+/// chain and tree recomputed) cannot, without the signing key.
+async fn check_witness(
+    pool: &control::ControlPool,
+    file: &Path,
+    verifier_key: &str,
+) -> anyhow::Result<Witnessed> {
+    use std::io::BufRead as _;
+    let name = file.display();
+    let opened = std::fs::File::open(file).with_context(|| format!("reading {name}"))?;
+    let tree = control::ledger::tree_size(pool).await?;
+    let (mut checkpoints, mut latest) = (0, 0);
+    for (n, line) in std::io::BufReader::new(opened).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {name}"))?;
+        let n = n + 1;
+        let kept: crate::anchoring::witness::WitnessLine = serde_json::from_str(&line)
+            .with_context(|| format!("{name} line {n}: not a witness line"))?;
+        let signed = crate::ledger::note::verify(&kept.note, verifier_key)
+            .map_err(|e| anyhow::anyhow!("{name} line {n}: {e}"))?;
+        if signed.size > tree {
+            bail!(
+                "{name} line {n}: the witness kept a checkpoint of {} records, but the log's tree holds only {tree}: records were removed",
+                signed.size
+            );
+        }
+        let root = control::ledger::root(pool, signed.size).await?;
+        if root != signed.root {
+            bail!(
+                "{name} line {n}: the log no longer has the root the checkpoint of {} records signed: the log was rewritten",
+                signed.size
+            );
+        }
+        checkpoints += 1;
+        latest = latest.max(signed.size as i64);
+    }
+    Ok(Witnessed {
+        checkpoints,
+        latest,
+    })
 }

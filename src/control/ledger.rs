@@ -306,6 +306,20 @@ pub async fn all(pool: &ControlPool) -> Result<Vec<StoredCheckpoint>, ControlErr
     Ok(rows.iter().map(stored).collect())
 }
 
+/// The checkpoints of more than `size` records, oldest first.
+pub async fn after(pool: &ControlPool, size: i64) -> Result<Vec<StoredCheckpoint>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            &format!(
+                "SELECT {CHECKPOINT_COLUMNS} FROM audit_checkpoints WHERE tree_size > $1 ORDER BY tree_size"
+            ),
+            &[&size],
+        )
+        .await?;
+    Ok(rows.iter().map(stored).collect())
+}
+
 /// Checkpoints, newest first.
 pub async fn list(pool: &ControlPool, limit: i64) -> Result<Vec<StoredCheckpoint>, ControlError> {
     let client = pool.get().await?;

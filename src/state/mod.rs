@@ -59,7 +59,8 @@ pub struct AppState {
     /// The audit log's checkpoint signing key, when `audit.checkpoint_key_file` names one.
     pub checkpoint_key: Option<Arc<crate::ledger::CheckpointKey>>,
     /// Where checkpoints are timestamped, when `audit.timestamp_url` is set.
-    pub timestamp_authority: Option<crate::anchoring::TimestampAuthority>,
+    /// Where checkpoints are anchored: a timestamp authority, a witness file.
+    pub anchors: crate::anchoring::Anchors,
     /// What this replica's scheduled checkpoints last did.
     pub anchoring: crate::anchoring::AnchoringState,
 }
@@ -193,12 +194,16 @@ impl AppState {
             Duration::from_millis(settings.audit.timestamp_timeout_ms),
         )
         .map_err(StartError::CheckpointKey)?;
+        let anchors = crate::anchoring::Anchors {
+            tsa: timestamp_authority,
+            witness: crate::anchoring::WitnessFile::new(&settings.audit.witness_file),
+        };
         let anchoring = crate::anchoring::AnchoringState::default();
         if let Some(key) = &checkpoint_key {
             crate::anchoring::spawn(
                 control.clone(),
                 Arc::clone(key),
-                timestamp_authority.clone(),
+                anchors.clone(),
                 Duration::from_secs(settings.audit.checkpoint_interval_secs),
                 anchoring.clone(),
                 events.clone(),
@@ -218,7 +223,7 @@ impl AppState {
         }
         Ok(Arc::new(AppState {
             checkpoint_key,
-            timestamp_authority,
+            anchors,
             anchoring,
             oauth,
             webhooks,

@@ -48,13 +48,9 @@ pub async fn create(caller: Admin<Operators>, state: web::Data<AppState>) -> Htt
             "no checkpoint key is configured: set audit.checkpoint_key_file (see `interlock audit keygen`)",
         );
     };
-    let made = crate::anchoring::checkpoint_now(
-        &state.control,
-        &key,
-        state.timestamp_authority.as_ref(),
-        Some(&state.events),
-    )
-    .await;
+    let made =
+        crate::anchoring::checkpoint_now(&state.control, &key, &state.anchors, Some(&state.events))
+            .await;
     match made {
         Ok(Some(c)) => {
             // Audited like every administrative action; the record is the first of the
