@@ -542,9 +542,26 @@ async fn a_witness_file_keeps_every_checkpoint_and_shows_a_rewritten_log() {
     );
 
     let client = pool.get().await.unwrap();
-    // The log rewritten (its tree recomputed over other records): no root is the signed one.
+    // A leaf of the tree that is not its record's (records rewritten after the checkpoint,
+    // tree left alone): the chain alone still verifies, the records against the tree do not.
     client
-        .batch_execute("UPDATE audit_tree_hashes SET hash = sha256(hash)")
+        .batch_execute("UPDATE audit_tree_hashes SET hash = sha256(hash) WHERE idx = 0")
+        .await
+        .unwrap();
+    let (ok, out, err) = run(&["audit", "verify"], &good);
+    assert!(
+        !ok && err.contains("record 1 is not the record the audit tree"),
+        "{err}"
+    );
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (report["ok"].as_bool(), report["tree"]["ok"].as_bool()),
+        (Some(true), Some(false))
+    );
+    // The log rewritten (its whole tree recomputed over other records): no root is the
+    // signed one.
+    client
+        .batch_execute("UPDATE audit_tree_hashes SET hash = sha256(hash) WHERE idx <> 0")
         .await
         .unwrap();
     let (ok, _, err) = run(&["audit", "verify", "--witness", witness_arg], &good);

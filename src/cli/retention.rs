@@ -46,6 +46,8 @@ struct Verified {
     archive: Option<ArchiveReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     witness: Option<Witnessed>,
+    /// The live records against the tree's leaves.
+    tree: control::leaves::LeafReport,
 }
 
 /// What a witness file proved.
@@ -86,14 +88,22 @@ pub async fn verify(
             Some(report)
         }
     };
-    let ok = live.ok;
+    let tree = control::leaves::verify(&pool).await?;
+    let (ok, tree_ok, mismatch) = (live.ok, tree.ok, tree.first_mismatch);
     print_json(&Verified {
         live,
         archive,
         witness,
+        tree,
     })?;
     if !ok {
         bail!("the audit chain is broken; see first_break");
+    }
+    if !tree_ok {
+        bail!(
+            "record {} is not the record the audit tree, and so the signed checkpoints, committed to: the log was rewritten after it was checkpointed",
+            mismatch.unwrap_or_default()
+        );
     }
     Ok(())
 }

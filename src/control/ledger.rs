@@ -46,7 +46,10 @@ fn invalid(e: impl std::fmt::Display) -> ControlError {
 }
 
 /// The stored hashes with these indexes.
-async fn fetch(client: &impl GenericClient, indexes: &[u64]) -> Result<Known, ControlError> {
+pub(super) async fn fetch(
+    client: &impl GenericClient,
+    indexes: &[u64],
+) -> Result<Known, ControlError> {
     if indexes.is_empty() {
         return Ok(Known::new());
     }

@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod identities;
 pub mod instances;
 pub mod keys;
+pub mod leaves;
 pub mod ledger;
 pub mod migrate;
 pub mod partitions;

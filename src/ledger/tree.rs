@@ -37,6 +37,11 @@ pub fn leaf(chain_hash: &[u8]) -> Hash {
     tlog::record_hash(chain_hash)
 }
 
+/// The index of leaf `n`'s own stored hash.
+pub fn leaf_index(n: u64) -> u64 {
+    tlog::stored_hash_index(0, n)
+}
+
 /// Records every index asked for and answers zeros.
 #[derive(Default)]
 struct Recorder(RefCell<Vec<u64>>);
