@@ -260,6 +260,7 @@ async fn identities_keys_and_grants_through_the_api() {
     )
     .await;
     assert_eq!(verify["ok"], true, "{verify}");
+    assert_eq!(verify["tree"]["ok"], true, "{verify}");
 }
 
 #[tokio::test]

@@ -64,8 +64,19 @@ pub async fn list(
 }
 
 pub async fn verify(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
-    match repo::verify(&state.control).await {
-        Ok(report) => HttpResponse::Ok().json(report),
+    let checked = async {
+        let chain = repo::verify(&state.control).await?;
+        let tree = crate::control::leaves::verify(&state.control).await?;
+        Ok::<_, crate::control::ControlError>((chain, tree))
+    };
+    match checked.await {
+        Ok((chain, tree)) => {
+            let mut body = serde_json::to_value(&chain).unwrap_or_default();
+            // "ok" holds only when both hold: the chain, and the records against the tree.
+            body["ok"] = (chain.ok && tree.ok).into();
+            body["tree"] = serde_json::to_value(&tree).unwrap_or_default();
+            HttpResponse::Ok().json(body)
+        }
         Err(e) => {
             tracing::error!(error = %e, "verifying the audit chain failed");
             error(
