@@ -12,31 +12,12 @@ use interlock::control::ledger;
 use interlock::ledger::note::CheckpointError;
 use interlock::ledger::proof::{self, ProofError};
 use interlock::ledger::CheckpointKey;
-use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
+use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord};
 use interlock_actors::events::EventBus;
 use interlock_actors::supervise::{Supervision, SupervisionConfig};
 
 fn record(i: usize) -> AuditRecord {
-    AuditRecord {
-        at: Utc::now(),
-        request_id: format!("req-{i}"),
-        identity_id: None,
-        identity: Some("demo-agent".into()),
-        adapter: "mcp".into(),
-        dialect: Some("2026-07-28".into()),
-        tool: "interlock_query".into(),
-        source_id: Some("shop".into()),
-        action: Some("read".into()),
-        statement: Some(format!("SELECT {i}")),
-        fingerprint: None,
-        decision: serde_json::json!({"verdict": "allowed"}),
-        outcome: RecordOutcome::Ok,
-        row_count: Some(i as i64),
-        duration_us: 1,
-        cache_hit: false,
-        approval_id: None,
-        statement_sha256: None,
-    }
+    common::records::record(i, Utc::now())
 }
 
 fn new_key() -> CheckpointKey {

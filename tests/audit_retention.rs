@@ -9,37 +9,16 @@
 
 mod common;
 
+use common::records::record;
+
 use std::io::{BufRead as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 use interlock::ledger::CheckpointKey;
-use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
+use interlock_actors::audit::{AuditConfig, AuditHandle};
 use interlock_actors::events::EventBus;
 use interlock_actors::supervise::{Supervision, SupervisionConfig};
-
-fn record(i: usize, at: chrono::DateTime<Utc>) -> AuditRecord {
-    AuditRecord {
-        at,
-        request_id: format!("req-{i}"),
-        identity_id: None,
-        identity: Some("demo-agent".into()),
-        adapter: "mcp".into(),
-        dialect: Some("2026-07-28".into()),
-        tool: "interlock_query".into(),
-        source_id: Some("shop".into()),
-        action: Some("read".into()),
-        statement: Some(format!("SELECT {i}")),
-        fingerprint: None,
-        decision: serde_json::json!({"verdict": "allowed"}),
-        outcome: RecordOutcome::Ok,
-        row_count: Some(i as i64),
-        duration_us: 1,
-        cache_hit: false,
-        approval_id: None,
-        statement_sha256: None,
-    }
-}
 
 fn writer(pool: &interlock::control::ControlPool, span: i64) -> AuditHandle {
     let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());

@@ -12,6 +12,7 @@ pub mod issuer;
 pub mod mcp;
 pub mod process;
 pub mod receiver;
+pub mod records;
 pub mod redis;
 pub mod tsa;
 
