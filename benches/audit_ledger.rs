@@ -16,7 +16,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use interlock::ledger::proof::{self, InclusionBundle, INCLUSION_FORMAT};
 use interlock::ledger::tree::{self, Hash, Known};
 use interlock::ledger::CheckpointKey;
-use interlock_actors::audit::record::chain_hash;
+use interlock_actors::audit::record::{chain_hash, FOUNDING_CHAIN};
 use interlock_actors::audit::{AuditRecord, RecordOutcome};
 
 fn record(i: u64) -> AuditRecord {
@@ -73,7 +73,7 @@ fn pick(stored: &Known, indexes: Vec<u64>) -> Known {
 fn bench(c: &mut Criterion) {
     let one = record(42);
     c.bench_function("chain_hash/one_record", |b| {
-        b.iter(|| chain_hash(black_box(&[7; 32]), 42, black_box(&one)));
+        b.iter(|| chain_hash(black_box(&[7; 32]), FOUNDING_CHAIN, 42, black_box(&one)));
     });
 
     let (stored, _) = build(100_000);
@@ -102,13 +102,14 @@ fn bench(c: &mut Criterion) {
 
     // One real record at leaf 31,336 of the bench tree is not possible without its chain, so
     // the bundle proves a one-record log: the verifier's work is the same per step.
-    let hash = chain_hash(&[0; 32], 1, &one);
+    let hash = chain_hash(&[0; 32], FOUNDING_CHAIN, 1, &one);
     let leaf = tree::leaf(&hash);
     let mut single = Known::new();
     single.extend(tree::append(0, &[leaf], &Known::new()).unwrap());
     let bundle = InclusionBundle {
         format: INCLUSION_FORMAT.to_string(),
         seq: 1,
+        place: Default::default(),
         record: one.clone(),
         prev_hash: hex::encode([0u8; 32]),
         hash: hex::encode(hash),

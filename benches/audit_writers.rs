@@ -1,8 +1,7 @@
 //! Audit records per second on one durable control database with one writer and with two
-//! (two gateways' audit writers appending to the one chain), measured in the same run;
-//! then what the first checkpoint of everything written costs. The baseline for the
-//! fleet-without-one-lock part of issue 27: today the writers share one chain, so a batch
-//! that finds the head moved re-reads it and retries.
+//! (two gateways' audit writers, each appending to a chain of its own: no lock, no head to
+//! re-read), measured in the same run, with the mean time a caller waits for its record to
+//! be durable; then what the first checkpoint of everything written costs.
 //!
 //! Then retention: the bytes a record takes in the control database against in an archive
 //! segment, and what archiving costs per record (write, read back and verify, drop).
@@ -57,8 +56,15 @@ fn record(i: u64) -> AuditRecord {
     }
 }
 
+/// What one cell measured.
+struct Cell {
+    per_second: f64,
+    /// Mean wall-clock time from `append` to durable, in ms.
+    wait_ms: f64,
+}
+
 /// Records per second appended by `callers` concurrent callers spread over `writers`.
-async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64, span: i64) -> f64 {
+async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64, span: i64) -> Cell {
     let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
     let handles: Vec<AuditHandle> = (0..writers)
         .map(|_| {
@@ -74,18 +80,22 @@ async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64, span
         .collect();
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
+    let waited_us = Arc::new(AtomicU64::new(0));
     let until = Instant::now() + Duration::from_secs(secs);
     let mut tasks = Vec::new();
     for c in 0..callers {
         let handle = handles[c as usize % writers].clone();
         let done = done.clone();
         let failed = failed.clone();
+        let waited_us = waited_us.clone();
         tasks.push(tokio::spawn(async move {
             let mut i = c * 1_000_000;
             while Instant::now() < until {
+                let asked = Instant::now();
                 match handle.append(record(i)).await {
                     Ok(_) => {
                         done.fetch_add(1, Ordering::Relaxed);
+                        waited_us.fetch_add(asked.elapsed().as_micros() as u64, Ordering::Relaxed);
                     }
                     // Not yet started, or refused under load: what a governed call would
                     // answer as "audit unavailable". Counted, not retried at once.
@@ -105,7 +115,11 @@ async fn cell(settings: &Settings, writers: usize, callers: u64, secs: u64, span
     if refused > 0 {
         println!("  ({writers} writer(s): {refused} appends refused as unavailable)");
     }
-    done.load(Ordering::Relaxed) as f64 / secs as f64
+    let n = done.load(Ordering::Relaxed);
+    Cell {
+        per_second: n as f64 / secs as f64,
+        wait_ms: waited_us.load(Ordering::Relaxed) as f64 / n.max(1) as f64 / 1000.0,
+    }
 }
 
 fn main() {
@@ -141,10 +155,21 @@ fn main() {
         println!("audit records per second, durable control database, {callers} callers, {secs} s per cell");
         let one = cell(&settings, 1, callers, secs, span).await;
         let two = cell(&settings, 2, callers, secs, span).await;
-        println!("1 writer : {one:>8.0} records/s");
-        println!("2 writers: {two:>8.0} records/s ({:.2}× one writer, one chain)", two / one);
+        println!(
+            "1 writer : {:>8.0} records/s, {:.2} ms mean wait for durability",
+            one.per_second, one.wait_ms
+        );
+        println!(
+            "2 writers: {:>8.0} records/s, {:.2} ms mean wait ({:.2}× one writer, a chain each)",
+            two.per_second,
+            two.wait_ms,
+            two.per_second / one.per_second
+        );
         let report = control::audit::verify(&pool).await.expect("verify");
-        println!("chain after both cells: ok = {}, {} records, gap-free", report.ok, report.records);
+        println!(
+            "log after both cells: ok = {}, {} records in {} chains, {} voids, {} pending",
+            report.ok, report.records, report.chains, report.voids, report.pending
+        );
         assert!(report.ok, "{report:?}");
 
         let key = CheckpointKey::parse(&CheckpointKey::generate("bench.interlock/audit").expect("key"))

@@ -113,9 +113,19 @@ async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
             |e| matches!(e, ProofError::RecordAltered { seq: 20 }),
         ),
         (
-            "another record's place",
+            "another record's place in the log",
             |b, _| b.seq = 19,
-            |e| matches!(e, ProofError::RecordAltered { seq: 19 }),
+            |e| matches!(e, ProofError::Inclusion { seq: 19 }),
+        ),
+        (
+            "another place in its chain",
+            |b, _| b.place.chain_seq = b.place.chain_seq.map(|n| n - 1),
+            |e| matches!(e, ProofError::RecordAltered { seq: 20 }),
+        ),
+        (
+            "another chain",
+            |b, _| b.place.chain = Some(uuid::Uuid::new_v4()),
+            |e| matches!(e, ProofError::RecordAltered { seq: 20 }),
         ),
         (
             "the hash not hex",
@@ -166,6 +176,7 @@ async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
     let mut beyond = ledger::prove_record(&pool, 4, Some(4)).await.unwrap();
     let later = ledger::prove_record(&pool, 5, Some(7)).await.unwrap();
     beyond.seq = 5;
+    beyond.place = later.place;
     beyond.record = later.record;
     beyond.prev_hash = later.prev_hash;
     beyond.hash = later.hash;

@@ -128,16 +128,20 @@ async fn a_record_the_database_refuses_fails_alone() {
         .await
         .expect("verify");
     assert!(report.ok, "{:?}", report.first_break);
-    assert_eq!(report.records, 36, "every good record, gap-free");
+    assert_eq!(
+        (report.records, report.voids, report.pending),
+        (40, 4, 0),
+        "every good record, and a void at each refused one's seq: gap-free at once"
+    );
     // The next record still commits.
     assert!(audit.append(record("after", "SELECT 2")).await.is_ok());
 }
 
 /// Two writers (two gateways' audit actors) on one control database, appending at once:
-/// every record commits, once, in one gap-free chain — the batch statement's guard and the
-/// primary key on `seq` are the only thing between them.
+/// every record commits, once, each writer in a chain of its own, the seqs gap-free —
+/// neither writer waits for or checks the other.
 #[actix_rt::test]
-async fn two_writers_extend_one_gap_free_chain() {
+async fn two_writers_append_in_chains_of_their_own_with_gap_free_seqs() {
     let db = common::fresh_control_db().await;
     let (a, pool, _sa) = writer(&db).await;
     let (b, _, _sb) = writer(&db).await;
@@ -156,7 +160,7 @@ async fn two_writers_extend_one_gap_free_chain() {
         .await
         .expect("verify");
     assert!(report.ok, "{:?}", report.first_break);
-    assert_eq!(report.records, 400);
+    assert_eq!((report.records, report.chains, report.voids), (400, 2, 0));
     let stored: i64 = pool
         .get()
         .await
@@ -168,11 +172,11 @@ async fn two_writers_extend_one_gap_free_chain() {
     assert_eq!(stored, 400, "no record twice");
 }
 
-/// A writer remembers the head it last committed. When the table's head is no longer that
-/// one (the newest record was rolled back by a restore), the batch's guard refuses it, the
-/// writer re-reads the head and the chain goes on from the table's real head.
+/// A writer remembers where its chain ends. When the table lost the chain's newest record
+/// (a restore rolled it back), the writer does not paper over the loss: its next record
+/// still follows the lost one, and verification names the chain's missing record.
 #[actix_rt::test]
-async fn a_writer_whose_head_was_rolled_back_appends_after_the_real_head() {
+async fn a_record_lost_from_the_table_stays_visible_as_a_break_in_its_chain() {
     let db = common::fresh_control_db().await;
     let (audit, pool, _supervision) = writer(&db).await;
     for i in 0..3 {
@@ -191,10 +195,83 @@ async fn a_writer_whose_head_was_rolled_back_appends_after_the_real_head() {
         .append(record("after", "SELECT 2"))
         .await
         .expect("append");
-    assert_eq!(seq, 3, "the chain goes on from the table's head");
+    assert_eq!(seq, 4, "seqs are never handed out twice");
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    let broke = report.first_break.expect("the loss is reported");
+    assert_eq!(broke.seq, 4);
+    assert!(
+        broke.reason.contains("record 4 of chain")
+            && broke.reason.contains("record 3 of that chain is due"),
+        "{}",
+        broke.reason
+    );
+}
+
+/// A seq that a writer took and never used (it died between taking and inserting, or its
+/// batch's commit was lost): the tree stops before it, verification counts it as pending,
+/// and after the grace the ledger fills it with a void, so the tree reaches the head.
+#[actix_rt::test]
+async fn a_seq_no_batch_used_is_voided_and_the_tree_goes_past_it() {
+    let db = common::fresh_control_db().await;
+    let (audit, pool, _supervision) = writer(&db).await;
+    audit
+        .append(record("before", "SELECT 1"))
+        .await
+        .expect("append");
+    let taken: i64 = pool
+        .get()
+        .await
+        .expect("client")
+        .query_one("SELECT nextval('audit_records_seq')", &[])
+        .await
+        .expect("a writer takes a seq and dies")
+        .get(0);
+    assert_eq!(taken, 2);
+    let after = audit
+        .append(record("after", "SELECT 2"))
+        .await
+        .expect("append");
+    assert_eq!(after, 3);
+
+    assert_eq!(interlock::control::ledger::extend(&pool).await.unwrap(), 1);
     let report = interlock::control::audit::verify(&pool)
         .await
         .expect("verify");
     assert!(report.ok, "{:?}", report.first_break);
-    assert_eq!(report.records, 3);
+    assert_eq!((report.records, report.pending, report.voids), (2, 1, 0));
+
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    assert_eq!(interlock::control::ledger::extend(&pool).await.unwrap(), 3);
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!((report.records, report.pending, report.voids), (3, 0, 1));
+    // A void is not a call: the listing leaves it out.
+    let listed = interlock::control::audit::list(
+        &pool,
+        &interlock::control::audit::AuditFilter {
+            limit: 10,
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("list");
+    assert_eq!(listed.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [3, 1]);
+    // Tampering with the void is found like tampering with any record.
+    pool.get()
+        .await
+        .expect("client")
+        .execute(
+            "UPDATE audit_records SET decision = '{\"void\": true}' WHERE seq = 2",
+            &[],
+        )
+        .await
+        .expect("tamper");
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert_eq!(report.first_break.map(|b| b.seq), Some(2));
 }

@@ -167,10 +167,17 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let pool = pool(settings)?;
     let prefix = match control::partitions::live_start(&pool).await? {
-        control::partitions::LiveStart::After { seq, prev_hash, .. } if seq > 0 => {
+        control::partitions::LiveStart::After {
+            seq,
+            archived: Some(end),
+        } if seq > 0 => {
             let frontier = ledger::frontier(&pool, seq.unsigned_abs()).await?;
-            Prefix::of(seq, &prev_hash, &frontier)
+            Prefix::of(seq, &end.last_hash, &end.heads, &frontier)
         }
+        control::partitions::LiveStart::After { seq, archived: None } if seq > 0 => bail!(
+            "the log starts at record {} but no archived partition ends at record {seq}: records before it are missing",
+            seq + 1
+        ),
         _ => Prefix::none(),
     };
     let records_path = dir.join("records.jsonl");
@@ -182,6 +189,7 @@ async fn export(settings: &Settings, dir: &std::path::Path) -> anyhow::Result<()
     let count = control::audit::each(&pool, |r| {
         let line = ExportedRecord {
             seq: r.seq,
+            place: crate::ledger::place::Place::of(&r),
             record: r.record,
             prev_hash: hex::encode(&r.prev_hash),
             hash: hex::encode(&r.hash),

@@ -10,6 +10,7 @@ use super::ledger::{control_pool, read_key, signing_key};
 use super::output::print_json;
 use crate::config::Settings;
 use crate::control::{self, partitions};
+use crate::ledger::offline::PrefixHead;
 use crate::retention::files::{self, ArchiveReport};
 
 pub async fn archive(
@@ -138,20 +139,27 @@ async fn seam(
             );
         }
     }
-    let (live_first, live_prev) = match partitions::live_start(pool).await? {
+    // The live log's chains go on from the heads the database kept when the last archived
+    // partition was dropped (`audit verify` checks that); the archive must end there too.
+    let (live_first, kept) = match partitions::live_start(pool).await? {
         partitions::LiveStart::Empty => (live_first, None),
-        partitions::LiveStart::After { seq, prev_hash, .. } => {
-            (seq + 1, Some(hex::encode(prev_hash)))
-        }
+        partitions::LiveStart::After { seq, archived } => (seq + 1, archived),
     };
-    match report.last_seq {
-        Some(last) if last + 1 != live_first => bail!(
+    let ends_as_kept = |last: &crate::ledger::segment::SegmentSummary| {
+        kept.as_ref().is_none_or(|k| {
+            let heads: Vec<PrefixHead> = k.heads.iter().map(PrefixHead::of).collect();
+            hex::encode(&k.last_hash) == last.last_hash && heads == last.heads
+        })
+    };
+    match (report.last_seq, report.segments.last()) {
+        (Some(last), _) if last + 1 != live_first => bail!(
             "the archive ends at record {last}, but the live log starts at record {live_first}"
         ),
-        Some(last) if live_prev.is_some() && report.last_hash() != live_prev.as_deref() => bail!(
-            "record {live_first} does not chain to the archive's last record {last} (its prev_hash is another)"
+        (Some(last), Some(segment)) if !ends_as_kept(&segment.summary) => bail!(
+            "{}: its end (record {last}, and every chain's last record) is not the one the log kept when it archived that record, which the live records go on from",
+            segment.summary.file
         ),
-        None if live_first > 1 => bail!(
+        (None, _) if live_first > 1 => bail!(
             "{}: holds no segment, but the live log starts at record {live_first}",
             dir.display()
         ),

@@ -15,16 +15,30 @@ pub struct VerifyReport {
     /// The first live record (records before it were archived; 1 when none was).
     pub first_seq: i64,
     pub records: u64,
+    /// Seqs missing past the tree's size (batches still committing, or not yet voided).
+    pub pending: u64,
+    /// Void records: seqs that batches which did not commit had taken.
+    pub voids: u64,
+    /// How many chains the live records are in.
+    pub chains: usize,
     pub first_break: Option<ChainBreak>,
 }
 
-const COLUMNS: &str = "seq, at, request_id, identity_id, identity, adapter, dialect, tool, source_id, action,
-    statement, fingerprint, decision, outcome, row_count, duration_us, cache_hit, approval_id, prev_hash, hash, statement_sha256";
+const COLUMNS: &str = "seq, chain, chain_seq, void, at, request_id, identity_id, identity, adapter, dialect, tool,
+    source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, cache_hit, approval_id,
+    prev_hash, hash, statement_sha256";
 
 fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
     let outcome: String = r.get("outcome");
+    let seq: i64 = r.get("seq");
     Ok(ChainedRecord {
-        seq: r.get("seq"),
+        seq,
+        // Records written before chains per writer are the founding chain, placed by seq.
+        chain: r
+            .get::<_, Option<uuid::Uuid>>("chain")
+            .unwrap_or(interlock_actors::audit::record::FOUNDING_CHAIN),
+        chain_seq: r.get::<_, Option<i64>>("chain_seq").unwrap_or(seq),
+        void: r.get("void"),
         record: AuditRecord {
             at: r.get("at"),
             request_id: r.get("request_id"),
@@ -52,46 +66,45 @@ fn from_row(r: &tokio_postgres::Row) -> Result<ChainedRecord, ControlError> {
     })
 }
 
-/// Recomputes every hash of the live log in sequence order, streaming the records. When
-/// earlier records were archived, the first live record must chain to the last archived
-/// one (the hash `audit_partitions` kept when its partition was dropped).
+/// Recomputes every hash of the live log in sequence order, streaming the records, and
+/// checks that each chain goes on record by record. When earlier records were archived,
+/// each chain goes on from its last archived record (kept in `audit_partitions` when its
+/// partition was dropped). Seqs past the tree's size may be missing: their batches may
+/// still be committing, or did not commit and are not voided yet (`pending`).
 pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
-    let (first_seq, mut verifier) = match super::partitions::live_start(pool).await? {
+    let tree = i64::try_from(super::ledger::tree_size(pool).await?).unwrap_or(i64::MAX);
+    let (first_seq, verifier) = match super::partitions::live_start(pool).await? {
         super::partitions::LiveStart::Empty => (1, ChainVerifier::default()),
+        super::partitions::LiveStart::After { seq: 0, .. } => (1, ChainVerifier::default()),
         super::partitions::LiveStart::After {
             seq,
-            archived_hash,
-            prev_hash,
+            archived: Some(end),
+        } => (
+            seq + 1,
+            ChainVerifier::resume(seq, end.last_hash, end.heads),
+        ),
+        super::partitions::LiveStart::After {
+            seq,
+            archived: None,
         } => {
-            if seq > 0 && archived_hash.as_deref() != Some(prev_hash.as_slice()) {
-                let reason = match archived_hash {
-                    None => format!(
+            return Ok(VerifyReport {
+                ok: false,
+                first_seq: seq + 1,
+                records: 0,
+                pending: 0,
+                voids: 0,
+                chains: 0,
+                first_break: Some(ChainBreak {
+                    seq: seq + 1,
+                    reason: format!(
                         "the log starts at record {} but no archived partition ends at record {seq}: records before it are missing",
                         seq + 1
                     ),
-                    Some(_) => format!(
-                        "record {} does not chain to the last archived record {seq} (its prev_hash is not the hash kept when that partition was archived)",
-                        seq + 1
-                    ),
-                };
-                return Ok(VerifyReport {
-                    ok: false,
-                    first_seq: seq + 1,
-                    records: 0,
-                    first_break: Some(ChainBreak {
-                        seq: seq + 1,
-                        reason,
-                    }),
-                });
-            }
-            if seq == 0 {
-                // Nothing archived: the first record chains to the genesis hash.
-                (1, ChainVerifier::default())
-            } else {
-                (seq + 1, ChainVerifier::resume(seq, prev_hash))
-            }
+                }),
+            });
         }
     };
+    let mut verifier = verifier.allow_gaps_after(tree.max(first_seq - 1));
     let mut first_break = None;
     each_from(pool, first_seq, |record| {
         if first_break.is_none() {
@@ -104,6 +117,9 @@ pub async fn verify(pool: &ControlPool) -> Result<VerifyReport, ControlError> {
         ok: first_break.is_none(),
         first_seq,
         records: verifier.checked,
+        pending: verifier.pending,
+        voids: verifier.voids,
+        chains: verifier.heads().len(),
         first_break,
     })
 }
@@ -222,6 +238,7 @@ pub async fn list(
                     AND ($4::timestamptz IS NULL OR at >= $4)
                     AND ($5::timestamptz IS NULL OR at < $5)
                     AND ($6::bigint IS NULL OR seq < $6)
+                    AND NOT void
                   ORDER BY seq DESC LIMIT $7"
             ),
             &[

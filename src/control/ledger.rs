@@ -11,6 +11,9 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 use serde::Serialize;
 
+use interlock_actors::audit::record::{void_hash, GENESIS};
+use interlock_actors::audit::AuditRecord;
+
 use super::{ControlError, ControlPool};
 use crate::ledger::proof::{
     self, ConsistencyBundle, InclusionBundle, CONSISTENCY_FORMAT, INCLUSION_FORMAT,
@@ -90,7 +93,14 @@ pub async fn tree_size(pool: &ControlPool) -> Result<u64, ControlError> {
     Ok(size.unsigned_abs())
 }
 
-/// Adds every committed record not yet in the tree; returns the tree's size.
+/// How long a seq stays missing before it is voided. Any wait would be safe (the primary
+/// key decides between a void and a batch that still holds the seq, which then takes new
+/// seqs); this one spares a batch that is merely slow that retry.
+const HOLE_GRACE_SECS: f64 = 2.0;
+
+/// Adds every committed record not yet in the tree, up to the first seq that is missing;
+/// returns the tree's size. A missing seq is noted in `audit_holes`, and once it has been
+/// missing for [`HOLE_GRACE_SECS`] it is filled with a void record, so the tree goes on.
 pub async fn extend(pool: &ControlPool) -> Result<u64, ControlError> {
     loop {
         let mut client = pool.get().await?;
@@ -108,42 +118,120 @@ pub async fn extend(pool: &ControlPool) -> Result<u64, ControlError> {
             )
             .await?;
         let mut leaves = Vec::with_capacity(rows.len());
-        for (expected, r) in (size + 1..).zip(&rows) {
+        // Every run of missing seqs in this window, as (first missing, next present).
+        let mut missing = Vec::new();
+        let mut expected = size + 1;
+        for r in &rows {
             let seq: i64 = r.get(0);
             if seq != expected {
-                return Err(invalid(format!(
-                    "the audit chain has no record {expected} (found {seq} next); run `interlock audit verify`"
-                )));
+                missing.push((expected, seq));
+            } else if missing.is_empty() {
+                let hash: Vec<u8> = r.get(1);
+                leaves.push(tree::leaf(&hash));
             }
-            let hash: Vec<u8> = r.get(1);
-            leaves.push(tree::leaf(&hash));
+            expected = seq + 1;
         }
         let from = size.unsigned_abs();
-        if leaves.is_empty() {
-            tx.commit().await?;
-            return Ok(from);
-        }
-        let known = fetch(&tx, &tree::needed_for_append(from, leaves.len() as u64)).await?;
-        let added = tree::append(from, &leaves, &known).map_err(invalid)?;
-        let (indexes, hashes): (Vec<i64>, Vec<Vec<u8>>) = added
-            .iter()
-            .map(|(i, h)| Ok((i64::try_from(*i).map_err(invalid)?, h.0.to_vec())))
-            .collect::<Result<Vec<_>, ControlError>>()?
-            .into_iter()
-            .unzip();
-        tx.execute(
-            "INSERT INTO audit_tree_hashes (idx, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])",
-            &[&indexes, &hashes],
-        )
-        .await?;
         let grown = size + leaves.len() as i64;
-        tx.execute("UPDATE audit_tree SET size = $1", &[&grown])
+        if !leaves.is_empty() {
+            let known = fetch(&tx, &tree::needed_for_append(from, leaves.len() as u64)).await?;
+            let added = tree::append(from, &leaves, &known).map_err(invalid)?;
+            let (indexes, hashes): (Vec<i64>, Vec<Vec<u8>>) = added
+                .iter()
+                .map(|(i, h)| Ok((i64::try_from(*i).map_err(invalid)?, h.0.to_vec())))
+                .collect::<Result<Vec<_>, ControlError>>()?
+                .into_iter()
+                .unzip();
+            tx.execute(
+                "INSERT INTO audit_tree_hashes (idx, hash) SELECT * FROM unnest($1::bigint[], $2::bytea[])",
+                &[&indexes, &hashes],
+            )
             .await?;
+            tx.execute("UPDATE audit_tree SET size = $1", &[&grown])
+                .await?;
+        }
+        let mut voided = 0;
+        for (first, next) in &missing {
+            voided += void_holes(&tx, *first, *next).await?;
+        }
         tx.commit().await?;
-        if (leaves.len() as i64) < BATCH {
+        if voided == 0 && (!missing.is_empty() || (rows.len() as i64) < BATCH) {
             return Ok(grown.unsigned_abs());
         }
     }
+}
+
+/// Notes the seqs `first..next` as missing and fills those missing for longer than the
+/// grace with void records; returns how many it filled.
+async fn void_holes(
+    tx: &deadpool_postgres::Transaction<'_>,
+    first: i64,
+    next: i64,
+) -> Result<u64, ControlError> {
+    tx.execute(
+        "INSERT INTO audit_holes (seq) SELECT generate_series($1::bigint, $2::bigint - 1)
+         ON CONFLICT (seq) DO NOTHING",
+        &[&first, &next],
+    )
+    .await?;
+    let due: Vec<(i64, DateTime<Utc>)> = tx
+        .query(
+            "SELECT seq, seen_at FROM audit_holes
+              WHERE seq >= $1 AND seq < $2 AND seen_at < now() - make_interval(secs => $3)
+              ORDER BY seq",
+            &[&first, &next, &HOLE_GRACE_SECS],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut voided = 0;
+    for (seq, seen_at) in due {
+        let record = void_record(seq, seen_at);
+        let hash = void_hash(seq, &record).to_vec();
+        // Waits for a batch that holds the seq uncommitted; yields to it if it commits.
+        voided += tx
+            .execute(
+                "INSERT INTO audit_records (seq, void, at, request_id, adapter, tool, decision,
+                    outcome, duration_us, cache_hit, prev_hash, hash)
+                 VALUES ($1, true, $2, $3, $4, $5, $6, $7, 0, false, $8, $9)
+                 ON CONFLICT (seq) DO NOTHING",
+                &[
+                    &seq,
+                    &record.at,
+                    &record.request_id,
+                    &record.adapter,
+                    &record.tool,
+                    &record.decision,
+                    &record.outcome.as_str(),
+                    &GENESIS.to_vec(),
+                    &hash,
+                ],
+            )
+            .await?;
+        tx.execute("DELETE FROM audit_holes WHERE seq = $1", &[&seq])
+            .await?;
+    }
+    if voided > 0 {
+        tracing::warn!(
+            first,
+            voided,
+            "audit seqs that no batch committed were filled with void records"
+        );
+        metrics::counter!("interlock_audit_voids_total").increment(voided);
+    }
+    Ok(voided)
+}
+
+/// The void record for `seq`, missing since `seen_at`.
+fn void_record(seq: i64, seen_at: DateTime<Utc>) -> AuditRecord {
+    AuditRecord::void(
+        seq,
+        &format!(
+            "no batch committed this seq, missing since {}: the batch that took it failed or went in again at other seqs",
+            seen_at.to_rfc3339()
+        ),
+    )
 }
 
 /// The root hash of the stored tree's first `size` records.
@@ -377,6 +465,7 @@ pub async fn prove_record(
     Ok(InclusionBundle {
         format: INCLUSION_FORMAT.to_string(),
         seq,
+        place: crate::ledger::place::Place::of(&record),
         record: record.record,
         prev_hash: hex::encode(&record.prev_hash),
         hash: hex::encode(&record.hash),

@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0014_audit_partitions",
         sql: include_str!("../../migrations/0014_audit_partitions.sql"),
     },
+    Migration {
+        version: 15,
+        name: "0015_audit_chains",
+        sql: include_str!("../../migrations/0015_audit_chains.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -3,9 +3,11 @@
 //! checking the archive files is the archiver's business, a layer up.
 
 use chrono::{DateTime, Utc};
+use interlock_actors::audit::ChainHead;
 use serde::Serialize;
 
 use super::{ControlError, ControlPool};
+use crate::ledger::offline::PrefixHead;
 
 /// One partition of `audit_records`, live or archived.
 #[derive(Debug, Clone, Serialize)]
@@ -114,40 +116,76 @@ pub async fn closed(
 pub enum LiveStart {
     /// No live record.
     Empty,
-    /// The first live record is `seq + 1` and chains to `prev_hash`; `archived_hash` is the
-    /// last hash kept for the archived partition ending at `seq` (none when `seq` is 0 or no
-    /// archived partition ends there).
+    /// The first live record is `seq + 1`; `archived` is what was kept of the archived
+    /// partition ending at `seq` (none when `seq` is 0 or no archived partition ends there).
     After {
         seq: i64,
-        prev_hash: Vec<u8>,
-        archived_hash: Option<Vec<u8>>,
+        archived: Option<ArchivedEnd>,
     },
+}
+
+/// What the log keeps of its archived part: the hash of its last record and every chain's
+/// last record in it, which the live records must go on from.
+#[derive(Debug, Clone)]
+pub struct ArchivedEnd {
+    pub last_hash: Vec<u8>,
+    pub heads: Vec<ChainHead>,
 }
 
 pub async fn live_start(pool: &ControlPool) -> Result<LiveStart, ControlError> {
     let client = pool.get().await?;
     let Some(first) = client
-        .query_opt(
-            "SELECT seq, prev_hash FROM audit_records ORDER BY seq LIMIT 1",
-            &[],
-        )
+        .query_opt("SELECT seq FROM audit_records ORDER BY seq LIMIT 1", &[])
         .await?
     else {
         return Ok(LiveStart::Empty);
     };
     let seq: i64 = first.get::<_, i64>(0) - 1;
-    let archived_hash = client
+    let archived = archived_end(pool, seq).await?;
+    Ok(LiveStart::After { seq, archived })
+}
+
+/// What was kept of the archived partition that ends at record `seq`.
+pub async fn archived_end(
+    pool: &ControlPool,
+    seq: i64,
+) -> Result<Option<ArchivedEnd>, ControlError> {
+    let client = pool.get().await?;
+    let Some(row) = client
         .query_opt(
-            "SELECT last_hash FROM audit_partitions WHERE upper = $1 AND archived_at IS NOT NULL",
+            "SELECT last_hash, chain_heads FROM audit_partitions
+              WHERE upper = $1 AND archived_at IS NOT NULL AND last_hash IS NOT NULL",
             &[&(seq + 1)],
         )
         .await?
-        .and_then(|r| r.get::<_, Option<Vec<u8>>>(0));
-    Ok(LiveStart::After {
-        seq,
-        prev_hash: first.get(1),
-        archived_hash,
-    })
+    else {
+        return Ok(None);
+    };
+    let last_hash: Vec<u8> = row.get(0);
+    let heads = match row.get::<_, Option<serde_json::Value>>(1) {
+        Some(v) => {
+            let kept: Vec<PrefixHead> = serde_json::from_value(v)
+                .map_err(|e| ControlError::Invalid(format!("audit_partitions.chain_heads: {e}")))?;
+            kept.iter()
+                .map(|h| {
+                    Ok(ChainHead {
+                        chain: h.chain,
+                        chain_seq: h.chain_seq,
+                        hash: hex::decode(&h.hash).map_err(|e| {
+                            ControlError::Invalid(format!("audit_partitions.chain_heads: {e}"))
+                        })?,
+                    })
+                })
+                .collect::<Result<_, ControlError>>()?
+        }
+        // Archived before chains per writer: the founding chain ended at `seq`.
+        None => vec![ChainHead {
+            chain: interlock_actors::audit::record::FOUNDING_CHAIN,
+            chain_seq: seq,
+            hash: last_hash.clone(),
+        }],
+    };
+    Ok(Some(ArchivedEnd { last_hash, heads }))
 }
 
 /// What archiving a partition wrote.
@@ -156,6 +194,8 @@ pub struct Archived<'a> {
     pub sha256: &'a str,
     pub records: i64,
     pub last_hash: &'a [u8],
+    /// Every chain's last record up to the partition's end.
+    pub heads: &'a [PrefixHead],
 }
 
 /// Records that `part` was archived (before it is dropped: a crash in between leaves a
@@ -169,7 +209,7 @@ pub async fn mark_archived(
     client
         .execute(
             "UPDATE audit_partitions SET archived_at = now(), archive_file = $2,
-                    archive_sha256 = $3, archive_records = $4, last_hash = $5
+                    archive_sha256 = $3, archive_records = $4, last_hash = $5, chain_heads = $6
               WHERE lower = $1",
             &[
                 &part.lower,
@@ -177,6 +217,8 @@ pub async fn mark_archived(
                 &archived.sha256,
                 &archived.records,
                 &archived.last_hash,
+                &serde_json::to_value(archived.heads)
+                    .map_err(|e| ControlError::Invalid(e.to_string()))?,
             ],
         )
         .await?;

@@ -3,7 +3,8 @@
 //! no I/O (the control database's repository of stored hashes and checkpoints builds on it).
 //!
 //! - Leaf `n` of the tree is the record with `seq = n + 1`; its leaf data is that record's
-//!   chain hash (which commits to the record and to every record before it). Hashing is
+//!   chain hash (which commits to the record and to every record before it in its chain;
+//!   the tree orders the chains' records among each other, see [`place`]). Hashing is
 //!   RFC 6962's, as c2sp.org/tlog-checkpoint logs use it, and the tree's stored hashes
 //!   follow the layout of Go's `sumdb/tlog` (`tlog_tiles`).
 //! - A checkpoint is a c2sp.org/tlog-checkpoint body (origin, tree size, root hash) in a
@@ -13,6 +14,7 @@
 
 pub mod note;
 pub mod offline;
+pub mod place;
 pub mod proof;
 pub mod segment;
 pub mod timestamp;

@@ -5,8 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use interlock_actors::audit::{AuditRecord, ChainVerifier, ChainedRecord};
+use interlock_actors::audit::{AuditRecord, ChainHead, ChainVerifier, ChainedRecord};
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::ledger::place::Place;
 
 use crate::ledger::note::{self, CheckpointError, SignedCheckpoint};
 use crate::ledger::timestamp::{self, TimestampError};
@@ -19,6 +22,8 @@ pub const EXPORT_FORMAT: &str = "interlock-audit-export/1";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExportedRecord {
     pub seq: i64,
+    #[serde(flatten)]
+    pub place: Place,
     pub record: AuditRecord,
     /// Hex.
     pub prev_hash: String,
@@ -47,8 +52,12 @@ pub fn parse_line(file: &str, line: u64, text: &str) -> Result<ChainedRecord, Of
             reason: format!("its {field} is not 32 bytes of hex"),
         }),
     };
+    let (chain, chain_seq) = exported.place.resolve(seq);
     Ok(ChainedRecord {
         seq,
+        chain,
+        chain_seq,
+        void: exported.place.void,
         prev_hash: hex32("prev_hash", &exported.prev_hash)?,
         hash: hex32("hash", &exported.hash)?,
         record: exported.record,
@@ -74,6 +83,10 @@ pub struct OfflineReport {
     pub timestamps: usize,
     /// Records after the last checkpoint: chained, but not yet signed.
     pub unsigned_tail: u64,
+    /// Seqs missing after the last checkpoint (not yet in the tree when exported).
+    pub pending: u64,
+    /// Void records (seqs a failed batch took; they say nothing).
+    pub voids: u64,
 }
 
 /// Which file, line or record failed which check.
@@ -114,17 +127,48 @@ pub enum OfflineError {
 }
 
 /// What stands for the records before the first one kept, when those were archived: the
-/// last of them (its seq and chain hash) and the roots of the perfect subtrees of the tree
-/// over them. The next record must chain to `prev_hash`, and every root computed from here
-/// on commits to the prefix through `frontier`, so a signed checkpoint binds both.
+/// last of them (its seq and hash), the last record of every chain among them, and the
+/// roots of the perfect subtrees of the tree over them. The records after it must go on
+/// from those chain heads, and every root computed from here on commits to the prefix
+/// through `frontier`, so a signed checkpoint binds all of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prefix {
     /// The seq of the last record before (0: nothing before).
     pub seq: i64,
-    /// Hex.
+    /// Hex: the hash of record `seq`.
     pub prev_hash: String,
     /// Hex, largest subtree first (`tree::frontier_indexes`).
     pub frontier: Vec<String>,
+    /// Every chain's last record before; absent in prefixes of logs that had only the
+    /// founding chain, whose head is then record `seq` with hash `prev_hash`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chains: Option<Vec<PrefixHead>>,
+}
+
+/// One chain's last record before a prefix ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrefixHead {
+    pub chain: Uuid,
+    pub chain_seq: i64,
+    /// Hex.
+    pub hash: String,
+}
+
+impl PrefixHead {
+    pub fn of(h: &ChainHead) -> Self {
+        PrefixHead {
+            chain: h.chain,
+            chain_seq: h.chain_seq,
+            hash: hex::encode(&h.hash),
+        }
+    }
+}
+
+fn hex32(what: &str, text: &str) -> Result<Vec<u8>, String> {
+    hex::decode(text)
+        .ok()
+        .filter(|b| b.len() == 32)
+        .ok_or_else(|| format!("{what} is not 32 bytes of hex"))
 }
 
 impl Prefix {
@@ -134,24 +178,46 @@ impl Prefix {
             seq: 0,
             prev_hash: hex::encode(interlock_actors::audit::record::GENESIS),
             frontier: Vec::new(),
+            chains: Some(Vec::new()),
         }
     }
 
-    /// The prefix of `seq` records whose last hash is `prev` and whose tree has `frontier`.
-    pub fn of(seq: i64, prev: &[u8], frontier: &[tree::Hash]) -> Self {
+    /// The prefix of `seq` records whose last hash is `prev`, whose chains end at `heads`
+    /// and whose tree has `frontier`.
+    pub fn of(seq: i64, prev: &[u8], heads: &[ChainHead], frontier: &[tree::Hash]) -> Self {
         Prefix {
             seq,
             prev_hash: hex::encode(prev),
             frontier: frontier.iter().map(|h| hex::encode(h.0)).collect(),
+            chains: Some(heads.iter().map(PrefixHead::of).collect()),
+        }
+    }
+
+    /// The chains' heads the prefix ends with.
+    pub fn heads(&self) -> Result<Vec<ChainHead>, String> {
+        match &self.chains {
+            Some(chains) => chains
+                .iter()
+                .map(|h| {
+                    Ok(ChainHead {
+                        chain: h.chain,
+                        chain_seq: h.chain_seq,
+                        hash: hex32(&format!("the head hash of chain {}", h.chain), &h.hash)?,
+                    })
+                })
+                .collect(),
+            None if self.seq == 0 => Ok(Vec::new()),
+            None => Ok(vec![ChainHead {
+                chain: interlock_actors::audit::record::FOUNDING_CHAIN,
+                chain_seq: self.seq,
+                hash: hex32("its prev_hash", &self.prev_hash)?,
+            }]),
         }
     }
 
     /// A chain verifier and a tree frontier that go on after the prefix.
     pub fn start(&self) -> Result<(ChainVerifier, Frontier), String> {
-        let prev = hex::decode(&self.prev_hash)
-            .ok()
-            .filter(|b| b.len() == 32)
-            .ok_or("its prev_hash is not 32 bytes of hex")?;
+        let prev = hex32("its prev_hash", &self.prev_hash)?;
         if self.seq == 0 && prev != interlock_actors::audit::record::GENESIS {
             return Err("a log that starts at record 1 chains to 32 zero bytes".into());
         }
@@ -174,12 +240,16 @@ impl Prefix {
                 roots.len()
             )
         })?;
-        Ok((ChainVerifier::resume(self.seq, prev), frontier))
+        Ok((
+            ChainVerifier::resume(self.seq, prev, self.heads()?),
+            frontier,
+        ))
     }
 }
 
 /// Feeds an export's records through every check, in order.
 pub struct OfflineCheck {
+    first_seq: i64,
     chain: ChainVerifier,
     frontier: Frontier,
     line: u64,
@@ -242,7 +312,12 @@ impl OfflineCheck {
                 });
             }
         }
+        // Past the last checkpoint an export may miss seqs that were not yet in the tree when
+        // it was written (a batch still committing, or a failed one not yet voided).
+        let last = checkpoints.keys().next_back().copied().unwrap_or(0);
+        let chain = chain.allow_gaps_after(i64::try_from(last).unwrap_or(i64::MAX));
         Ok(OfflineCheck {
+            first_seq: prefix.seq + 1,
             chain,
             frontier,
             line: 0,
@@ -264,6 +339,10 @@ impl OfflineCheck {
                 seq: b.seq,
                 reason: b.reason,
             })?;
+        if self.chain.pending > 0 {
+            // After a missing seq the tree cannot go on; no checkpoint is left to reach.
+            return Ok(());
+        }
         self.frontier.push(tree::leaf(&chained.hash));
         let size = self.frontier.size();
         if let Some((file, signed)) = self.checkpoints.get(&size) {
@@ -296,11 +375,13 @@ impl OfflineCheck {
                 .values()
                 .next()
                 .map(|(_, s)| s.origin.clone()),
-            first_seq: size as i64 - records as i64 + 1,
+            first_seq: self.first_seq,
             records,
+            pending: self.chain.pending,
+            voids: self.chain.voids,
             checkpoints: self.checkpoints.len(),
             timestamps: self.timestamps,
-            unsigned_tail: size - last,
+            unsigned_tail: records - last.saturating_sub(self.first_seq.unsigned_abs() - 1),
         })
     }
 }

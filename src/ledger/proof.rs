@@ -2,8 +2,7 @@
 //! checks offline, with the log's verifier key and nothing else (format:
 //! docs/audit-proofs.md).
 
-use interlock_actors::audit::record::chain_hash;
-use interlock_actors::audit::AuditRecord;
+use interlock_actors::audit::{AuditRecord, ChainedRecord};
 use serde::{Deserialize, Serialize};
 use tlog_tiles::tlog;
 
@@ -21,8 +20,12 @@ pub const CONSISTENCY_FORMAT: &str = "interlock-audit-consistency/1";
 pub struct InclusionBundle {
     pub format: String,
     pub seq: i64,
+    /// The record's chain and its place in it.
+    #[serde(flatten)]
+    pub place: super::place::Place,
     pub record: AuditRecord,
-    /// Hex: the previous record's chain hash (the genesis hash for seq 1).
+    /// Hex: the chain hash of the previous record of its chain (the chain's genesis hash
+    /// for its first record).
     pub prev_hash: String,
     /// Hex: this record's chain hash, the tree's leaf data.
     pub hash: String,
@@ -115,7 +118,17 @@ pub fn verify_inclusion(b: &InclusionBundle, verifier_key: &str) -> Result<Verif
         })?;
     let prev = hex32(b.seq, "prev_hash", &b.prev_hash)?;
     let hash = hex32(b.seq, "hash", &b.hash)?;
-    if chain_hash(&prev, b.seq, &b.record).as_slice() != hash.as_slice() {
+    let (chain, chain_seq) = b.place.resolve(b.seq);
+    let stored = ChainedRecord {
+        seq: b.seq,
+        chain,
+        chain_seq,
+        void: b.place.void,
+        record: b.record.clone(),
+        prev_hash: prev,
+        hash: hash.clone(),
+    };
+    if stored.contents_hash().as_slice() != hash.as_slice() {
         return Err(ProofError::RecordAltered { seq: b.seq });
     }
     let outside = ProofError::OutsideTree {

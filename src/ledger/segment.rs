@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use interlock_actors::audit::ChainVerifier;
 
 use super::note::{self, SignedCheckpoint};
-use super::offline::{parse_line, OfflineError, Prefix};
+use super::offline::{parse_line, OfflineError, Prefix, PrefixHead};
 use super::timestamp;
 use super::tree::{self, Frontier};
 
@@ -54,6 +54,10 @@ pub struct SegmentSummary {
     pub prev_hash: String,
     /// Hex: the chain hash of its last record.
     pub last_hash: String,
+    /// Every chain's last record before the segment, by chain.
+    pub prefix_heads: Vec<PrefixHead>,
+    /// Every chain's last record at the segment's end, by chain.
+    pub heads: Vec<PrefixHead>,
     pub timestamped: bool,
 }
 
@@ -90,7 +94,7 @@ pub enum SegmentError {
         before: String,
         first: i64,
     },
-    #[error("{file}: does not chain to the last record of {before} (its prefix hash is another)")]
+    #[error("{file}: does not go on from the end of {before} (its prefix names another last record or other chain heads)")]
     Unchained { file: String, before: String },
     #[error("{file} and {before} are segments of different logs")]
     Origins { file: String, before: String },
@@ -196,7 +200,21 @@ impl SegmentCheck {
         if self.frontier.root() != Some(self.signed.root) {
             return Err(SegmentError::Root { file: self.file });
         }
+        let prefix_heads = self
+            .header
+            .prefix
+            .heads()
+            .map_err(|reason| SegmentError::Header {
+                file: self.file.clone(),
+                reason: format!("its prefix: {reason}"),
+            })?
+            .iter()
+            .map(PrefixHead::of)
+            .collect();
+        let heads = self.chain.heads().iter().map(PrefixHead::of).collect();
         Ok(SegmentSummary {
+            prefix_heads,
+            heads,
             origin: self.signed.origin,
             first_seq: self.header.first_seq,
             last_seq: last,
@@ -248,7 +266,7 @@ impl ArchiveChain {
                     gap_to: next.first_seq - 1,
                 });
             }
-            if next.prev_hash != before.last_hash {
+            if next.prev_hash != before.last_hash || next.prefix_heads != before.heads {
                 return Err(SegmentError::Unchained { file, before: name });
             }
         }
@@ -272,8 +290,11 @@ impl ArchiveChain {
 mod tests {
     use super::*;
     use crate::ledger::offline::ExportedRecord;
+    use crate::ledger::place::Place;
     use crate::ledger::CheckpointKey;
-    use interlock_actors::audit::record::{chain_hash, GENESIS};
+    use interlock_actors::audit::record::{
+        chain_genesis, chain_hash, void_hash, FOUNDING_CHAIN, GENESIS,
+    };
     use interlock_actors::audit::{AuditRecord, RecordOutcome};
 
     fn record(i: i64) -> AuditRecord {
@@ -300,24 +321,71 @@ mod tests {
         .normalized()
     }
 
-    /// A log of `n` records as export lines, and the leaf hashes of its tree.
+    /// A log of `n` records as export lines, and the leaf hashes of its tree: the first
+    /// records in the founding chain, the rest in three writers' chains taking turns, with
+    /// a void now and then.
     fn log(n: i64) -> (Vec<ExportedRecord>, Vec<tree::Hash>) {
-        let mut prev = GENESIS.to_vec();
+        let mut heads: std::collections::HashMap<uuid::Uuid, (i64, Vec<u8>)> =
+            std::collections::HashMap::new();
         let mut lines = Vec::new();
         let mut leaves = Vec::new();
         for seq in 1..=n {
             let r = record(seq);
-            let hash = chain_hash(&prev, seq, &r).to_vec();
+            if seq > 10 && seq % 11 == 0 {
+                let hash = void_hash(seq, &r).to_vec();
+                leaves.push(tree::leaf(&hash));
+                lines.push(ExportedRecord {
+                    seq,
+                    place: Place {
+                        void: true,
+                        ..Place::default()
+                    },
+                    record: r,
+                    prev_hash: hex::encode(GENESIS),
+                    hash: hex::encode(&hash),
+                });
+                continue;
+            }
+            let chain = if seq <= 10 {
+                FOUNDING_CHAIN
+            } else {
+                uuid::Uuid::from_u128(1 + (seq % 3) as u128)
+            };
+            let (n, prev) = heads
+                .get(&chain)
+                .map(|(n, h)| (n + 1, h.clone()))
+                .unwrap_or((1, chain_genesis(chain).to_vec()));
+            let n = if chain == FOUNDING_CHAIN { seq } else { n };
+            let hash = chain_hash(&prev, chain, n, &r).to_vec();
+            heads.insert(chain, (n, hash.clone()));
             leaves.push(tree::leaf(&hash));
+            let founding = chain == FOUNDING_CHAIN;
             lines.push(ExportedRecord {
                 seq,
+                place: Place {
+                    chain: (!founding).then_some(chain),
+                    chain_seq: (!founding).then_some(n),
+                    void: false,
+                },
                 record: r,
                 prev_hash: hex::encode(&prev),
                 hash: hex::encode(&hash),
             });
-            prev = hash;
         }
         (lines, leaves)
+    }
+
+    /// The chains' heads after the first `upto` lines.
+    fn heads_after(
+        lines: &[ExportedRecord],
+        upto: usize,
+    ) -> Vec<interlock_actors::audit::ChainHead> {
+        let mut v = interlock_actors::audit::ChainVerifier::default();
+        for l in &lines[..upto] {
+            let r = parse_line("t", 0, &serde_json::to_string(l).unwrap()).unwrap();
+            v.check(&r).unwrap();
+        }
+        v.heads()
     }
 
     /// Segment `first..=last` of the log as its lines (header first), signed by `key`.
@@ -345,7 +413,12 @@ mod tests {
             format: SEGMENT_FORMAT.into(),
             first_seq: first,
             last_seq: last,
-            prefix: Prefix::of(first - 1, &prev, &before.roots()),
+            prefix: Prefix::of(
+                first - 1,
+                &prev,
+                &heads_after(lines, first as usize - 1),
+                &before.roots(),
+            ),
             checkpoint: key
                 .sign(last.unsigned_abs(), whole.root().unwrap())
                 .unwrap()
@@ -477,7 +550,8 @@ mod tests {
         let mut before = Frontier::default();
         (0u8..10).for_each(|k| before.push(tree::leaf(&[k; 32])));
         let prev = header.prefix.prev_hash.clone();
-        header.prefix = Prefix::of(10, &hex::decode(prev).unwrap(), &before.roots());
+        let heads = header.prefix.heads().unwrap();
+        header.prefix = Prefix::of(10, &hex::decode(prev).unwrap(), &heads, &before.roots());
         forged[0] = serde_json::to_string(&header).unwrap();
         assert!(matches!(
             check("s", &forged, key.verifier_key()),

@@ -103,17 +103,27 @@ async fn archive_one(
     let (first, last) = (part.lower, part.upper - 1);
     let made = ledger::checkpoint_at(pool, key, last.unsigned_abs()).await?;
     let frontier = ledger::frontier(pool, (first - 1).unsigned_abs()).await?;
-    let first_record = control::audit::record(pool, first).await?.ok_or_else(|| {
-        RetentionError::Mismatch(format!(
-            "partition {} has no record {first}; run `interlock audit verify`",
-            part.name
-        ))
-    })?;
+    // Every chain goes on from where the archive before this partition left it.
+    let before = if first == 1 {
+        None
+    } else {
+        Some(partitions::archived_end(pool, first - 1).await?.ok_or_else(|| {
+            RetentionError::Mismatch(format!(
+                "partition {} starts at record {first}, but no archived partition ends at record {}; run `interlock audit verify`",
+                part.name,
+                first - 1
+            ))
+        })?)
+    };
+    let prefix = match &before {
+        None => Prefix::none(),
+        Some(end) => Prefix::of(first - 1, &end.last_hash, &end.heads, &frontier),
+    };
     let header = SegmentHeader {
         format: SEGMENT_FORMAT.into(),
         first_seq: first,
         last_seq: last,
-        prefix: Prefix::of(first - 1, &first_record.prev_hash, &frontier),
+        prefix,
         checkpoint: made.checkpoint.note.clone(),
         timestamp: made.checkpoint.timestamp.clone(),
         archived_at: Utc::now(),
@@ -148,6 +158,7 @@ async fn archive_one(
             sha256: &checked.sha256,
             records,
             last_hash: &last_hash,
+            heads: &checked.summary.heads,
         },
     )
     .await?;
@@ -185,6 +196,7 @@ async fn write_segment(
         }
         let line = ExportedRecord {
             seq: r.seq,
+            place: crate::ledger::place::Place::of(&r),
             record: r.record,
             prev_hash: hex::encode(&r.prev_hash),
             hash: hex::encode(&r.hash),

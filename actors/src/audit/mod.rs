@@ -2,10 +2,10 @@
 //! releases each waiting caller only once its record is durable.
 //!
 //! While one batch is being committed, new records accumulate; the next batch takes them all
-//! (up to `max_batch`). A batch is one INSERT in its own implicit transaction that the
-//! database refuses unless the chain head is still the one the writer expects (the guard in
-//! the statement, and the primary key on `seq`), so replicas sharing a control database
-//! extend one gap-free chain: a writer whose head moved re-reads it and appends after it.
+//! (up to `max_batch`). A batch takes its seqs from the database's sequence and goes in as
+//! one INSERT in its own implicit transaction, in this writer's own hash chain (see
+//! [`chain`]): replicas sharing a control database never wait for each other's batches, and
+//! the seqs of all of them make the log's one gap-free order.
 //!
 //! Records are made storable first (NUL escaped, see `storable`). When a batch fails on a
 //! statement error, it is retried record by record, so one record that cannot be stored
@@ -14,6 +14,7 @@
 //! unavailable`) instead of running them unaudited. A probe restores health once the control
 //! database answers again.
 
+pub mod chain;
 pub mod record;
 pub mod storable;
 mod writer;
@@ -24,7 +25,8 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-pub use record::{AuditRecord, ChainBreak, ChainVerifier, ChainedRecord, RecordOutcome};
+pub use chain::{ChainBreak, ChainHead, ChainVerifier, ChainedRecord};
+pub use record::{AuditRecord, RecordOutcome};
 pub use writer::AuditWriter;
 
 use crate::supervise::{Home, Slot, Supervision};
@@ -61,8 +63,8 @@ impl Default for AuditConfig {
 /// The audit writer, supervised as `audit_writer`. A restart keeps nothing but what the
 /// database holds: records the failed incarnation still buffered are answered `audit
 /// unavailable` (never acknowledged), a batch it had already handed to the database
-/// finishes and is answered with what really happened, and the next batch re-reads the
-/// chain head.
+/// finishes and is answered with what really happened (in the failed incarnation's
+/// chain), and the new incarnation starts a chain of its own.
 #[derive(Clone)]
 pub struct AuditHandle {
     slot: Slot<AuditWriter>,

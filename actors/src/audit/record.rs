@@ -1,9 +1,12 @@
-//! The canonical audit record and its hash chain.
+//! The canonical audit record and its hashes.
 //!
-//! `hash = SHA-256(prev_hash ‖ seq as 8 big-endian bytes ‖ canonical JSON of the record)`,
-//! where canonical JSON has object keys sorted at every level and timestamps in RFC 3339
-//! with microseconds (the control database's precision). The first record's `prev_hash` is
-//! 32 zero bytes. Altering, removing or reordering any record breaks every later hash.
+//! A record belongs to one chain (one per audit writer incarnation, see `super::chain`) at
+//! a place `n` in it: `hash = SHA-256(prev_hash ‖ n as 8 big-endian bytes ‖ the chain's 16
+//! UUID bytes ‖ canonical JSON of the record)` (without the UUID bytes in the founding
+//! chain), where canonical JSON has object keys sorted at every level and
+//! timestamps in RFC 3339 with microseconds (the control database's precision). A chain's
+//! first record has `prev_hash` = [`chain_genesis`] of the chain. Altering, removing or
+//! reordering any record of a chain breaks every later hash of that chain.
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
@@ -81,15 +84,73 @@ impl AuditRecord {
         self.at = self.at.trunc_subsecs(6);
         self
     }
+
+    /// The contents of the void record at `seq`, made now for `reason`.
+    pub fn void(seq: i64, reason: &str) -> Self {
+        AuditRecord {
+            at: Utc::now(),
+            request_id: format!("void-{seq}"),
+            identity_id: None,
+            identity: None,
+            adapter: "audit".into(),
+            dialect: None,
+            tool: "audit.void".into(),
+            source_id: None,
+            action: None,
+            statement: None,
+            fingerprint: None,
+            decision: serde_json::json!({"void": true, "reason": reason}),
+            outcome: RecordOutcome::Error,
+            row_count: None,
+            duration_us: 0,
+            cache_hit: false,
+            approval_id: None,
+            statement_sha256: None,
+        }
+        .normalized()
+    }
 }
 
 pub const GENESIS: [u8; 32] = [0; 32];
 
-/// The chain hash of `record` at `seq` after `prev`.
-pub fn chain_hash(prev: &[u8], seq: i64, record: &AuditRecord) -> [u8; 32] {
+/// The chain of the records written before chains per writer (migration 0015): its place
+/// in the chain is the record's seq, and it starts from [`GENESIS`].
+pub const FOUNDING_CHAIN: Uuid = Uuid::nil();
+
+/// The `prev_hash` of a chain's first record: 32 zero bytes for the founding chain, else
+/// SHA-256 of `interlock-audit-chain/1`, a NUL byte and the chain's 16 UUID bytes, so that
+/// a chain's records cannot pass for another chain's.
+pub fn chain_genesis(chain: Uuid) -> [u8; 32] {
+    if chain == FOUNDING_CHAIN {
+        return GENESIS;
+    }
+    let mut h = Sha256::new();
+    h.update(b"interlock-audit-chain/1\0");
+    h.update(chain.as_bytes());
+    h.finalize().into()
+}
+
+/// The hash of the void record at `seq`: SHA-256 of `interlock-audit-void/1`, a NUL byte,
+/// the seq as 8 big-endian bytes and the canonical JSON of the record (which says when
+/// and why the seq was voided). A void fills a seq that no writer will ever use (a batch
+/// that did not commit took it); it belongs to no chain.
+pub fn void_hash(seq: i64, record: &AuditRecord) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"interlock-audit-void/1\0");
+    h.update(seq.to_be_bytes());
+    h.update(canonical_json(record).as_bytes());
+    h.finalize().into()
+}
+
+/// The chain hash of `record` at place `n` of `chain`, after `prev`. The chain's 16 UUID
+/// bytes follow `n`, except in the founding chain (whose records were hashed without).
+pub fn chain_hash(prev: &[u8], chain: Uuid, n: i64, record: &AuditRecord) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(prev);
-    h.update(seq.to_be_bytes());
+    h.update(n.to_be_bytes());
+    if chain != FOUNDING_CHAIN {
+        h.update(chain.as_bytes());
+    }
     h.update(canonical_json(record).as_bytes());
     h.finalize().into()
 }
@@ -121,165 +182,36 @@ fn sort_keys(v: &Value) -> Value {
     }
 }
 
-/// A stored record with its chain fields.
-#[derive(Debug, Clone)]
-pub struct ChainedRecord {
-    pub seq: i64,
-    pub record: AuditRecord,
-    pub prev_hash: Vec<u8>,
-    pub hash: Vec<u8>,
-}
-
-/// Where a chain breaks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChainBreak {
-    pub seq: i64,
-    pub reason: String,
-}
-
-/// Incremental verifier: feed records in `seq` order.
-#[derive(Debug)]
-pub struct ChainVerifier {
-    prev: Vec<u8>,
-    next_seq: i64,
-    pub checked: u64,
-}
-
-impl Default for ChainVerifier {
-    fn default() -> Self {
-        Self {
-            prev: GENESIS.to_vec(),
-            next_seq: 1,
-            checked: 0,
-        }
-    }
-}
-
-impl ChainVerifier {
-    /// A verifier for a chain whose records up to `seq` are kept elsewhere (archived), the
-    /// last of them with hash `prev`: the next record must be `seq + 1`, chained to `prev`.
-    pub fn resume(seq: i64, prev: Vec<u8>) -> Self {
-        Self {
-            prev,
-            next_seq: seq + 1,
-            checked: 0,
-        }
-    }
-
-    /// The sequence number and hash of the last record checked (or resumed after).
-    pub fn last(&self) -> (i64, &[u8]) {
-        (self.next_seq - 1, &self.prev)
-    }
-
-    pub fn check(&mut self, r: &ChainedRecord) -> Result<(), ChainBreak> {
-        let fail = |reason: String| Err(ChainBreak { seq: r.seq, reason });
-        if r.seq != self.next_seq {
-            return fail(format!(
-                "expected record {} next, found {}",
-                self.next_seq, r.seq
-            ));
-        }
-        if r.prev_hash != self.prev {
-            return fail("prev_hash does not match the previous record's hash".into());
-        }
-        let expected = chain_hash(&self.prev, r.seq, &r.record);
-        if r.hash != expected {
-            return fail(
-                "hash does not match the record's contents (the record was altered)".into(),
-            );
-        }
-        self.prev = r.hash.clone();
-        self.next_seq += 1;
-        self.checked += 1;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn record(n: i64) -> AuditRecord {
-        AuditRecord {
-            at: Utc::now(),
-            request_id: format!("r{n}"),
-            identity_id: None,
-            identity: Some("demo-agent".into()),
-            adapter: "mcp".into(),
-            dialect: Some("2026-07-28".into()),
-            tool: "interlock_query".into(),
-            source_id: Some("shop".into()),
-            action: Some("read".into()),
-            statement: Some("SELECT 1".into()),
-            fingerprint: None,
-            decision: serde_json::json!({"verdict": "allow", "b": [1, {"z": 1, "a": 2}]}),
-            outcome: RecordOutcome::Ok,
-            row_count: Some(n),
-            duration_us: 10,
-            cache_hit: false,
-            approval_id: None,
-            statement_sha256: None,
-        }
-        .normalized()
-    }
-
-    fn chain(n: i64) -> Vec<ChainedRecord> {
-        let mut prev = GENESIS.to_vec();
-        (1..=n)
-            .map(|seq| {
-                let record = record(seq);
-                let hash = chain_hash(&prev, seq, &record).to_vec();
-                let r = ChainedRecord {
-                    seq,
-                    record,
-                    prev_hash: prev.clone(),
-                    hash: hash.clone(),
-                };
-                prev = hash;
-                r
-            })
-            .collect()
-    }
-
-    #[test]
-    fn an_intact_chain_verifies_and_any_change_breaks_it() {
-        let good = chain(5);
-        let mut v = ChainVerifier::default();
-        for r in &good {
-            assert_eq!(v.check(r), Ok(()));
-        }
-        type Tampering = (&'static str, Box<dyn Fn(&mut Vec<ChainedRecord>)>);
-        let tamperings: Vec<Tampering> = vec![
-            (
-                "altered field",
-                Box::new(|c| c[2].record.row_count = Some(99)),
-            ),
-            (
-                "altered decision",
-                Box::new(|c| c[2].record.decision["verdict"] = "deny".into()),
-            ),
-            (
-                "removed record",
-                Box::new(|c| {
-                    c.remove(2);
-                }),
-            ),
-            ("swapped records", Box::new(|c| c.swap(1, 2))),
-        ];
-        for (what, tamper) in tamperings {
-            let mut c = good.clone();
-            tamper(&mut c);
-            let mut v = ChainVerifier::default();
-            let broke = c.iter().try_for_each(|r| v.check(r));
-            assert!(broke.is_err(), "{what} must break the chain");
-        }
-    }
-
     #[test]
     fn key_order_of_json_does_not_matter() {
-        let a = record(1);
+        let a = crate::audit::chain::tests::record(1);
         let mut b = a.clone();
         b.decision = serde_json::json!({"b": [1, {"a": 2, "z": 1}], "verdict": "allow"});
-        assert_eq!(chain_hash(&GENESIS, 1, &a), chain_hash(&GENESIS, 1, &b));
+        assert_eq!(
+            chain_hash(&GENESIS, FOUNDING_CHAIN, 1, &a),
+            chain_hash(&GENESIS, FOUNDING_CHAIN, 1, &b)
+        );
+    }
+
+    #[test]
+    fn genesis_and_void_hashes_are_distinct_per_chain_and_seq() {
+        let (a, b) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        assert_eq!(chain_genesis(FOUNDING_CHAIN), GENESIS);
+        assert_ne!(chain_genesis(a), chain_genesis(b));
+        assert_ne!(chain_genesis(a), GENESIS);
+        let r = crate::audit::chain::tests::record(1);
+        assert_ne!(void_hash(1, &r), void_hash(2, &r));
+        assert_ne!(
+            void_hash(1, &r),
+            chain_hash(&GENESIS, FOUNDING_CHAIN, 1, &r)
+        );
+        assert_ne!(
+            chain_hash(&GENESIS, a, 1, &r),
+            chain_hash(&GENESIS, b, 1, &r)
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 use tokio::sync::oneshot;
 
-use super::record::{chain_hash, AuditRecord, GENESIS};
+use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, GENESIS};
 use super::AuditError;
 use crate::supervise::supervisable;
 
@@ -21,17 +21,15 @@ pub struct AuditWriter {
     healthy: Arc<AtomicBool>,
     buffer: Vec<(AuditRecord, Reply)>,
     flushing: bool,
-    /// The chain head this writer last committed, while it is known for sure: a batch is
-    /// then one statement (which still checks, in the database, that the head is current).
-    head: Option<Head>,
+    /// This incarnation's chain (none until its first batch).
+    chain: Option<Chain>,
 }
 
 supervisable!(AuditWriter);
 
 impl AuditWriter {
-    /// Every incarnation starts with an empty buffer and the chain head unknown: its first
-    /// batch reads the head (and a batch of its predecessor's that is still committing
-    /// either lands first or finds its seqs taken).
+    /// Every incarnation starts with an empty buffer and a chain of its own: a batch of its
+    /// predecessor's that is still committing lands in the predecessor's chain.
     pub(super) fn new(
         pool: deadpool_postgres::Pool,
         max_batch: usize,
@@ -45,7 +43,7 @@ impl AuditWriter {
             healthy,
             buffer: Vec::new(),
             flushing: false,
-            head: None,
+            chain: None,
         }
     }
 
@@ -60,7 +58,7 @@ impl AuditWriter {
         let records: Vec<AuditRecord> = records.into_iter().map(AuditRecord::storable).collect();
         let pool = self.pool.clone();
         let healthy = self.healthy.clone();
-        let head = self.head.take();
+        let chain = self.chain.take().unwrap_or_else(Chain::fresh);
         let span = self.partition_records;
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
@@ -69,7 +67,7 @@ impl AuditWriter {
         actix_rt::spawn(async move {
             let started = Instant::now();
             let size = records.len();
-            let (results, head) = write_all(&pool, records, head, span).await;
+            let (results, chain) = write_all(&pool, records, chain, span).await;
             metrics::histogram!("interlock_audit_batch_size").record(size as f64);
             metrics::histogram!("interlock_audit_commit_seconds")
                 .record(started.elapsed().as_secs_f64());
@@ -84,10 +82,10 @@ impl AuditWriter {
                     AuditError::Unavailable
                 }));
             }
-            let _ = done.send(head);
+            let _ = done.send(chain);
         });
-        ctx.spawn(committed.into_actor(self).map(|head, act, ctx| {
-            act.head = head.ok().flatten();
+        ctx.spawn(committed.into_actor(self).map(|chain, act, ctx| {
+            act.chain = chain.ok();
             act.flushing = false;
             act.flush(ctx);
         }));
@@ -147,8 +145,8 @@ enum BatchError {
     Db(#[from] tokio_postgres::Error),
     #[error("the batch this record was in could not be committed")]
     Failed,
-    #[error("other writers kept extending the audit chain; the batch was not appended")]
-    HeadMoved,
+    #[error("the batch's seqs kept being taken (voided as unused); it was not appended")]
+    SeqTaken,
     #[error("the audit log has no partition for the batch's sequence numbers")]
     NoPartition,
 }
@@ -159,100 +157,205 @@ impl BatchError {
     fn is_statement_error(&self) -> bool {
         matches!(self, BatchError::Db(e) if e.as_db_error().is_some())
     }
+
+    /// Whether the batch surely did not commit: the database refused it, or it was never
+    /// sent. Otherwise (the connection failed while it was in flight) it may have.
+    fn surely_not_committed(&self) -> bool {
+        self.is_statement_error() || matches!(self, BatchError::Pool(_))
+    }
 }
 
-/// The last record of the chain: its sequence number (0 for an empty chain) and hash.
+/// This writer's own chain and its last record, as far as the writer knows for sure.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Head {
+pub(super) struct Chain {
+    id: uuid::Uuid,
+    /// Whether `audit_chains` names it yet.
+    registered: bool,
+    /// The place of its last record (0: none yet).
     seq: i64,
     hash: Vec<u8>,
 }
 
-/// Writes `records` as one batch; if the database refuses a statement of it, writes them
-/// one by one so that only the records it cannot store fail. One result per record, and
-/// the chain head after the last commit (`None` when it is not known for sure).
-async fn write_all(
-    pool: &deadpool_postgres::Pool,
-    records: Vec<AuditRecord>,
-    head: Option<Head>,
-    span: i64,
-) -> (Vec<Result<i64, BatchError>>, Option<Head>) {
-    let size = records.len();
-    match write_batch(pool, &records, head, span).await {
-        Ok((first, head)) => (
-            (0..size).map(|i| Ok(first + i as i64)).collect(),
-            Some(head),
-        ),
-        Err(e) if e.is_statement_error() && size > 1 => {
-            tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
-            let mut results = Vec::with_capacity(size);
-            let mut head = None;
-            for record in records {
-                match write_batch(pool, std::slice::from_ref(&record), head.take(), span).await {
-                    Ok((seq, h)) => {
-                        head = Some(h);
-                        results.push(Ok(seq));
-                    }
-                    Err(e) => results.push(Err(e)),
-                }
-            }
-            (results, head)
-        }
-        Err(e) => {
-            let mut results = vec![Err(e)];
-            results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            (results, None)
+impl Chain {
+    /// A new chain: a writer starts one when it starts, and again whenever it no longer
+    /// knows for sure where its chain ends (a batch whose commit it could not see), so a
+    /// chain never forks and never needs its head read back.
+    fn fresh() -> Self {
+        let id = uuid::Uuid::new_v4();
+        Chain {
+            id,
+            registered: false,
+            seq: 0,
+            hash: chain_genesis(id).to_vec(),
         }
     }
 }
 
-/// How long a batch keeps re-reading the chain head while other writers keep extending the
-/// chain, before its records are answered "audit unavailable": well inside the callers'
-/// commit timeout. A fixed number of immediate retries was not enough: two busy writers
-/// met at the same head again and again (`benches/audit_writers.rs` refused thousands of
-/// appends in 5 s).
-const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// A random pause before re-reading a moved head, growing with the attempt (up to 6.4 ms),
-/// so that competing writers stop arriving at the same head together.
-fn backoff(attempt: u32) -> std::time::Duration {
-    let cap_us = 200u64 << attempt.min(5);
-    let jitter = (uuid::Uuid::new_v4().as_u128() % u128::from(cap_us)) as u64;
-    std::time::Duration::from_micros(jitter)
+/// Writes `records` as one batch; if the database refuses a statement of it, writes them
+/// one by one so that only the records it cannot store fail. One result per record, and
+/// the chain to go on with.
+async fn write_all(
+    pool: &deadpool_postgres::Pool,
+    records: Vec<AuditRecord>,
+    chain: Chain,
+    span: i64,
+) -> (Vec<Result<i64, BatchError>>, Chain) {
+    let size = records.len();
+    let seqs = match allocate(pool, size).await {
+        Ok(seqs) => seqs,
+        Err(e) => {
+            let mut results = vec![Err(e)];
+            results.extend((1..size).map(|_| Err(BatchError::Failed)));
+            return (results, chain);
+        }
+    };
+    match write_batch(pool, &records, &seqs, &chain, span).await {
+        Ok((seqs, chain)) => (seqs.into_iter().map(Ok).collect(), chain),
+        Err(e) if e.is_statement_error() && size == 1 => {
+            void_own(pool, seqs[0], &e).await;
+            (vec![Err(e)], chain)
+        }
+        Err(e) if e.is_statement_error() => {
+            tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
+            let mut results = Vec::with_capacity(size);
+            let mut chain = chain;
+            for (record, seq) in records.iter().zip(seqs) {
+                match write_batch(pool, std::slice::from_ref(record), &[seq], &chain, span).await {
+                    Ok((seqs, next)) => {
+                        chain = next;
+                        results.extend(seqs.into_iter().map(Ok));
+                    }
+                    Err(e) => {
+                        if e.is_statement_error() {
+                            // Its seq will never hold it: say so now, not after a grace.
+                            void_own(pool, seq, &e).await;
+                        } else if !e.surely_not_committed() {
+                            chain = Chain::fresh();
+                        }
+                        results.push(Err(e));
+                    }
+                }
+            }
+            (results, chain)
+        }
+        Err(e) => {
+            let chain = if e.surely_not_committed() {
+                chain
+            } else {
+                Chain::fresh()
+            };
+            let mut results = vec![Err(e)];
+            results.extend((1..size).map(|_| Err(BatchError::Failed)));
+            (results, chain)
+        }
+    }
 }
 
-/// Extends the chain with `records`; returns the first sequence number and the new head.
-/// With the head known, that is one statement; when it is not known, or another writer
-/// moved it, the head is read first (and read again, after a random pause, for up to
-/// [`RETRY_BUDGET`] while other writers keep moving it). Should the batch run past the
-/// last partition of `audit_records` (the gateway's maintenance creates them ahead), the
-/// writer creates the next partitions itself, `span` records each, and appends again.
+/// How long a batch keeps retrying while its seqs are taken or the log has no partition
+/// for them, before its records are answered "audit unavailable": well inside the callers'
+/// commit timeout.
+const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Takes `n` seqs from `audit_records_seq`, in order. Taken before the insert, so that a
+/// batch that must go in again (or record by record) keeps its seqs and leaves no hole.
+async fn allocate(pool: &deadpool_postgres::Pool, n: usize) -> Result<Vec<i64>, BatchError> {
+    let client = pool.get().await?;
+    let take = client
+        .prepare_cached("SELECT nextval('audit_records_seq') FROM generate_series(1, $1::bigint)")
+        .await?;
+    let mut seqs: Vec<i64> = client
+        .query(&take, &[&(n as i64)])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+/// Fills `seq`, which this writer took for a record the database refused, with a void.
+/// Best effort: should it fail, the ledger voids the seq after its grace.
+async fn void_own(pool: &deadpool_postgres::Pool, seq: i64, why: &BatchError) {
+    let record = AuditRecord::void(seq, &format!(
+        "the record given this seq could not be stored ({why}); its caller was answered audit unavailable"
+    ));
+    let hash = void_hash(seq, &record).to_vec();
+    let written = async {
+        let client = pool.get().await?;
+        client
+            .execute(
+                "INSERT INTO audit_records (seq, void, at, request_id, adapter, tool, decision,
+                    outcome, duration_us, cache_hit, prev_hash, hash)
+                 VALUES ($1, true, $2, $3, $4, $5, $6, $7, 0, false, $8, $9)
+                 ON CONFLICT (seq) DO NOTHING",
+                &[
+                    &seq,
+                    &record.at,
+                    &record.request_id,
+                    &record.adapter,
+                    &record.tool,
+                    &record.decision,
+                    &record.outcome.as_str(),
+                    &GENESIS.to_vec(),
+                    &hash,
+                ],
+            )
+            .await?;
+        Ok::<_, BatchError>(())
+    }
+    .await;
+    if let Err(e) = written {
+        tracing::warn!(seq, error = %e, "could not void an audit seq; the ledger will");
+    }
+}
+
+/// Appends `records` at `seqs` to `chain` as one statement: no other writer's batch is
+/// waited for or checked against. Returns their seqs and the chain's new end. Should the
+/// batch run past the last partition of `audit_records` (the gateway's maintenance creates
+/// them ahead), the writer creates the next partitions itself, `span` records each, and
+/// appends again; should a void have taken its seqs (it was slower than the ledger's
+/// grace), it takes new ones.
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
     records: &[AuditRecord],
-    mut head: Option<Head>,
+    seqs: &[i64],
+    chain: &Chain,
     span: i64,
-) -> Result<(i64, Head), BatchError> {
+) -> Result<(Vec<i64>, Chain), BatchError> {
     let client = pool.get().await?;
+    let mut chain = chain.clone();
+    if !chain.registered {
+        let register = client
+            .prepare_cached(
+                "INSERT INTO audit_chains (chain, writer)
+                 VALUES ($1, coalesce(nullif(current_setting('application_name'), ''), 'interlock'))
+                 ON CONFLICT (chain) DO NOTHING",
+            )
+            .await?;
+        client.execute(&register, &[&chain.id]).await?;
+        chain.registered = true;
+    }
     let insert = insert_statement(&client).await?;
     let started = std::time::Instant::now();
-    let mut attempt = 0;
+    let mut seqs = seqs.to_vec();
     loop {
-        let current = match head.take() {
-            Some(known) => known,
-            None => read_head(&client).await?,
-        };
-        match append(&client, &insert, records, &current).await {
-            Err(BatchError::HeadMoved) if started.elapsed() < RETRY_BUDGET => {
-                if attempt == 0 {
-                    tracing::info!("the audit chain head moved (another writer); re-reading it");
-                } else {
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                attempt += 1;
+        match append(&client, &insert, records, &seqs, &chain).await {
+            Err(BatchError::SeqTaken) if started.elapsed() < RETRY_BUDGET => {
+                tracing::warn!(
+                    "an audit batch's seqs were voided meanwhile; appending it at new ones"
+                );
+                drop(client);
+                return Box::pin(write_batch(
+                    pool,
+                    records,
+                    &allocate(pool, records.len()).await?,
+                    &chain,
+                    span,
+                ))
+                .await;
             }
             Err(BatchError::NoPartition) if started.elapsed() < RETRY_BUDGET => {
-                let upto = current.seq + records.len() as i64;
+                let upto = seqs.last().copied().unwrap_or(0);
                 let made = client
                     .execute("SELECT audit_extend_partitions($1, $2)", &[&upto, &span])
                     .await?;
@@ -261,79 +364,65 @@ async fn write_batch(
                     made,
                     "the audit log ran past its last partition; created the next"
                 );
-                head = Some(current);
             }
-            other => return other,
+            Ok(end) => {
+                chain.seq = end.0;
+                chain.hash = end.1;
+                return Ok((std::mem::take(&mut seqs), chain));
+            }
+            Err(e) => return Err(e),
         }
     }
 }
 
 /// Prepared once per pooled connection (the text is fixed). A batch is one statement
 /// whatever its size: one array per column, unnested into rows, so the server binds and
-/// executes once per batch instead of once per record. The statement guards the chain
-/// itself: the rows go in only while the row at the expected head (`$22`) still carries the
-/// expected hash (`$23`), or, for an empty chain (`$22` = 0), while the table is empty; the
-/// guard is the same for every row, so a batch goes in whole or not at all. Another writer
-/// that took the batch's seqs meanwhile is refused by the primary key.
+/// executes once per batch instead of once per record.
 async fn insert_statement(
     client: &deadpool_postgres::Client,
 ) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
     client
         .prepare_cached(
-            "INSERT INTO audit_records (seq, at, request_id, identity_id, identity, adapter, dialect, tool,
-                source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us,
-                cache_hit, approval_id, prev_hash, hash, statement_sha256)
-             SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::uuid[], $5::text[],
-                $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-                $13::jsonb[], $14::text[], $15::bigint[], $16::bigint[], $17::boolean[], $18::uuid[],
-                $19::bytea[], $20::bytea[], $21::text[])
-             WHERE CASE WHEN $22::bigint = 0 THEN NOT EXISTS (SELECT FROM audit_records)
-                        ELSE EXISTS (SELECT FROM audit_records WHERE seq = $22 AND hash = $23::bytea)
-                   END",
+            "INSERT INTO audit_records (chain, seq, chain_seq, at, request_id, identity_id, identity,
+                adapter, dialect, tool, source_id, action, statement, fingerprint, decision, outcome,
+                row_count, duration_us, cache_hit, approval_id, prev_hash, hash, statement_sha256)
+             SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], $5::text[],
+                $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                $13::text[], $14::text[], $15::jsonb[], $16::text[], $17::bigint[], $18::bigint[],
+                $19::boolean[], $20::uuid[], $21::bytea[], $22::bytea[], $23::text[]) AS u",
         )
         .await
 }
 
-/// The last record of the chain, as the table holds it now.
-async fn read_head(client: &deadpool_postgres::Client) -> Result<Head, BatchError> {
-    let read = client
-        .prepare_cached("SELECT seq, hash FROM audit_records ORDER BY seq DESC LIMIT 1")
-        .await?;
-    Ok(match client.query_opt(&read, &[]).await? {
-        Some(r) => Head {
-            seq: r.get(0),
-            hash: r.get(1),
-        },
-        None => Head {
-            seq: 0,
-            hash: GENESIS.to_vec(),
-        },
-    })
-}
-
-/// Appends `records` after `head` as one statement in its own implicit transaction. The
-/// answer arrives after the commit (the server sends ReadyForQuery only once the implicit
-/// transaction committed, and the driver waits for it), so a returned seq is durable.
+/// Appends `records` at `seqs` after the end of `chain` as one statement in its own
+/// implicit transaction. The answer arrives after the commit (the server sends
+/// ReadyForQuery only once the implicit transaction committed, and the driver waits for
+/// it), so a returned seq is durable. Returns the chain's new end.
 async fn append(
     client: &deadpool_postgres::Client,
     insert: &tokio_postgres::Statement,
     records: &[AuditRecord],
-    head: &Head,
-) -> Result<(i64, Head), BatchError> {
-    let chained = chain(records, head);
-    let columns = Columns::of(records, &chained);
-    match columns.insert(client, insert, head).await {
-        Ok(n) if n == records.len() as u64 => Ok((head.seq + 1, new_head(&chained, head))),
-        Ok(0) => Err(BatchError::HeadMoved),
-        Ok(_) => Err(BatchError::Failed),
-        Err(e) if seq_taken(&e) => Err(BatchError::HeadMoved),
-        Err(e) if no_partition(&e) => Err(BatchError::NoPartition),
-        Err(e) => Err(e.into()),
+    seqs: &[i64],
+    chain: &Chain,
+) -> Result<(i64, Vec<u8>), BatchError> {
+    let chained = link(records, chain);
+    let columns = Columns::of(records, seqs, &chained);
+    match columns.insert(client, insert, chain.id).await {
+        Ok(n) if n == records.len() as u64 => {}
+        Ok(_) => return Err(BatchError::Failed),
+        Err(e) if seq_taken(&e) => return Err(BatchError::SeqTaken),
+        Err(e) if no_partition(&e) => return Err(BatchError::NoPartition),
+        Err(e) => return Err(e.into()),
     }
+    Ok(chained.last().map_or_else(
+        || (chain.seq, chain.hash.clone()),
+        |l| (l.seq, l.hash.clone()),
+    ))
 }
 
-/// Whether another writer already holds one of the batch's sequence numbers: the primary
-/// key of a partition of `audit_records` (`audit_records_<lower>_pkey`) refused it.
+/// Whether a void took one of the batch's seqs (the primary key of a partition of
+/// `audit_records`, `audit_records_<lower>_pkey`, refused it): the batch took longer than
+/// the hole grace of `control::ledger`, and simply goes in again with new seqs.
 fn seq_taken(e: &tokio_postgres::Error) -> bool {
     e.as_db_error().is_some_and(|db| {
         *db.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
@@ -351,20 +440,20 @@ fn no_partition(e: &tokio_postgres::Error) -> bool {
     })
 }
 
-/// One record's place in the chain: sequence number, previous hash, own hash.
+/// One record's place in the writer's chain, previous hash and own hash.
 struct Link {
     seq: i64,
     prev: Vec<u8>,
     hash: Vec<u8>,
 }
 
-fn chain(records: &[AuditRecord], head: &Head) -> Vec<Link> {
-    let (mut seq, mut prev) = (head.seq, head.hash.clone());
+fn link(records: &[AuditRecord], chain: &Chain) -> Vec<Link> {
+    let (mut seq, mut prev) = (chain.seq, chain.hash.clone());
     records
         .iter()
         .map(|r| {
             seq += 1;
-            let hash = chain_hash(&prev, seq, r).to_vec();
+            let hash = chain_hash(&prev, chain.id, seq, r).to_vec();
             Link {
                 seq,
                 prev: std::mem::replace(&mut prev, hash.clone()),
@@ -374,19 +463,10 @@ fn chain(records: &[AuditRecord], head: &Head) -> Vec<Link> {
         .collect()
 }
 
-fn new_head(chained: &[Link], head: &Head) -> Head {
-    chained.last().map_or_else(
-        || head.clone(),
-        |l| Head {
-            seq: l.seq,
-            hash: l.hash.clone(),
-        },
-    )
-}
-
 /// A batch as one array per column of `audit_records`, in the insert's column order.
 struct Columns<'a> {
-    seq: Vec<i64>,
+    seq: &'a [i64],
+    chain_seq: Vec<i64>,
     at: Vec<chrono::DateTime<chrono::Utc>>,
     request_id: Vec<&'a str>,
     identity_id: Vec<Option<uuid::Uuid>>,
@@ -410,9 +490,10 @@ struct Columns<'a> {
 }
 
 impl<'a> Columns<'a> {
-    fn of(records: &'a [AuditRecord], chained: &'a [Link]) -> Self {
+    fn of(records: &'a [AuditRecord], seqs: &'a [i64], chained: &'a [Link]) -> Self {
         Columns {
-            seq: chained.iter().map(|l| l.seq).collect(),
+            seq: seqs,
+            chain_seq: chained.iter().map(|l| l.seq).collect(),
             at: records.iter().map(|r| r.at).collect(),
             request_id: records.iter().map(|r| r.request_id.as_str()).collect(),
             identity_id: records.iter().map(|r| r.identity_id).collect(),
@@ -443,13 +524,15 @@ impl<'a> Columns<'a> {
         &self,
         client: &deadpool_postgres::Client,
         insert: &tokio_postgres::Statement,
-        head: &Head,
+        chain: uuid::Uuid,
     ) -> Result<u64, tokio_postgres::Error> {
         client
             .execute(
                 insert,
                 &[
+                    &chain,
                     &self.seq,
+                    &self.chain_seq,
                     &self.at,
                     &self.request_id,
                     &self.identity_id,
@@ -470,8 +553,6 @@ impl<'a> Columns<'a> {
                     &self.prev_hash,
                     &self.hash,
                     &self.statement_sha256,
-                    &head.seq,
-                    &head.hash,
                 ],
             )
             .await
