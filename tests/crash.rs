@@ -71,6 +71,36 @@ async fn every_response_a_client_received_was_audited_before_a_sigkill() {
         missing.len(),
         &missing[..missing.len().min(5)]
     );
+
+    // The killed writer's chain just ends there: the log verifies; seqs a batch had taken
+    // but not committed are pending, then voided once the grace has passed, so the tree
+    // reaches the head.
+    let pool = interlock::control::connect_pool(&common::settings_for(&env.control_db).control)
+        .expect("pool");
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert!(report.chains >= 1, "{report:?}");
+    let head: i64 = common::admin(&env.control_db)
+        .await
+        .query_one("SELECT max(seq) FROM audit_records", &[])
+        .await
+        .expect("head")
+        .get(0);
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let size = interlock::control::ledger::extend(&pool)
+        .await
+        .expect("extend");
+    assert!(
+        size >= head.unsigned_abs(),
+        "the tree ({size}) reaches the head ({head})"
+    );
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!(report.pending, 0, "{report:?}");
 }
 
 #[tokio::test]
