@@ -54,18 +54,12 @@ pub async fn run(settings: &Settings, cmd: AuditCommand) -> anyhow::Result<()> {
             request_id: Some(id),
             tree_size,
             ..
-        } => {
-            let seqs = control::audit::seqs_of_request(&pool(settings)?, &id).await?;
-            prove_one_of(settings, seqs, &format!("request {id}"), tree_size).await
-        }
+        } => prove_records_of(settings, control::audit::RecordsOf::Request(id), tree_size).await,
         AuditCommand::Prove {
             approval_id: Some(id),
             tree_size,
             ..
-        } => {
-            let seqs = control::audit::seqs_of_approval(&pool(settings)?, id).await?;
-            prove_one_of(settings, seqs, &format!("approval {id}"), tree_size).await
-        }
+        } => prove_records_of(settings, control::audit::RecordsOf::Approval(id), tree_size).await,
         AuditCommand::Prove {
             from: Some(from),
             to: Some(to),
@@ -138,17 +132,18 @@ async fn prove_record(settings: &Settings, seq: i64, size: Option<u64>) -> anyho
     print_json(&ledger::prove_record(&pool(settings)?, seq, size).await?)
 }
 
-async fn prove_one_of(
+/// Proves the one record that `of` finds; none or several is an error naming their seqs.
+async fn prove_records_of(
     settings: &Settings,
-    seqs: Vec<i64>,
-    what: &str,
+    of: control::audit::RecordsOf,
     size: Option<u64>,
 ) -> anyhow::Result<()> {
+    let seqs = control::audit::seqs_of(&pool(settings)?, &of).await?;
     match seqs.as_slice() {
-        [] => bail!("no audit record of {what}"),
+        [] => bail!("no audit record of {of}"),
         [seq] => prove_record(settings, *seq, size).await,
         many => bail!(
-            "{what} has {} records (seq {}); prove each with --seq",
+            "{of} has {} records (seq {}); prove each with --seq",
             many.len(),
             many.iter()
                 .map(i64::to_string)

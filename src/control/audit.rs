@@ -166,34 +166,46 @@ pub async fn each_between(
     Ok(n)
 }
 
-/// The sequence numbers of the records of one request, in order (a scan of the log: for
-/// an auditor's command, not for a governed call).
-pub async fn seqs_of_request(
-    pool: &ControlPool,
-    request_id: &str,
-) -> Result<Vec<i64>, ControlError> {
-    let client = pool.get().await?;
-    let rows = client
-        .query(
-            "SELECT seq FROM audit_records WHERE request_id = $1 ORDER BY seq",
-            &[&request_id],
-        )
-        .await?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+/// What finds an auditor's records: the request or the approval they belong to.
+#[derive(Debug, Clone)]
+pub enum RecordsOf {
+    /// Every record of one request (a scan of the log: for an auditor's command, not for a
+    /// governed call).
+    Request(String),
+    /// Every record of one approval (`audit_approval` index).
+    Approval(uuid::Uuid),
 }
 
-/// The sequence numbers of the records of one approval, in order (`audit_approval` index).
-pub async fn seqs_of_approval(
-    pool: &ControlPool,
-    approval_id: uuid::Uuid,
-) -> Result<Vec<i64>, ControlError> {
+impl std::fmt::Display for RecordsOf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordsOf::Request(id) => write!(f, "request {id}"),
+            RecordsOf::Approval(id) => write!(f, "approval {id}"),
+        }
+    }
+}
+
+/// The sequence numbers of the records `of` names, in order.
+pub async fn seqs_of(pool: &ControlPool, of: &RecordsOf) -> Result<Vec<i64>, ControlError> {
     let client = pool.get().await?;
-    let rows = client
-        .query(
-            "SELECT seq FROM audit_records WHERE approval_id = $1 ORDER BY seq",
-            &[&approval_id],
-        )
-        .await?;
+    let rows = match of {
+        RecordsOf::Request(id) => {
+            client
+                .query(
+                    "SELECT seq FROM audit_records WHERE request_id = $1 ORDER BY seq",
+                    &[id],
+                )
+                .await?
+        }
+        RecordsOf::Approval(id) => {
+            client
+                .query(
+                    "SELECT seq FROM audit_records WHERE approval_id = $1 ORDER BY seq",
+                    &[id],
+                )
+                .await?
+        }
+    };
     Ok(rows.iter().map(|r| r.get(0)).collect())
 }
 

@@ -95,6 +95,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0015_audit_chains",
         sql: include_str!("../../migrations/0015_audit_chains.sql"),
     },
+    Migration {
+        version: 16,
+        name: "0016_drop_audit_expect_head",
+        sql: include_str!("../../migrations/0016_drop_audit_expect_head.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").
