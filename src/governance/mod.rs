@@ -3,6 +3,7 @@
 
 pub mod access;
 mod authorize;
+pub mod condition;
 pub mod decision;
 pub mod describe;
 pub mod pattern;

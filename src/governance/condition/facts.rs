@@ -1,0 +1,209 @@
+//! The facts of one call as the values a condition reads ([`super::schema`] declares
+//! them). The pipeline knows the caller and the request ([`CallFacts`]); the SQL decision
+//! adds the statement ([`StatementFacts`]) once it has understood it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cel::objects::Key;
+use cel::Value;
+use chrono::{DateTime, Datelike, Timelike, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::schema::{MAX_CLAIM_LIST, MAX_COLUMNS, MAX_TABLES};
+
+/// What the pipeline knows of a call before its statement is decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallFacts {
+    pub identity: String,
+    pub kind: String,
+    /// `api_key` or `oauth`.
+    pub credential: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub claims: serde_json::Map<String, serde_json::Value>,
+    pub tool: String,
+    pub source: String,
+    pub adapter: String,
+    #[serde(default)]
+    pub dialect: String,
+    pub time: DateTime<Utc>,
+    /// The IANA zone local time facts are read in.
+    pub zone: String,
+    /// The rows the caller asked for, when it asked.
+    #[serde(default)]
+    pub max_rows: Option<u64>,
+    /// The source's own row cap.
+    pub source_max_rows: u64,
+}
+
+impl CallFacts {
+    /// Facts of a call nobody described (unit tests and tools that decide SQL without a
+    /// caller): an unnamed agent calling `interlock_query` now, in UTC.
+    pub fn anonymous(source: &str) -> Self {
+        CallFacts {
+            identity: String::new(),
+            kind: "agent".into(),
+            credential: "api_key".into(),
+            groups: Vec::new(),
+            claims: serde_json::Map::new(),
+            tool: "interlock_query".into(),
+            source: source.into(),
+            adapter: "mcp".into(),
+            dialect: String::new(),
+            time: Utc::now(),
+            zone: "UTC".into(),
+            max_rows: None,
+            source_max_rows: u64::MAX,
+        }
+    }
+}
+
+/// What the SQL decision knows of a statement.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StatementFacts {
+    pub class: &'static str,
+    pub explain: bool,
+    pub analyze: bool,
+    pub tables_read: Vec<String>,
+    pub columns_read: Vec<String>,
+    pub columns_returned: Vec<String>,
+    pub tables_written: Vec<String>,
+    pub columns_written: Vec<String>,
+    pub deletes_rows: bool,
+    pub functions: Vec<String>,
+    pub reads_clock: bool,
+    pub row_cap: u64,
+}
+
+/// The three fact objects as CEL values, or why this call's facts exceed the schema's
+/// bounds (every condition then fails to evaluate, which fails closed).
+#[derive(Debug, Clone)]
+pub struct FactValues {
+    pub(super) roots: Result<[Value; 3], String>,
+}
+
+fn map(entries: Vec<(&'static str, Value)>) -> Value {
+    let map: HashMap<Key, Value> = entries
+        .into_iter()
+        .map(|(k, v)| (Key::from(k.to_string()), v))
+        .collect();
+    Value::from(map)
+}
+
+fn strings(what: &str, items: &[String], max: usize) -> Result<Value, String> {
+    if items.len() > max {
+        return Err(format!(
+            "{what} holds {} entries, more than the {max} a condition may read",
+            items.len()
+        ));
+    }
+    Ok(Value::List(Arc::new(
+        items.iter().map(|s| Value::from(s.as_str())).collect(),
+    )))
+}
+
+fn int(n: u64) -> Value {
+    Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Every list in a claim value holds at most [`MAX_CLAIM_LIST`] entries.
+fn claim_within_bounds(v: &serde_json::Value) -> bool {
+    match v {
+        serde_json::Value::Array(a) => {
+            a.len() <= MAX_CLAIM_LIST && a.iter().all(claim_within_bounds)
+        }
+        serde_json::Value::Object(o) => {
+            o.len() <= MAX_CLAIM_LIST && o.values().all(claim_within_bounds)
+        }
+        _ => true,
+    }
+}
+
+impl FactValues {
+    pub fn new(call: &CallFacts, roles: &[String], statement: &StatementFacts) -> Self {
+        FactValues {
+            roots: Self::build(call, roles, statement),
+        }
+    }
+
+    fn build(call: &CallFacts, roles: &[String], s: &StatementFacts) -> Result<[Value; 3], String> {
+        let claims = serde_json::Value::Object(call.claims.clone());
+        if !claim_within_bounds(&claims) {
+            return Err(format!(
+                "a token claim holds a list longer than {MAX_CLAIM_LIST} entries"
+            ));
+        }
+        let claims = cel::to_value(&claims).map_err(|e| format!("the token's claims: {e}"))?;
+        let caller = map(vec![
+            ("identity", Value::from(call.identity.as_str())),
+            ("kind", Value::from(call.kind.as_str())),
+            ("credential", Value::from(call.credential.as_str())),
+            (
+                "groups",
+                strings("caller.groups", &call.groups, MAX_CLAIM_LIST)?,
+            ),
+            ("claims", claims),
+            ("roles", strings("caller.roles", roles, MAX_TABLES)?),
+        ]);
+        let zone: chrono_tz::Tz = call
+            .zone
+            .parse()
+            .map_err(|_| format!("the time zone {:?} is not an IANA zone", call.zone))?;
+        let local = call.time.with_timezone(&zone);
+        let request = map(vec![
+            ("tool", Value::from(call.tool.as_str())),
+            ("source", Value::from(call.source.as_str())),
+            ("adapter", Value::from(call.adapter.as_str())),
+            ("dialect", Value::from(call.dialect.as_str())),
+            ("time", Value::Timestamp(call.time.fixed_offset())),
+            ("zone", Value::from(call.zone.as_str())),
+            ("hour", Value::Int(i64::from(local.hour()))),
+            ("minute", Value::Int(i64::from(local.minute()))),
+            (
+                "weekday",
+                Value::Int(i64::from(local.weekday().num_days_from_sunday())),
+            ),
+            ("date", Value::from(local.format("%Y-%m-%d").to_string())),
+            ("max_rows", int(call.max_rows.unwrap_or(0))),
+        ]);
+        let statement = map(vec![
+            ("class", Value::from(s.class)),
+            ("explain", Value::Bool(s.explain)),
+            ("analyze", Value::Bool(s.analyze)),
+            (
+                "tables_read",
+                strings("statement.tables_read", &s.tables_read, MAX_TABLES)?,
+            ),
+            (
+                "columns_read",
+                strings("statement.columns_read", &s.columns_read, MAX_COLUMNS)?,
+            ),
+            (
+                "columns_returned",
+                strings(
+                    "statement.columns_returned",
+                    &s.columns_returned,
+                    MAX_COLUMNS,
+                )?,
+            ),
+            (
+                "tables_written",
+                strings("statement.tables_written", &s.tables_written, MAX_TABLES)?,
+            ),
+            (
+                "columns_written",
+                strings("statement.columns_written", &s.columns_written, MAX_COLUMNS)?,
+            ),
+            ("deletes_rows", Value::Bool(s.deletes_rows)),
+            (
+                "functions",
+                strings("statement.functions", &s.functions, MAX_COLUMNS)?,
+            ),
+            ("reads_clock", Value::Bool(s.reads_clock)),
+            ("row_cap", int(s.row_cap)),
+        ]);
+        Ok([caller, request, statement])
+    }
+}
