@@ -94,7 +94,10 @@ fn profile() -> AccessProfile {
                         .unwrap_or_else(|e| panic!("{e}")),
                 },
                 PolicyRule::MaxRows(10_000),
-            ],
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         }],
         redactions: vec![RedactionRule {
             schema: "sales".into(),

@@ -53,7 +53,16 @@ pub struct Settings {
     pub actors: ActorSettings,
     pub fleet: FleetSettings,
     pub webhooks: WebhookSettings,
+    pub policy: PolicySettings,
     pub oauth: crate::oauth::settings::OAuthSettings,
+}
+
+/// Policy conditions (see `governance::condition`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySettings {
+    /// The IANA zone `request.hour`, `request.weekday` and `request.date` are read in.
+    pub time_zone: String,
 }
 
 /// Signed notifications to operators' endpoints (see `webhooks`).
@@ -379,6 +388,15 @@ impl Settings {
         }
         self.listen_addr()?;
         self.oauth.validate()?;
+        if self.policy.time_zone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(invalid(
+                "policy.time_zone",
+                format!(
+                    "{:?} is not an IANA time zone (e.g. UTC, Europe/Berlin)",
+                    self.policy.time_zone
+                ),
+            ));
+        }
         if self.server.max_body_bytes < 1024 {
             return Err(invalid(
                 "server.max_body_bytes",

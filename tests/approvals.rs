@@ -267,12 +267,12 @@ async fn two_approvers_are_needed_when_a_policy_says_so() {
         &client_db,
         "shop",
         "orders-two-approvers",
-        &[
-            interlock::control::roles::PolicyRuleRow::ApprovalsRequired {
-                resource: "public.orders".into(),
-                value: 2,
-            },
-        ],
+        &[interlock::control::roles::PolicyRuleRow {
+            kind: Some(interlock::control::roles::RuleKind::ApprovalsRequired),
+            resource: Some("public.orders".into()),
+            value: Some(2),
+            ..Default::default()
+        }],
     )
     .await
     .expect("policy");

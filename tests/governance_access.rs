@@ -26,7 +26,10 @@ fn deny_policy(name: &str, action: Action, resource: &str) -> Policy {
         rules: vec![PolicyRule::Deny {
             action,
             resource: resource.parse().unwrap_or_else(|e| panic!("{e}")),
-        }],
+        }]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
     }
 }
 
@@ -225,7 +228,10 @@ fn evaluator_precedence_table() {
                         resource: "*".parse().unwrap_or_else(|e| panic!("{e}")),
                         approvals: 3,
                     },
-                ],
+                ]
+                .into_iter()
+                .map(Into::into)
+                .collect(),
             }],
             Read,
             "app.t1",
@@ -307,7 +313,10 @@ fn profile_round_trips_through_json() {
         )],
         policies: vec![Policy {
             name: "p".into(),
-            rules: vec![PolicyRule::MaxRows(5)],
+            rules: vec![PolicyRule::MaxRows(5)]
+                .into_iter()
+                .map(Into::into)
+                .collect(),
         }],
         redactions: vec![],
     };

@@ -152,6 +152,8 @@ impl Ports for Fake {
                     usable_until: None,
                     tools: false,
                     admin: false,
+                    groups: Vec::new(),
+                    claims: Arc::default(),
                 }),
             })),
         };
@@ -245,6 +247,14 @@ impl Ports for Fake {
 
     fn sql_limits(&self) -> SqlLimits {
         self.settings.sql.limits()
+    }
+
+    fn policy_now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
+    }
+
+    fn policy_zone(&self) -> &str {
+        &self.settings.policy.time_zone
     }
 
     fn cache_get(&self, _key: &[u8; 32]) -> impl Future<Output = Option<Arc<CachedResult>>> + Send {

@@ -253,7 +253,10 @@ fn allowed_decisions_carry_what_the_executor_needs() {
                 resource: "app.users".parse().unwrap_or_else(|e| panic!("{e}")),
                 approvals: 2,
             },
-        ],
+        ]
+        .into_iter()
+        .map(Into::into)
+        .collect(),
     });
     let read = decide(
         "select id, email, now() from APP.USERS where id > 1",

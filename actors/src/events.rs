@@ -64,6 +64,18 @@ pub enum Event {
         source: String,
         at: DateTime<Utc>,
     },
+    /// A report-only policy rule matched a call and enforcing it would have changed the
+    /// answer (`would`: a refusal, approvals, a row cap or masked columns).
+    #[serde(rename = "policy.reported")]
+    PolicyReported {
+        source: String,
+        policy: String,
+        rule: String,
+        identity: String,
+        request_id: String,
+        would: serde_json::Value,
+        at: DateTime<Utc>,
+    },
     /// A new signed checkpoint of the audit log, published by the replica that stored it,
     /// for external witnesses to keep.
     #[serde(rename = "audit.checkpoint")]
@@ -88,6 +100,7 @@ impl Event {
             Event::ApprovalExecuted { .. } => "approval.executed",
             Event::ApprovalExpired { .. } => "approval.expired",
             Event::AuditCheckpoint { .. } => "audit.checkpoint",
+            Event::PolicyReported { .. } => "policy.reported",
         }
     }
 
@@ -111,6 +124,7 @@ impl Event {
             Event::CircuitChanged { .. }
                 | Event::ActorRestarted { .. }
                 | Event::AuditCheckpoint { .. }
+                | Event::PolicyReported { .. }
         )
     }
 
@@ -123,7 +137,8 @@ impl Event {
             | Event::ApprovalCreated { source, .. }
             | Event::ApprovalDecided { source, .. }
             | Event::ApprovalExecuted { source, .. }
-            | Event::ApprovalExpired { source, .. } => source,
+            | Event::ApprovalExpired { source, .. }
+            | Event::PolicyReported { source, .. } => source,
         }
     }
 }

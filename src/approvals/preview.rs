@@ -65,6 +65,7 @@ impl Previewer {
             requester_id: a.requester_id,
             requester: &a.requester,
             statement: &a.statement,
+            call_facts: a.call_facts.as_ref(),
         };
         let (preview, bound, keys) = match self.compute(&queued).await {
             Computed::Imaged(preview, bound, keys) => (preview, bound, Some(keys)),

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use crate::control::profiles::load_profile;
 use crate::control::ControlPool;
-use crate::governance::{decide, AccessProfile, Allowed, AllowedClass, SqlLimits};
+use crate::governance::condition::CallFacts;
+use crate::governance::decision::decide_call;
+use crate::governance::{AccessProfile, Allowed, AllowedClass, SqlLimits};
 use crate::sources::postgres::execute::Caller;
 use crate::sources::registry::{CatalogSnapshot, SourceRegistry, SourceRuntime};
 
@@ -16,6 +18,9 @@ pub struct Queued<'a> {
     pub requester_id: uuid::Uuid,
     pub requester: &'a str,
     pub statement: &'a str,
+    /// The facts of the call that queued it, which its conditional rules are evaluated over
+    /// again (`None`: they apply, fail closed).
+    pub call_facts: Option<&'a serde_json::Value>,
 }
 
 /// The write as allowed now, and what it was decided with.
@@ -64,7 +69,18 @@ pub async fn allowed_now(
         .catalog(&rt)
         .await
         .map_err(|e| format!("the source catalog is unavailable: {e}"))?;
-    let decision = decide(q.statement, 0, &catalog.catalog, &profile, limits);
+    let facts = q
+        .call_facts
+        .and_then(|v| serde_json::from_value::<CallFacts>(v.clone()).ok());
+    let decision = decide_call(
+        q.statement,
+        0,
+        &catalog.catalog,
+        None,
+        &profile,
+        limits,
+        facts.as_ref(),
+    );
     match (decision.allowed(), decision.refusal()) {
         (Some(a), _) if a.class == AllowedClass::Write => Ok(Now {
             rt,

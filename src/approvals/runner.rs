@@ -44,6 +44,7 @@ struct Claimed {
     statement: String,
     max_rows: Option<i64>,
     preview_keys: Option<String>,
+    call_facts: Option<Value>,
 }
 
 impl GatewayRunner {
@@ -77,6 +78,7 @@ impl GatewayRunner {
             statement: r.statement,
             max_rows: r.max_rows,
             preview_keys: r.preview_keys,
+            call_facts: r.call_facts,
         }))
     }
 
@@ -94,6 +96,7 @@ impl GatewayRunner {
             requester_id: c.requester_id,
             requester: &c.requester,
             statement: &c.statement,
+            call_facts: c.call_facts.as_ref(),
         };
         let now = match allowed_now(&self.control, &self.sources, &self.sql_limits, &queued).await {
             Ok(now) => now,

@@ -41,6 +41,8 @@ pub struct AuditDraft {
     pub credential: Option<Value>,
     /// The governance steps the call has entered ([`super::steps`]).
     pub trail: Trail,
+    /// How the conditional and report-only policy rules came out, when any exist.
+    pub policy: Option<Value>,
 }
 
 impl AuditDraft {
@@ -69,6 +71,7 @@ impl AuditDraft {
             error: None,
             credential: None,
             trail: Trail::default(),
+            policy: None,
         }
     }
 
@@ -115,6 +118,9 @@ impl AuditDraft {
         }
         if let (Some(c), Value::Object(m)) = (self.credential, &mut decision) {
             m.insert("credential".into(), c);
+        }
+        if let (Some(p), Value::Object(m)) = (self.policy, &mut decision) {
+            m.insert("policy".into(), p);
         }
         AuditRecord {
             at: self.at,

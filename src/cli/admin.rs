@@ -214,9 +214,12 @@ pub async fn policy(settings: &Settings, cmd: PolicyCommand) -> anyhow::Result<(
         PolicyCommand::Apply { file } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let parsed = policy_file::AccessFile::parse(&text)?;
+            let parsed = policy_file::AccessFile::parse(&text)
+                .with_context(|| format!("{} was not applied", file.display()))?;
             let pool = pool(settings)?;
-            let applied = policy_file::apply(&pool, &parsed).await?;
+            let applied = policy_file::apply(&pool, &parsed)
+                .await
+                .with_context(|| format!("{} was not applied", file.display()))?;
             crate::fleet::announce(&pool, Changed::Keys).await;
             crate::fleet::announce(&pool, Changed::Grants).await;
             print_json(&applied)?;

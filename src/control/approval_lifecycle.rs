@@ -100,6 +100,8 @@ pub struct ClaimedRow {
     /// The digest of the keys of the rows the preview showed changing, which the write must
     /// change exactly; `None` when the preview could not image rows.
     pub preview_keys: Option<String>,
+    /// The facts of the queuing call.
+    pub call_facts: Option<serde_json::Value>,
 }
 
 /// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
@@ -114,7 +116,8 @@ pub async fn claim(
             "UPDATE approvals a SET state = 'executing', executing_by = $2, executing_at = now()
               FROM identities i
              WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
-             RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows, a.preview_keys",
+             RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows, a.preview_keys,
+                       a.call_facts",
             &[&id, &instance],
         )
         .await?;
@@ -125,6 +128,7 @@ pub async fn claim(
         statement: r.get(3),
         max_rows: r.get(4),
         preview_keys: r.get(5),
+        call_facts: r.get(6),
     }))
 }
 

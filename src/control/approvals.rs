@@ -17,6 +17,8 @@ pub struct NewApproval {
     pub touches: Value,
     pub approvals_required: u32,
     pub ttl_secs: u32,
+    /// The facts of the queuing call, when its source has conditional rules.
+    pub call_facts: Option<Value>,
 }
 
 /// Records a pending approval; returns its id and expiry. The queue never deduplicates:
@@ -32,10 +34,10 @@ pub async fn enqueue(
     let row = client
         .query_one(
             "INSERT INTO approvals (id, source_id, requester_id, statement, fingerprint, touches, state,
-                                    approvals_required, expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + make_interval(secs => $8))
+                                    approvals_required, expires_at, call_facts)
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + make_interval(secs => $8), $9)
              RETURNING expires_at",
-            &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl],
+            &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl, &a.call_facts],
         )
         .await?;
     Ok((id, row.get(0)))
@@ -75,11 +77,14 @@ pub struct Approval {
     /// The most rows the write may affect when it runs.
     pub max_rows: Option<i64>,
     pub decisions: Vec<ApprovalDecision>,
+    /// The facts of the queuing call (never shown: they hold the token's claims).
+    #[serde(skip)]
+    pub call_facts: Option<Value>,
 }
 
 pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.source_id, a.requester_id, i.name AS requester, a.statement,
     a.fingerprint, a.touches, a.state, a.approvals_required, a.created_at, a.expires_at, a.executed_at,
-    a.rows_affected, a.rows_changed, a.result, a.error, a.preview, a.max_rows";
+    a.rows_affected, a.rows_changed, a.result, a.error, a.preview, a.max_rows, a.call_facts";
 
 pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
     Approval {
@@ -102,6 +107,7 @@ pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
         preview: r.get("preview"),
         max_rows: r.get("max_rows"),
         decisions: Vec::new(),
+        call_facts: r.get("call_facts"),
     }
 }
 

@@ -100,6 +100,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0016_drop_audit_expect_head",
         sql: include_str!("../../migrations/0016_drop_audit_expect_head.sql"),
     },
+    Migration {
+        version: 17,
+        name: "0017_policy_conditions",
+        sql: include_str!("../../migrations/0017_policy_conditions.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

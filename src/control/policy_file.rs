@@ -260,7 +260,14 @@ mod tests {
         .expect("valid file");
         assert_eq!(f.identities.len(), 1);
         assert_eq!(f.roles[0].allow, vec!["read public.customers"]);
-        assert_eq!(f.policies[0].rules[0], PolicyRuleRow::MaxRows { value: 10 });
+        assert_eq!(
+            f.policies[0].rules[0],
+            PolicyRuleRow {
+                kind: Some(super::super::roles::RuleKind::MaxRows),
+                value: Some(10),
+                ..Default::default()
+            }
+        );
         let bad = AccessFile::parse("[[roles]]\nsource='s'\nname='n'\ngrant=['x']\n");
         assert!(bad.is_err());
     }

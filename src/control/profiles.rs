@@ -3,10 +3,10 @@
 
 use uuid::Uuid;
 
+use super::roles::PolicyRuleRow;
 use super::{ControlError, ControlPool};
 use crate::governance::{
-    AccessProfile, AccessStatement, Action, MaskStrategy, Policy, PolicyRule, RedactionRule,
-    ResourcePattern, SourceRole,
+    AccessProfile, AccessStatement, MaskStrategy, Policy, RedactionRule, SourceRole,
 };
 
 /// The profile of `identity` on `source`, or `None` when it holds no role there.
@@ -68,45 +68,23 @@ async fn load_policies(
 ) -> Result<Vec<Policy>, ControlError> {
     let rows = client
         .query(
-            "SELECT policy_name, kind, action, resource, value FROM policy_rules
-              WHERE source_id = $1 ORDER BY policy_name, id",
+            "SELECT policy_name, rule_name, kind, action, resource, value, condition, mode, message,
+                    strategy, keep_last, allow_filter
+               FROM policy_rules WHERE source_id = $1 ORDER BY policy_name, id",
             &[&source],
         )
         .await?;
     let mut policies: Vec<Policy> = Vec::new();
     for r in rows {
-        let name: String = r.get(0);
-        let kind: String = r.get(1);
-        let action: Option<String> = r.get(2);
-        let resource: Option<String> = r.get(3);
-        let value: Option<i64> = r.get(4);
-        let bad = |what: &str| ControlError::Invalid(format!("policy {name}: {what}"));
-        let pattern = |s: Option<String>| -> Result<ResourcePattern, ControlError> {
-            s.ok_or_else(|| bad("rule without a resource"))?
-                .parse()
-                .map_err(|e| bad(&format!("resource: {e}")))
-        };
-        let rule = match kind.as_str() {
-            "deny" => PolicyRule::Deny {
-                action: action
-                    .ok_or_else(|| bad("deny rule without an action"))?
-                    .parse::<Action>()
-                    .map_err(|e| bad(&format!("action: {e}")))?,
-                resource: pattern(resource)?,
-            },
-            "max_rows" => PolicyRule::MaxRows(
-                value
-                    .and_then(|v| u64::try_from(v).ok())
-                    .ok_or_else(|| bad("max_rows without a value"))?,
-            ),
-            "approvals_required" => PolicyRule::ApprovalsRequired {
-                resource: pattern(resource)?,
-                approvals: value
-                    .and_then(|v| u32::try_from(v).ok())
-                    .ok_or_else(|| bad("approvals_required without a value"))?,
-            },
-            other => return Err(bad(&format!("unknown rule kind {other}"))),
-        };
+        let name: String = r.get("policy_name");
+        let bad = |what: String| ControlError::Invalid(format!("policy {name}: {what}"));
+        let index = policies
+            .iter()
+            .find(|p| p.name == name)
+            .map_or(0, |p| p.rules.len());
+        let rule = PolicyRuleRow::from_stored(&r)
+            .and_then(|row| row.to_rule(index))
+            .map_err(bad)?;
         match policies.iter_mut().find(|p| p.name == name) {
             Some(p) => p.rules.push(rule),
             None => policies.push(Policy {

@@ -233,55 +233,300 @@ pub async fn list_grants(client: &impl GenericClient) -> Result<Vec<GrantRow>, C
         .collect())
 }
 
-/// One rule of a named policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum PolicyRuleRow {
-    Deny { action: String, resource: String },
-    MaxRows { value: i64 },
-    ApprovalsRequired { resource: String, value: i64 },
+/// What a policy rule does, as an access file and the control database spell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    Deny,
+    MaxRows,
+    ApprovalsRequired,
+    RequireApproval,
+    Mask,
 }
 
-/// Replaces every rule of the named policy on a source.
+impl RuleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleKind::Deny => "deny",
+            RuleKind::MaxRows => "max_rows",
+            RuleKind::ApprovalsRequired => "approvals_required",
+            RuleKind::RequireApproval => "require_approval",
+            RuleKind::Mask => "mask",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        [
+            RuleKind::Deny,
+            RuleKind::MaxRows,
+            RuleKind::ApprovalsRequired,
+            RuleKind::RequireApproval,
+            RuleKind::Mask,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// One rule of a named policy (docs/policy-conditions.md).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRuleRow {
+    pub kind: Option<RuleKind>,
+    /// Unique within the policy; `1`, `2`, … by position when not given.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub action: Option<String>,
+    #[serde(default)]
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub value: Option<i64>,
+    /// A CEL condition over the call's facts.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// `enforce` (default) or `report`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// For `mask`: redact, partial, hash or null.
+    #[serde(default)]
+    pub strategy: Option<String>,
+    #[serde(default)]
+    pub keep_last: Option<i32>,
+    #[serde(default)]
+    pub allow_filter: Option<bool>,
+}
+
+/// A rule's name when the file gives none: its position, from 1.
+fn default_rule_name(index: usize) -> String {
+    (index + 1).to_string()
+}
+
+impl PolicyRuleRow {
+    /// The rule's name in the policy.
+    pub fn name_at(&self, index: usize) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| default_rule_name(index))
+    }
+
+    /// The governance rule this row spells, compiling its condition; the error names what
+    /// is wrong (the caller adds the policy and the rule).
+    pub fn to_rule(&self, index: usize) -> Result<crate::governance::Rule, String> {
+        use crate::governance::{Action, MaskStrategy, PolicyRule, ResourcePattern, RuleMode};
+        let kind = self.kind.ok_or(
+            "a rule needs a kind: deny, max_rows, approvals_required, require_approval or mask",
+        )?;
+        let name = self.name_at(index);
+        if !(1..=63).contains(&name.len())
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "rule name {name:?} must be 1–63 of a-z, 0-9, _ and -"
+            ));
+        }
+        let pattern = || -> Result<ResourcePattern, String> {
+            let r = self
+                .resource
+                .as_deref()
+                .ok_or(format!("a {} rule needs a resource", kind.as_str()))?;
+            r.parse().map_err(|e| format!("resource {r:?}: {e}"))
+        };
+        let value = |lo: i64, hi: i64| -> Result<i64, String> {
+            match self.value {
+                Some(v) if (lo..=hi).contains(&v) => Ok(v),
+                Some(v) => Err(format!(
+                    "value {v} of a {} rule must be {lo}–{hi}",
+                    kind.as_str()
+                )),
+                None => Err(format!("a {} rule needs a value", kind.as_str())),
+            }
+        };
+        let unused = |field: &str, set: bool| -> Result<(), String> {
+            if set {
+                Err(format!("a {} rule takes no {field}", kind.as_str()))
+            } else {
+                Ok(())
+            }
+        };
+        let mask_fields =
+            self.strategy.is_some() || self.keep_last.is_some() || self.allow_filter.is_some();
+        if kind != RuleKind::Mask {
+            unused("strategy, keep_last or allow_filter", mask_fields)?;
+        }
+        let effect = match kind {
+            RuleKind::Deny => {
+                unused("value", self.value.is_some())?;
+                match (&self.action, &self.resource) {
+                    (Some(action), Some(_)) => PolicyRule::Deny {
+                        action: action.parse::<Action>().map_err(|_| {
+                            format!(
+                                "action {action:?} must be one of read, write, describe, discover"
+                            )
+                        })?,
+                        resource: pattern()?,
+                    },
+                    (None, None) if self.when.is_some() => PolicyRule::DenyCall,
+                    (None, None) => {
+                        return Err(
+                            "a deny rule needs an action and a resource, or a condition (`when`)"
+                                .into(),
+                        )
+                    }
+                    _ => return Err("a deny rule takes an action and a resource together".into()),
+                }
+            }
+            RuleKind::MaxRows => {
+                unused(
+                    "action or resource",
+                    self.action.is_some() || self.resource.is_some(),
+                )?;
+                PolicyRule::MaxRows(value(1, i64::MAX)?.unsigned_abs())
+            }
+            RuleKind::ApprovalsRequired => {
+                unused("action", self.action.is_some())?;
+                PolicyRule::ApprovalsRequired {
+                    resource: pattern()?,
+                    approvals: u32::try_from(value(1, 5)?).map_err(|e| e.to_string())?,
+                }
+            }
+            RuleKind::RequireApproval => {
+                unused(
+                    "action or resource",
+                    self.action.is_some() || self.resource.is_some(),
+                )?;
+                let n = match self.value {
+                    None => 1,
+                    Some(_) => value(1, 5)?,
+                };
+                PolicyRule::RequireApproval(u32::try_from(n).map_err(|e| e.to_string())?)
+            }
+            RuleKind::Mask => {
+                unused(
+                    "action or value",
+                    self.action.is_some() || self.value.is_some(),
+                )?;
+                let strategy = match self.strategy.as_deref() {
+                    Some("redact") => MaskStrategy::Redact,
+                    Some("partial") => MaskStrategy::Partial {
+                        keep_last: usize::try_from(self.keep_last.unwrap_or(4))
+                            .map_err(|_| "keep_last must not be negative".to_string())?,
+                    },
+                    Some("hash") => MaskStrategy::Hash,
+                    Some("null") => MaskStrategy::Null,
+                    Some(other) => {
+                        return Err(format!(
+                            "mask strategy {other:?} must be redact, partial, hash or null"
+                        ))
+                    }
+                    None => {
+                        return Err(
+                            "a mask rule needs a strategy: redact, partial, hash or null".into(),
+                        )
+                    }
+                };
+                PolicyRule::Mask {
+                    resource: pattern()?,
+                    strategy,
+                    allow_filter: self.allow_filter.unwrap_or(false),
+                }
+            }
+        };
+        let mode = match self.mode.as_deref() {
+            None | Some("enforce") => RuleMode::Enforce,
+            Some("report") => RuleMode::Report,
+            Some(other) => return Err(format!("mode {other:?} must be enforce or report")),
+        };
+        let when = match &self.when {
+            Some(text) => Some(std::sync::Arc::new(
+                crate::governance::condition::Condition::compile(text)
+                    .map_err(|e| format!("condition {e}"))?,
+            )),
+            None => None,
+        };
+        Ok(crate::governance::Rule {
+            name,
+            effect,
+            when,
+            mode,
+            message: self.message.clone(),
+        })
+    }
+
+    /// The row as stored (`policy_rules`).
+    pub fn from_stored(r: &tokio_postgres::Row) -> Result<Self, String> {
+        let kind: String = r.get("kind");
+        Ok(PolicyRuleRow {
+            kind: Some(RuleKind::parse(&kind).ok_or(format!("unknown rule kind {kind}"))?),
+            name: Some(r.get("rule_name")),
+            action: r.get("action"),
+            resource: r.get("resource"),
+            value: r.get("value"),
+            when: r.get("condition"),
+            mode: Some(r.get("mode")),
+            message: r.get("message"),
+            strategy: r.get("strategy"),
+            keep_last: r.get("keep_last"),
+            allow_filter: r.get::<_, bool>("allow_filter").then_some(true),
+        })
+    }
+}
+
+/// Replaces every rule of the named policy on a source. Every rule is checked (its
+/// condition compiled) before anything is written; an error names the policy and rule.
 pub async fn put_policy(
     client: &impl GenericClient,
     source: &str,
     name: &str,
     rules: &[PolicyRuleRow],
 ) -> Result<(), ControlError> {
+    let mut names = std::collections::BTreeSet::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let rule_name = rule.name_at(i);
+        rule.to_rule(i).map_err(|e| {
+            ControlError::Invalid(format!(
+                "policy {name:?} rule {rule_name:?} (rules[{i}]): {e}"
+            ))
+        })?;
+        if !names.insert(rule_name.clone()) {
+            return Err(ControlError::Invalid(format!(
+                "policy {name:?} has two rules named {rule_name:?}"
+            )));
+        }
+    }
     client
         .execute(
             "DELETE FROM policy_rules WHERE source_id = $1 AND policy_name = $2",
             &[&source, &name],
         )
         .await?;
-    for rule in rules {
-        let (kind, action, resource, value): (&str, Option<&str>, Option<&str>, Option<i64>) =
-            match rule {
-                PolicyRuleRow::Deny { action, resource } => {
-                    RoleStatement {
-                        effect: "deny".into(),
-                        action: action.clone(),
-                        resource: resource.clone(),
-                    }
-                    .validate()?;
-                    ("deny", Some(action), Some(resource), None)
-                }
-                PolicyRuleRow::MaxRows { value } => ("max_rows", None, None, Some(*value)),
-                PolicyRuleRow::ApprovalsRequired { resource, value } => {
-                    resource
-                        .parse::<crate::governance::ResourcePattern>()
-                        .map_err(|e| {
-                            ControlError::Invalid(format!("resource {resource:?}: {e}"))
-                        })?;
-                    ("approvals_required", None, Some(resource), Some(*value))
-                }
-            };
+    for (i, rule) in rules.iter().enumerate() {
+        let kind = rule.kind.map(RuleKind::as_str);
+        let mode = rule.mode.as_deref().unwrap_or("enforce");
         client
             .execute(
-                "INSERT INTO policy_rules (source_id, policy_name, kind, action, resource, value)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-                &[&source, &name, &kind, &action, &resource, &value],
+                "INSERT INTO policy_rules (source_id, policy_name, rule_name, kind, action, resource, value,
+                                           condition, mode, message, strategy, keep_last, allow_filter)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                &[
+                    &source,
+                    &name,
+                    &rule.name_at(i),
+                    &kind,
+                    &rule.action,
+                    &rule.resource,
+                    &rule.value,
+                    &rule.when,
+                    &mode,
+                    &rule.message,
+                    &rule.strategy,
+                    &rule.keep_last,
+                    &rule.allow_filter.unwrap_or(false),
+                ],
             )
             .await
             .map_err(|e| conflict_on_unique(e, || format!("policy {name:?}")))?;

@@ -20,7 +20,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 pub use crate::governance::pattern::{PatternError, ResourcePattern};
-use crate::governance::redaction::RedactionRule;
+pub use crate::governance::policy::{Rule, RuleMode};
+use crate::governance::redaction::{MaskStrategy, RedactionRule};
 
 /// What the caller wants to do with a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -137,18 +138,32 @@ pub struct SourceRole {
     pub statements: Vec<AccessStatement>,
 }
 
-/// A rule of a policy. Policies restrict; they never grant.
+/// What a rule of a policy does. Policies restrict; they never grant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PolicyRule {
+    /// Refuses an action on a resource.
     Deny {
         action: Action,
         resource: ResourcePattern,
     },
+    /// Caps the rows a read returns.
     MaxRows(u64),
+    /// Writes touching the resource need this many approvals.
     ApprovalsRequired {
         resource: ResourcePattern,
         approvals: u32,
+    },
+    /// Refuses the call (a rule with a condition and no resource).
+    DenyCall,
+    /// The call waits for this many human approvals (reads too).
+    RequireApproval(u32),
+    /// Masks the columns the resource covers, on top of the source's redactions; the
+    /// stricter mask wins where both apply.
+    Mask {
+        resource: ResourcePattern,
+        strategy: MaskStrategy,
+        allow_filter: bool,
     },
 }
 
@@ -163,6 +178,9 @@ impl fmt::Display for PolicyRule {
             } => {
                 write!(f, "{approvals} approvals for {resource}")
             }
+            PolicyRule::DenyCall => f.write_str("deny the call"),
+            PolicyRule::RequireApproval(n) => write!(f, "require {n} approval(s)"),
+            PolicyRule::Mask { resource, .. } => write!(f, "mask {resource}"),
         }
     }
 }
@@ -171,7 +189,7 @@ impl fmt::Display for PolicyRule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     pub name: String,
-    pub rules: Vec<PolicyRule>,
+    pub rules: Vec<Rule>,
 }
 
 /// Everything that governs one caller on one source.
@@ -242,11 +260,11 @@ pub fn evaluate(profile: &AccessProfile, request: &AccessRequest<'_>) -> AccessD
         None => resource.covers_table(schema, table),
     };
     for policy in &profile.policies {
-        for rule in &policy.rules {
+        for rule in policy.rules.iter().filter(|r| r.always_applies()) {
             if let PolicyRule::Deny {
                 action: a,
                 resource,
-            } = rule
+            } = &rule.effect
             {
                 if *a == action && deny_matches(resource) {
                     return decided(

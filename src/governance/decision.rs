@@ -15,8 +15,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::governance::access::{AccessProfile, PolicyRule};
+use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
+use crate::governance::condition::{CallFacts, FactValues, StatementFacts};
+use crate::governance::policy::{self, RuleOutcome};
+use crate::governance::redaction::{MaskStrategy, RedactionRule};
 pub use crate::governance::verdict::{Allowed, AllowedClass, OutputColumn, Refusal, Step, Verdict};
 use crate::sql::cap::{cap_form, CapForm};
 use crate::sql::catalog::Catalog;
@@ -69,6 +72,8 @@ const DIRECT_DEPTH: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Decision {
     pub verdict: Verdict,
+    /// How each conditional or report-only rule came out (empty when none exists).
+    pub rules: Vec<RuleOutcome>,
 }
 
 impl Decision {
@@ -89,6 +94,7 @@ impl Decision {
     fn refused(refusal: Refusal) -> Self {
         Decision {
             verdict: Verdict::Refused(refusal),
+            rules: Vec::new(),
         }
     }
 }
@@ -107,6 +113,9 @@ pub fn decide(
 /// [`decide`], reusing what `memo` (which must belong to `catalog`) remembers
 /// of statements of the same shape, and remembering what it understands.
 /// The decision is the same as without the memo (`crate::sql::memo`).
+///
+/// Without the facts of a call, conditional rules cannot be evaluated and so apply
+/// (fail closed); report-only rules are not tried.
 pub fn decide_remembering(
     sql: &str,
     param_count: usize,
@@ -114,6 +123,20 @@ pub fn decide_remembering(
     memo: Option<&ShapeMemo>,
     profile: &AccessProfile,
     limits: &SqlLimits,
+) -> Decision {
+    decide_call(sql, param_count, catalog, memo, profile, limits, None)
+}
+
+/// The decision of one governed call: [`decide_remembering`] with the facts of the call
+/// its conditional and report-only rules are evaluated over.
+pub fn decide_call(
+    sql: &str,
+    param_count: usize,
+    catalog: &Catalog,
+    memo: Option<&ShapeMemo>,
+    profile: &AccessProfile,
+    limits: &SqlLimits,
+    call: Option<&CallFacts>,
 ) -> Decision {
     let parse_limits = parse::ParseLimits {
         max_bytes: limits.max_sql_bytes,
@@ -131,7 +154,7 @@ pub fn decide_remembering(
     let depth = scanned.depth();
     let guarded = move || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            decide_inner(scanned, catalog, memo, profile, limits)
+            decide_inner(scanned, catalog, memo, profile, limits, call)
         }))
     };
     let outcome = if depth <= DIRECT_DEPTH {
@@ -140,10 +163,14 @@ pub fn decide_remembering(
         stacker::grow(DECISION_STACK_BYTES, guarded)
     };
     match outcome {
-        Ok(Ok(allowed)) => Decision {
+        Ok((Ok(allowed), rules)) => Decision {
             verdict: Verdict::Allowed(Box::new(allowed)),
+            rules,
         },
-        Ok(Err(refusal)) => Decision::refused(refusal),
+        Ok((Err(refusal), rules)) => Decision {
+            verdict: Verdict::Refused(refusal),
+            rules,
+        },
         Err(_) => {
             tracing::error!("the SQL decision panicked; the call is refused");
             Decision::refused(Refusal {
@@ -163,20 +190,261 @@ fn decide_inner(
     memo: Option<&ShapeMemo>,
     profile: &AccessProfile,
     limits: &SqlLimits,
+    call: Option<&CallFacts>,
+) -> (Result<Allowed, Refusal>, Vec<RuleOutcome>) {
+    let (understood, statement) = match understand(scanned, catalog, memo) {
+        Ok(u) => u,
+        Err(refusal) => return (Err(refusal), Vec::new()),
+    };
+    let analysis = &understood.analysis;
+    if analysis.from_items > limits.max_relations {
+        let refusal = SqlError::TooManyRelations {
+            count: analysis.from_items,
+            max: limits.max_relations,
+        }
+        .into();
+        return (Err(refusal), Vec::new());
+    }
+    if !policy::needs_facts(profile) {
+        return (govern(profile, &understood, &statement), Vec::new());
+    }
+    let facts = match call {
+        Some(call) => {
+            let roles: Vec<String> = profile.roles.iter().map(|r| r.name.clone()).collect();
+            FactValues::new(call, &roles, &statement_facts(&understood, profile, call))
+        }
+        None => FactValues::missing("the call's facts are not known here"),
+    };
+    let mut applicable = policy::applicable(profile, &facts);
+    let decided = govern(&applicable.profile, &understood, &statement);
+    // Each report-only rule that matched: what enforcing it, alone, would have changed.
+    for &(pi, ri, oi) in &applicable.reported {
+        let tried = policy::with_reported(&applicable.profile, profile, pi, ri);
+        let would = govern(&tried, &understood, &statement);
+        if let Some(outcome) = applicable.outcomes.get_mut(oi) {
+            outcome.would = Some(difference(&decided, &would));
+        }
+    }
+    (decided, std::mem::take(&mut applicable.outcomes))
+}
+
+/// The facts of the statement, for conditions.
+fn statement_facts(
+    understood: &Understood,
+    profile: &AccessProfile,
+    call: &CallFacts,
+) -> StatementFacts {
+    let a = &understood.analysis;
+    let write = understood.class == StatementClass::Write;
+    let mut tables_read: Vec<String> = a.relations_read.iter().map(ToString::to_string).collect();
+    for c in a.uses.keys() {
+        let t = c.relation().to_string();
+        if !tables_read.contains(&t) {
+            tables_read.push(t);
+        }
+    }
+    tables_read.sort();
+    let mut columns_returned: Vec<String> = a
+        .outputs
+        .iter()
+        .flat_map(|o| o.lineage.sources.iter().map(ToString::to_string))
+        .collect();
+    columns_returned.sort();
+    columns_returned.dedup();
+    let row_cap = if write {
+        0
+    } else {
+        call.source_max_rows
+            .min(fixed_row_cap(profile).unwrap_or(u64::MAX))
+            .min(call.max_rows.unwrap_or(u64::MAX))
+    };
+    StatementFacts {
+        class: if write { "write" } else { "read" },
+        explain: understood.explain.is_some(),
+        analyze: understood.explain.is_some_and(|e| e.analyze),
+        tables_read,
+        columns_read: a.uses.keys().map(ToString::to_string).collect(),
+        columns_returned,
+        tables_written: a.writes.keys().map(ToString::to_string).collect(),
+        columns_written: a
+            .writes
+            .iter()
+            .flat_map(|(rel, w)| w.columns.iter().map(move |c| format!("{rel}.{c}")))
+            .collect(),
+        deletes_rows: a.writes.values().any(|w| w.deletes_rows),
+        functions: a.functions.iter().cloned().collect(),
+        reads_clock: a.non_deterministic,
+        row_cap,
+    }
+}
+
+/// What enforcing a report-only rule would change about `actual`, as the audit record
+/// shows it.
+fn difference(
+    actual: &Result<Allowed, Refusal>,
+    would: &Result<Allowed, Refusal>,
+) -> serde_json::Value {
+    use serde_json::json;
+    match (actual, would) {
+        (Ok(_), Err(r)) => json!({"refuse": {"code": r.code, "rule": r.rule}}),
+        (Ok(a), Ok(w)) => {
+            let mut changes = serde_json::Map::new();
+            if w.approvals_required != a.approvals_required {
+                changes.insert("approvals_required".into(), json!(w.approvals_required));
+            }
+            if w.row_cap != a.row_cap {
+                changes.insert("row_cap".into(), json!(w.row_cap));
+            }
+            let masked: Vec<&str> = w
+                .output_columns
+                .iter()
+                .zip(&a.output_columns)
+                .filter(|(w, a)| w.mask != a.mask)
+                .map(|(w, _)| w.name.as_str())
+                .collect();
+            if !masked.is_empty() {
+                changes.insert("masked_columns".into(), json!(masked));
+            }
+            if changes.is_empty() {
+                json!("no_change")
+            } else {
+                serde_json::Value::Object(changes)
+            }
+        }
+        // Refused anyway: enforcing the rule could not change that.
+        (Err(_), _) => json!("no_change"),
+    }
+}
+
+/// The lowest cap of the rules that always apply.
+fn fixed_row_cap(profile: &AccessProfile) -> Option<u64> {
+    row_cap(profile)
+}
+
+/// The lowest `MaxRows` of the profile's rules.
+fn row_cap(profile: &AccessProfile) -> Option<u64> {
+    profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter(|r| r.always_applies())
+        .filter_map(|r| match r.effect {
+            PolicyRule::MaxRows(n) => Some(n),
+            _ => None,
+        })
+        .min()
+}
+
+/// The rule of `profile` that refuses the whole call, or asks approval for a read.
+fn call_rule(profile: &AccessProfile, write: bool) -> Option<Refusal> {
+    for policy in &profile.policies {
+        for rule in policy.rules.iter().filter(|r| r.always_applies()) {
+            let named = format!("policy {}: {rule}", policy.name);
+            match rule.effect {
+                PolicyRule::DenyCall => {
+                    return Some(Refusal {
+                        status: 403,
+                        step: Step::Policy,
+                        code: "policy_denied",
+                        reason: rule.message.clone().unwrap_or_else(|| {
+                            format!("Policy {} refuses this call; ask an operator what it allows.", policy.name)
+                        }),
+                        rule: named,
+                    })
+                }
+                PolicyRule::RequireApproval(_) if !write => {
+                    return Some(Refusal {
+                        status: 403,
+                        step: Step::Policy,
+                        code: "read_approval_required",
+                        reason: format!(
+                            "{} This read needs a human approval, which InterLock does not queue for reads yet; ask an approver or narrow the query so policy {} does not apply.",
+                            rule.message.as_deref().unwrap_or("Policy requires approval."),
+                            policy.name
+                        ),
+                        rule: named,
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The redactions of `profile` with its mask rules added for the columns `analysis`
+/// uses; the stricter mask wins where a column has two.
+fn masked(
+    profile: &AccessProfile,
+    analysis: &crate::sql::lineage::Analysis,
+) -> Option<AccessProfile> {
+    let masks: Vec<(&ResourcePattern, &MaskStrategy, bool)> = profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter(|r| r.always_applies())
+        .filter_map(|r| match &r.effect {
+            PolicyRule::Mask {
+                resource,
+                strategy,
+                allow_filter,
+            } => Some((resource, strategy, *allow_filter)),
+            _ => None,
+        })
+        .collect();
+    if masks.is_empty() {
+        return None;
+    }
+    let mut with = profile.clone();
+    let columns = analysis
+        .uses
+        .keys()
+        .chain(analysis.outputs.iter().flat_map(|o| &o.lineage.sources));
+    for column in columns {
+        for (resource, strategy, allow_filter) in &masks {
+            if !resource.covers_column(&column.schema, &column.table, &column.column) {
+                continue;
+            }
+            let rule = RedactionRule {
+                schema: column.schema.clone(),
+                table: column.table.clone(),
+                column: column.column.clone(),
+                strategy: (*strategy).clone(),
+                allow_filter: *allow_filter,
+            };
+            match with.redactions.iter_mut().find(|r| {
+                r.schema == rule.schema && r.table == rule.table && r.column == rule.column
+            }) {
+                Some(existing) => {
+                    if rule.strategy.strictness() > existing.strategy.strictness() {
+                        existing.strategy = rule.strategy;
+                    }
+                    existing.allow_filter &= rule.allow_filter;
+                }
+                None => with.redactions.push(rule),
+            }
+        }
+    }
+    Some(with)
+}
+
+/// Authorization, masks, caps and approvals of an understood statement under `profile`
+/// (every rule of which applies).
+fn govern(
+    profile: &AccessProfile,
+    understood: &Understood,
+    statement: &str,
 ) -> Result<Allowed, Refusal> {
-    let (understood, statement) = understand(scanned, catalog, memo)?;
     let analysis = &understood.analysis;
     let class = match understood.class {
         StatementClass::Write => AllowedClass::Write,
         _ => AllowedClass::Read,
     };
-    if analysis.from_items > limits.max_relations {
-        return Err(SqlError::TooManyRelations {
-            count: analysis.from_items,
-            max: limits.max_relations,
-        }
-        .into());
+    if let Some(refusal) = call_rule(profile, class == AllowedClass::Write) {
+        return Err(refusal);
     }
+    let with_masks = masked(profile, analysis);
+    let profile = with_masks.as_ref().unwrap_or(profile);
     let mut rules = DecidingRules::default();
     let (tables_read, tables_written, columns_written) = authorize(profile, analysis, &mut rules)?;
     check_masks(profile, analysis)?;
@@ -188,15 +456,6 @@ fn decide_inner(
         }],
         None => output_columns(profile, analysis),
     };
-    let row_cap = profile
-        .policies
-        .iter()
-        .flat_map(|p| &p.rules)
-        .filter_map(|r| match r {
-            PolicyRule::MaxRows(n) => Some(*n),
-            _ => None,
-        })
-        .min();
     let approvals_required = match class {
         AllowedClass::Read => 0,
         AllowedClass::Write => approvals(profile, &tables_written, &columns_written),
@@ -204,7 +463,7 @@ fn decide_inner(
     Ok(Allowed {
         class,
         cap_form: understood.cap_form,
-        statement,
+        statement: statement.to_string(),
         explain: understood.explain,
         tables_read,
         tables_written,
@@ -212,7 +471,7 @@ fn decide_inner(
         output_columns,
         non_deterministic: analysis.non_deterministic || understood.explain.is_some(),
         reads_clock: analysis.non_deterministic,
-        row_cap,
+        row_cap: row_cap(profile),
         approvals_required,
         deciding_rules: rules.into_vec(),
     })
@@ -263,13 +522,16 @@ fn understand(
     Ok((understood, parsed.sql))
 }
 
-/// The highest `ApprovalsRequired` matching a written table or column; at least 1.
+/// The highest `ApprovalsRequired` matching a written table or column, or
+/// `RequireApproval`; at least 1.
 fn approvals(profile: &AccessProfile, tables: &[RelationRef], columns: &[ColumnRef]) -> u32 {
     profile
         .policies
         .iter()
         .flat_map(|p| &p.rules)
-        .filter_map(|rule| match rule {
+        .filter(|r| r.always_applies())
+        .filter_map(|rule| match &rule.effect {
+            PolicyRule::RequireApproval(n) => Some(*n),
             PolicyRule::ApprovalsRequired {
                 resource,
                 approvals,

@@ -7,12 +7,13 @@ pub mod condition;
 pub mod decision;
 pub mod describe;
 pub mod pattern;
+pub mod policy;
 pub mod redaction;
 pub mod verdict;
 
 pub use access::{
     evaluate, is_allowed, AccessDecision, AccessProfile, AccessRequest, AccessStatement, Action,
-    Effect, Policy, PolicyRule, ResourcePattern, RuleOrigin, SourceRole,
+    Effect, Policy, PolicyRule, ResourcePattern, Rule, RuleMode, RuleOrigin, SourceRole,
 };
 pub use decision::{
     decide, decide_remembering, Allowed, AllowedClass, Decision, OutputColumn, Refusal, SqlLimits,

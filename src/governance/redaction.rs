@@ -39,7 +39,7 @@ pub enum MaskStrategy {
 impl MaskStrategy {
     /// Higher is stricter; used when one output column derives from several
     /// masked columns with different strategies.
-    fn strictness(&self) -> u8 {
+    pub(crate) fn strictness(&self) -> u8 {
         match self {
             MaskStrategy::Null => 3,
             MaskStrategy::Redact => 2,

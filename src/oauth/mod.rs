@@ -60,6 +60,8 @@ pub struct Verified {
     pub issued_at: Option<i64>,
     /// `exp`, seconds since the epoch.
     pub expires_at: Option<i64>,
+    /// Every claim, for policy conditions (`caller.claims`).
+    pub claims: Map<String, Value>,
 }
 
 pub struct OAuth {
@@ -286,6 +288,7 @@ impl OAuth {
             groups,
             issued_at: numeric_date(claims, "iat").ok().flatten(),
             expires_at: numeric_date(claims, "exp").ok().flatten(),
+            claims: claims.clone(),
         })
     }
 }

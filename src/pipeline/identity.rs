@@ -39,6 +39,9 @@ pub struct TokenFacts {
     /// Whether it carries `oauth.tools_scope` and `oauth.admin_scope`.
     pub tools: bool,
     pub admin: bool,
+    /// The token's groups (`oauth.roles_claim`) and claims, for policy conditions.
+    pub groups: Vec<String>,
+    pub claims: Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What a route needs of a credential.
@@ -236,6 +239,8 @@ impl IdentityResolver {
             token: Some(TokenFacts {
                 tools: v.scopes.contains(&oauth.settings.tools_scope),
                 admin: v.scopes.contains(&oauth.settings.admin_scope),
+                groups: v.groups.clone(),
+                claims: Arc::new(v.claims.clone()),
                 issuer: v.issuer,
                 subject: v.subject,
                 usable_until: v.expires_at.map(|exp| {

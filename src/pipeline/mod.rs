@@ -41,7 +41,6 @@ pub use approval_status::status_json;
 pub use ports::Ports;
 pub use refusal::Refusal;
 
-use crate::control::identities::Identity;
 use crate::mcp::{ToolArgs, ToolKind};
 use crate::stages::GovernanceStep;
 use identity::{Resolved, Use};
@@ -128,6 +127,8 @@ pub async fn prepare(
         Ok(i) => i,
         Err(o) => return Err(audit::finish(ports, draft, o).await),
     };
+    let principal = identity;
+    let identity = Arc::clone(&principal.identity);
     draft.identity = Some((identity.id, identity.name.clone()));
     draft.enter(GovernanceStep::AuditGate);
     if !ports.audit_healthy() {
@@ -142,7 +143,7 @@ pub async fn prepare(
         return Err(audit::finish(ports, draft, o).await);
     }
     let work = match args {
-        ToolArgs::Query(a) => query::prepare(ports, &mut draft, &identity, a).await,
+        ToolArgs::Query(a) => query::prepare(ports, &mut draft, &principal, a).await,
         ToolArgs::ListSources => sources_tool::list_sources(ports, &mut draft, &identity).await,
         ToolArgs::DescribeAccess(a) => {
             describe::describe_access(ports, &mut draft, &identity, a).await
@@ -175,7 +176,7 @@ async fn resolve_identity(
     ctx: &CallContext,
     tool: ToolKind,
     draft: &mut AuditDraft,
-) -> Result<Arc<Identity>, Outcome> {
+) -> Result<Arc<identity::Principal>, Outcome> {
     let status = if tool == ToolKind::DescribeAccess {
         403
     } else {
@@ -241,5 +242,5 @@ async fn resolve_identity(
         )
         .apply(draft));
     }
-    Ok(Arc::clone(&principal.identity))
+    Ok(principal)
 }

@@ -76,6 +76,9 @@ pub trait Ports: Send + Sync {
     fn rate_settings(&self) -> &RateLimitSettings;
     /// Policy: the SQL limits.
     fn sql_limits(&self) -> SqlLimits;
+    /// Policy: the time conditions read, and the zone their local facts are in.
+    fn policy_now(&self) -> chrono::DateTime<chrono::Utc>;
+    fn policy_zone(&self) -> &str;
 
     /// Cache.
     fn cache_get(&self, key: &[u8; 32]) -> impl Future<Output = Option<Arc<CachedResult>>> + Send;

@@ -12,6 +12,7 @@ use interlock_actors::ratelimit::{Quota, RateRequest};
 use interlock_actors::ActorError;
 use serde_json::{json, Value};
 
+use super::identity::Principal;
 use super::ports::{Ports, Read};
 use super::profiles::LoadedProfile;
 use super::refusal::Refusal;
@@ -22,7 +23,10 @@ use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
-use crate::governance::{decide_remembering, Allowed, AllowedClass};
+use crate::governance::condition::CallFacts;
+use crate::governance::decision::decide_call;
+use crate::governance::policy::{needs_facts, RuleMode, RuleOutcome};
+use crate::governance::{Allowed, AllowedClass};
 use crate::limits::RateRefusal;
 use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam, Truncation};
@@ -43,6 +47,8 @@ pub struct WritePlan {
     rt: Arc<SourceRuntime>,
     allowed: Box<Allowed>,
     requester: uuid::Uuid,
+    /// The facts its conditional rules were evaluated over, kept with the approval.
+    facts: Option<CallFacts>,
 }
 
 /// Source resolution: the source must be registered and enabled.
@@ -181,9 +187,10 @@ pub async fn rate_limit(
 pub async fn prepare(
     ports: &impl Ports,
     draft: &mut AuditDraft,
-    identity: &Identity,
+    principal: &Principal,
     args: &QueryArgs,
 ) -> Result<Work, Outcome> {
+    let identity = principal.identity.as_ref();
     let source_id = args.source_id.as_str();
     let sql = args.sql.as_str();
     let params = args.params.clone();
@@ -232,14 +239,19 @@ pub async fn prepare(
         }
     };
     let limits = ports.sql_limits();
-    let decision = decide_remembering(
+    // The facts conditional rules read, only gathered when a rule reads them.
+    let facts = needs_facts(&profile.profile)
+        .then(|| call_facts(ports, draft, principal, args, rt.source.max_rows));
+    let decision = decide_call(
         sql,
         params.len(),
         &catalog.catalog,
         Some(&catalog.memo),
         &profile.profile,
         &limits,
+        facts.as_ref(),
     );
+    record_rules(ports, draft, &decision.rules);
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
             let failed = r.status >= 500;
@@ -272,6 +284,7 @@ pub async fn prepare(
             rt,
             allowed,
             requester: identity.id,
+            facts,
         })));
     }
     draft.enter(GovernanceStep::Breaker);
@@ -300,6 +313,76 @@ pub async fn prepare(
     })))
 }
 
+/// The facts of this call that conditions read.
+fn call_facts(
+    ports: &impl Ports,
+    draft: &AuditDraft,
+    principal: &Principal,
+    args: &QueryArgs,
+    source_max_rows: u32,
+) -> CallFacts {
+    let identity = &principal.identity;
+    let token = principal.token.as_ref();
+    CallFacts {
+        identity: identity.name.clone(),
+        kind: identity.kind.as_str().to_string(),
+        credential: if token.is_some() { "oauth" } else { "api_key" }.to_string(),
+        groups: token.map(|t| t.groups.clone()).unwrap_or_default(),
+        claims: token.map(|t| (*t.claims).clone()).unwrap_or_default(),
+        tool: draft.tool.clone(),
+        source: args.source_id.clone(),
+        adapter: draft.adapter.to_string(),
+        dialect: draft.dialect.clone().unwrap_or_default(),
+        time: ports.policy_now(),
+        zone: ports.policy_zone().to_string(),
+        max_rows: args.max_rows,
+        source_max_rows: u64::from(source_max_rows),
+    }
+}
+
+/// The outcomes of conditional and report-only rules: in the audit record (those that
+/// matched or failed), in `/metrics` (all), and on the event stream (report-only rules
+/// that would have changed the answer).
+fn record_rules(ports: &impl Ports, draft: &mut AuditDraft, outcomes: &[RuleOutcome]) {
+    if outcomes.is_empty() {
+        return;
+    }
+    let source = draft.source.clone().unwrap_or_default();
+    for o in outcomes {
+        metrics::counter!(
+            "interlock_policy_rule_evaluations_total",
+            "source" => source.clone(),
+            "policy" => o.policy.clone(),
+            "rule" => o.rule.clone(),
+            "mode" => o.mode.as_str(),
+            "outcome" => o.label(),
+        )
+        .increment(1);
+        if o.mode == RuleMode::Report && o.label() == "would_change" {
+            ports.publish(Event::PolicyReported {
+                source: source.clone(),
+                policy: o.policy.clone(),
+                rule: o.rule.clone(),
+                identity: draft
+                    .identity
+                    .as_ref()
+                    .map(|i| i.1.clone())
+                    .unwrap_or_default(),
+                request_id: draft.request_id.clone(),
+                would: o.would.clone().unwrap_or_default(),
+                at: chrono::Utc::now(),
+            });
+        }
+    }
+    let kept: Vec<&RuleOutcome> = outcomes
+        .iter()
+        .filter(|o| o.result != "not_matched")
+        .collect();
+    if !kept.is_empty() {
+        draft.policy = Some(json!(kept));
+    }
+}
+
 pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePlan) -> Outcome {
     // Executing a write on the agent's request means queueing it for approval.
     draft.enter(GovernanceStep::Execution);
@@ -320,6 +403,10 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         touches,
         approvals_required: a.approvals_required.max(plan.rt.source.approvals_required),
         ttl_secs: plan.rt.source.approval_ttl_secs,
+        call_facts: plan
+            .facts
+            .as_ref()
+            .and_then(|f| serde_json::to_value(f).ok()),
     };
     match ports.enqueue(&new).await {
         Ok(id) => {

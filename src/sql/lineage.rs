@@ -191,6 +191,8 @@ pub struct Analysis {
     pub non_deterministic: bool,
     /// FROM items named by the statement, at every level (bounded per statement).
     pub from_items: usize,
+    /// Every function called, by its catalog name.
+    pub functions: BTreeSet<String>,
 }
 
 impl Analysis {

@@ -63,6 +63,8 @@ pub struct AppState {
     pub anchors: crate::anchoring::Anchors,
     /// What this replica's scheduled checkpoints last did.
     pub anchoring: crate::anchoring::AnchoringState,
+    /// The clock policy conditions read (tests fix it).
+    pub policy_clock: Arc<crate::governance::condition::clock::Clock>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -250,6 +252,7 @@ impl AppState {
                 ),
             },
             inflight: InFlight::default(),
+            policy_clock: Arc::default(),
             control,
             settings,
             supervision,

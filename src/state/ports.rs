@@ -84,6 +84,14 @@ impl Ports for AppState {
         self.settings.sql.limits()
     }
 
+    fn policy_now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.policy_clock.now()
+    }
+
+    fn policy_zone(&self) -> &str {
+        &self.settings.policy.time_zone
+    }
+
     fn cache_get(&self, key: &[u8; 32]) -> impl Future<Output = Option<Arc<CachedResult>>> + Send {
         self.cache.get(key)
     }

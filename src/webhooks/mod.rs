@@ -42,7 +42,7 @@ pub fn event_name(e: &Event) -> Option<&'static str> {
         Event::ApprovalExpired { .. } => "approval.expired",
         Event::CircuitChanged { .. } => "circuit.changed",
         Event::AuditCheckpoint { .. } => "audit.checkpoint",
-        Event::ActorRestarted { .. } => return None,
+        Event::ActorRestarted { .. } | Event::PolicyReported { .. } => return None,
     })
 }
 

@@ -103,7 +103,10 @@ pub fn fixture_profile() -> AccessProfile {
                     action: interlock::governance::Action::Write,
                     resource: "app.users.ssn".parse().unwrap_or_else(|e| panic!("{e}")),
                 },
-            ],
+            ]
+            .into_iter()
+            .map(Into::into)
+            .collect(),
         }],
         redactions: vec![RedactionRule {
             schema: "app".to_string(),

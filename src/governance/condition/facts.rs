@@ -122,6 +122,15 @@ fn claim_within_bounds(v: &serde_json::Value) -> bool {
 }
 
 impl FactValues {
+    /// No facts: every condition fails to evaluate, so enforced conditional rules apply
+    /// (the decision of a statement without a described call, e.g. an approved write's
+    /// re-check when its requester's facts were not kept).
+    pub fn missing(why: &str) -> Self {
+        FactValues {
+            roots: Err(why.to_string()),
+        }
+    }
+
     pub fn new(call: &CallFacts, roles: &[String], statement: &StatementFacts) -> Self {
         FactValues {
             roots: Self::build(call, roles, statement),

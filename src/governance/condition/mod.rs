@@ -9,6 +9,7 @@
 //! (`crate::governance::policy`).
 
 pub mod check;
+pub mod clock;
 pub mod facts;
 pub mod schema;
 pub mod types;

@@ -285,3 +285,23 @@ fn every_fact_type_checks_as_the_value_it_is_filled_with() {
         }
     }
 }
+
+#[test]
+fn the_documented_fact_table_is_the_schema() {
+    let doc = include_str!("../../../docs/policy-conditions.md");
+    let begin = doc.find("<!-- facts:begin").unwrap();
+    let body = &doc
+        [doc[begin..].find("-->").unwrap() + begin + 3..doc.find("<!-- facts:end -->").unwrap()];
+    assert_eq!(
+        body.trim(),
+        schema::markdown().trim(),
+        "regenerate the table from schema::markdown()"
+    );
+}
+
+#[test]
+fn call_facts_survive_their_json_form() {
+    let c = call();
+    let back: CallFacts = serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+    assert_eq!(back, c);
+}

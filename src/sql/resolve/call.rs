@@ -60,6 +60,7 @@ impl Resolver<'_> {
         if !entry.deterministic {
             self.analysis.non_deterministic = true;
         }
+        self.analysis.functions.insert(entry.name.to_string());
         let args = match &call.args {
             FunctionArguments::None => Vec::new(),
             FunctionArguments::Subquery(_) => {

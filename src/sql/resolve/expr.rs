@@ -344,6 +344,7 @@ impl Resolver<'_> {
                 if !f.deterministic {
                     self.analysis.non_deterministic = true;
                 }
+                self.analysis.functions.insert(f.name.to_string());
                 Ok(())
             }
             None => Err(SqlError::FunctionNotAllowed {

@@ -300,6 +300,7 @@ impl Resolver<'_> {
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.set_returning_args(function.name, &exprs)?;
+        self.analysis.functions.insert(function.name.to_string());
         let columns = vec![Column::new(function.name.to_string(), Lineage::constant())];
         let fallback = alias.map_or(Ok(function.name.to_string()), |a| fold(&a.name))?;
         let mut item = alias_range_var(function.name.to_string(), None, columns, None, alias)?;
