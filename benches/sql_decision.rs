@@ -7,12 +7,17 @@
 //! query also as `$1`): `<name>` without the decision memo, and
 //! `<name>/remembered` through a warm memo, where only the first text of a
 //! shape is parsed and resolved.
+//!
+//! `policy_rules/*`: the same point query decided with 0, 10 and 100 conditional policy
+//! rules, and with 10 matching report-only rules (`bench_policy_rules`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use interlock::governance::condition::{CallFacts, Condition};
+use interlock::governance::decision::decide_call;
 use interlock::governance::{
     decide_remembering, AccessProfile, AccessStatement, MaskStrategy, Policy, PolicyRule,
-    RedactionRule, SourceRole, SqlLimits,
+    RedactionRule, Rule, RuleMode, SourceRole, SqlLimits,
 };
 use interlock::sql::memo::{ShapeMemo, DEFAULT_MEMO_BYTES};
 use interlock::sql::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
@@ -231,5 +236,93 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// A profile with `n` conditional rules (enforced, or report-only), conditions of the
+/// kinds operators write: time windows, groups, claims and lineage facts. None holds for the
+/// benchmark's call except the report-only ones, so the enforced answer is unchanged.
+fn with_rules(n: usize, mode: RuleMode) -> AccessProfile {
+    let conditions = [
+        "statement.class == 'write' && 'sales.t1' in statement.tables_written && (request.hour < 0 || request.hour > 23)",
+        "!('analyst' in caller.roles)",
+        "caller.groups.exists(g, g.startsWith('contractor-'))",
+        "has(caller.claims.department) && caller.claims.department == 'hr'",
+        "statement.columns_read.exists(c, c.startsWith('sales.customers.ssn'))",
+        "statement.explain && statement.analyze",
+        "'pg_sleep' in statement.functions",
+        "request.adapter == 'stdio' && caller.kind != 'operator'",
+        "statement.row_cap > 1000000",
+        "request.weekday == 9",
+    ];
+    let mut p = profile();
+    p.policies.push(Policy {
+        name: "conditional".into(),
+        rules: (0..n)
+            .map(|i| Rule {
+                name: format!("r{i}"),
+                effect: PolicyRule::DenyCall,
+                when: Some(std::sync::Arc::new(
+                    Condition::compile(match mode {
+                        RuleMode::Enforce => conditions[i % conditions.len()],
+                        RuleMode::Report => "'sales.t1' in statement.tables_read",
+                    })
+                    .unwrap_or_else(|e| panic!("{e}")),
+                )),
+                mode,
+                message: None,
+            })
+            .collect(),
+    });
+    p
+}
+
+/// The policy step as the gateway runs it (`decide_call` through a warm memo, a new
+/// literal per call) with 0, 10 and 100 conditional rules, and 10 report-only rules that
+/// match (each tried once more), against the same statement without any: report the
+/// ratios against `policy_rules/0`, measured in the same run.
+fn bench_policy_rules(c: &mut Criterion) {
+    let catalog = catalog();
+    let limits = SqlLimits::default();
+    let texts = texts(POINT_LITERAL);
+    let mut facts = CallFacts::anonymous("sales");
+    facts.identity = "bench-agent".into();
+    facts.groups = vec!["analysts".into(), "oncall".into()];
+    facts.claims.insert("department".into(), "sales".into());
+    for (label, profile) in [
+        ("policy_rules/0", with_rules(0, RuleMode::Enforce)),
+        ("policy_rules/10", with_rules(10, RuleMode::Enforce)),
+        ("policy_rules/100", with_rules(100, RuleMode::Enforce)),
+        (
+            "policy_rules/10_report_matching",
+            with_rules(10, RuleMode::Report),
+        ),
+    ] {
+        let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
+        let first = decide_call(
+            &texts[0],
+            0,
+            &catalog,
+            Some(&memo),
+            &profile,
+            &limits,
+            Some(&facts),
+        );
+        assert!(first.allowed().is_some(), "{label}: {:?}", first.refusal());
+        let mut next = texts.iter().cycle();
+        c.bench_function(label, |b| {
+            b.iter(|| {
+                let sql = next.next().map_or("", String::as_str);
+                decide_call(
+                    black_box(sql),
+                    0,
+                    black_box(&catalog),
+                    Some(&memo),
+                    black_box(&profile),
+                    &limits,
+                    Some(&facts),
+                )
+            });
+        });
+    }
+}
+
+criterion_group!(benches, bench, bench_policy_rules);
 criterion_main!(benches);

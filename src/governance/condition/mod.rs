@@ -5,8 +5,8 @@
 //! ([`schema`]) for names, types and a bound on its cost, so a wrong field, a type
 //! mismatch or an unbounded condition is refused with its position before any rule is
 //! live. At call time [`Condition::evaluate`] runs it over [`FactValues`]; an evaluation
-//! error is returned to the caller of `evaluate`, which fails closed
-//! (`crate::governance::policy`).
+//! error is returned to the caller of `evaluate`; the policy step above this module
+//! decides what an error means (enforced rules fail closed).
 
 pub mod check;
 pub mod clock;
