@@ -26,7 +26,8 @@
 //! 4. what a governed call is made of, shared by its two runners: `call` (outcome, audit
 //!    draft, steps, masks)
 //! 5. the governed call: `pipeline` (an agent's call, step by step), `approvals` (queued
-//!    writes: decide, preview, run exactly once)
+//!    writes: decide, preview, run exactly once), `policy_lab` (policy tried before it
+//!    bites: recorded calls replayed, one call explained)
 //! 6. the settings, composed from every module's own: `config`
 //! 7. the running gateway's shared state: `state`
 //! 8. adapters at the edge: `http` (the only place that knows actix-web's server), `stdio`,
@@ -53,6 +54,7 @@ pub mod mcp;
 pub mod oauth;
 pub mod pgcluster;
 pub mod pipeline;
+pub mod policy_lab;
 pub mod retention;
 pub mod secrets;
 pub mod sources;

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::outcome::Outcome;
+use super::replay_basis::ReplayBasis;
 use super::steps::Trail;
 use crate::stages::GovernanceStep;
 
@@ -43,6 +44,8 @@ pub struct AuditDraft {
     pub trail: Trail,
     /// How the conditional and report-only policy rules came out, when any exist.
     pub policy: Option<Value>,
+    /// What a replay of the decision needs (governed queries only).
+    pub replay: Option<ReplayBasis>,
 }
 
 impl AuditDraft {
@@ -72,6 +75,7 @@ impl AuditDraft {
             credential: None,
             trail: Trail::default(),
             policy: None,
+            replay: None,
         }
     }
 
@@ -121,6 +125,11 @@ impl AuditDraft {
         }
         if let (Some(p), Value::Object(m)) = (self.policy, &mut decision) {
             m.insert("policy".into(), p);
+        }
+        if let (Some(r), Value::Object(m)) = (self.replay, &mut decision) {
+            if let Ok(v) = serde_json::to_value(r) {
+                m.insert("replay".into(), v);
+            }
         }
         AuditRecord {
             at: self.at,

@@ -6,12 +6,14 @@
 //!   [`render`]: how MCP answers it;
 //! - [`audit`]: the call's audit draft, turned into its canonical record at the end;
 //! - [`steps`]: the governance steps each tool runs, and the trail a call leaves;
-//! - [`mask`]: a decision's masks applied to a result, column by column.
+//! - [`mask`]: a decision's masks applied to a result, column by column;
+//! - [`replay_basis`]: what a query's record keeps so its decision can be replayed.
 
 pub mod audit;
 pub mod mask;
 pub mod outcome;
 pub mod render;
+pub mod replay_basis;
 pub mod steps;
 
 pub use audit::AuditDraft;

@@ -3,7 +3,7 @@
 use anyhow::Context;
 
 use super::output::{print_json, print_table};
-use super::{GrantsCommand, KeysCommand, PolicyCommand, SourceAddArgs, SourcesCommand};
+use super::{GrantsCommand, KeysCommand, SourceAddArgs, SourcesCommand};
 use crate::config::Settings;
 use crate::control::{
     self, identities, keys, migrate as migrations, policy_file, sources, ControlPool,
@@ -209,23 +209,19 @@ fn new_source(a: SourceAddArgs) -> sources::NewSource {
     }
 }
 
-pub async fn policy(settings: &Settings, cmd: PolicyCommand) -> anyhow::Result<()> {
-    match cmd {
-        PolicyCommand::Apply { file } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            let parsed = policy_file::AccessFile::parse(&text)
-                .with_context(|| format!("{} was not applied", file.display()))?;
-            let pool = pool(settings)?;
-            let applied = policy_file::apply(&pool, &parsed)
-                .await
-                .with_context(|| format!("{} was not applied", file.display()))?;
-            crate::fleet::announce(&pool, Changed::Keys).await;
-            crate::fleet::announce(&pool, Changed::Grants).await;
-            print_json(&applied)?;
-        }
-    }
-    Ok(())
+/// `interlock policy apply FILE`.
+pub async fn policy_apply(settings: &Settings, file: &std::path::Path) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let parsed = policy_file::AccessFile::parse(&text)
+        .with_context(|| format!("{} was not applied", file.display()))?;
+    let pool = pool(settings)?;
+    let applied = policy_file::apply(&pool, &parsed)
+        .await
+        .with_context(|| format!("{} was not applied", file.display()))?;
+    crate::fleet::announce(&pool, Changed::Keys).await;
+    crate::fleet::announce(&pool, Changed::Grants).await;
+    print_json(&applied)
 }
 
 pub async fn grants(settings: &Settings, cmd: GrantsCommand) -> anyhow::Result<()> {

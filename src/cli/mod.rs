@@ -4,6 +4,7 @@ mod admin;
 mod dev;
 mod ledger;
 mod output;
+mod policy_lab;
 mod remote;
 mod retention;
 
@@ -418,6 +419,72 @@ pub struct SourceAddArgs {
 pub enum PolicyCommand {
     /// Apply an access file atomically (see src/control/policy_file.rs for the format).
     Apply { file: PathBuf },
+    /// Replay recorded calls under an access file laid over the live policy and report what
+    /// would change, without applying it (a running gateway's admin API; operator key).
+    Simulate {
+        file: PathBuf,
+        /// Records since: an RFC 3339 instant or a span back from now (90s, 30m, 12h, 7d).
+        #[arg(long)]
+        since: Option<String>,
+        #[arg(long)]
+        source: Option<String>,
+        #[arg(long)]
+        identity: Option<String>,
+        /// Most records to replay.
+        #[arg(long, default_value_t = 100_000)]
+        limit: u64,
+        /// Examples shown per kind of change.
+        #[arg(long, default_value_t = 5)]
+        examples: usize,
+        /// Print the whole report as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
+    /// Explain how one call would be decided: every grant, rule and mask that applies and
+    /// what decided it (a running gateway's admin API; operator key).
+    Explain {
+        #[arg(long)]
+        identity: String,
+        #[arg(long)]
+        source: String,
+        #[arg(long)]
+        sql: String,
+        /// How many $n parameters the call binds.
+        #[arg(long, default_value_t = 0)]
+        params: usize,
+        #[arg(long)]
+        max_rows: Option<u64>,
+        /// A token group of the caller (repeatable; implies an OAuth caller).
+        #[arg(long = "group")]
+        groups: Vec<String>,
+        /// A token claim of the caller as NAME=JSON or NAME=text (repeatable; implies OAuth).
+        #[arg(long = "claim", value_parser = parse_claim)]
+        claims: Vec<(String, serde_json::Value)>,
+        /// When the call is made (RFC 3339; default now).
+        #[arg(long)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+        /// Explain under this access file laid over the live policy.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
+}
+
+/// `NAME=VALUE` of `--claim`: VALUE as JSON when it parses, else as a string.
+fn parse_claim(s: &str) -> Result<(String, serde_json::Value), String> {
+    match s.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            let value = serde_json::from_str(value)
+                .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+            Ok((name.trim().to_string(), value))
+        }
+        _ => Err(format!(
+            "{s:?} must look like NAME=VALUE (e.g. department=hr)"
+        )),
+    }
 }
 
 /// `IDENTITY=ROLE` of `--identity-role`.
@@ -501,7 +568,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => admin::migrate(&settings).await,
         Command::Keys(cmd) => admin::keys(&settings, cmd).await,
         Command::Sources(cmd) => admin::sources(&settings, cmd).await,
-        Command::Policy(cmd) => admin::policy(&settings, cmd).await,
+        Command::Policy(PolicyCommand::Apply { file }) => {
+            admin::policy_apply(&settings, &file).await
+        }
+        Command::Policy(cmd) => policy_lab::run(cmd).await,
         Command::Audit(cmd) => crate::cli::ledger::run(&settings, cmd).await,
         Command::Grants(cmd) => admin::grants(&settings, cmd).await,
         Command::Approvals { remote, command } => remote::approvals(&remote, command).await,

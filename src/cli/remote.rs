@@ -21,10 +21,26 @@ async fn request(
     path: &str,
     body: Option<Value>,
 ) -> anyhow::Result<Value> {
+    request_within(
+        remote,
+        method,
+        path,
+        body,
+        std::time::Duration::from_secs(30),
+    )
+    .await
+}
+
+/// [`request`] with its own time limit (a long replay takes longer than a listing).
+pub(super) async fn request_within(
+    remote: &RemoteArgs,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    timeout: std::time::Duration,
+) -> anyhow::Result<Value> {
     let url = format!("{}{path}", remote.endpoint.trim_end_matches('/'));
-    let client = reqwest::Client::builder()
-        .timeout(std::time::Duration::from_secs(30))
-        .build()?;
+    let client = reqwest::Client::builder().timeout(timeout).build()?;
     let mut req = client.request(method, &url).bearer_auth(key()?);
     if let Some(b) = body {
         req = req.json(&b);

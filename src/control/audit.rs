@@ -268,3 +268,68 @@ pub async fn list(
         .map(|r| from_row(r).map(|c| (c.seq, c.record)))
         .collect()
 }
+
+/// A governed query's record as a replay reads it.
+#[derive(Debug, Clone)]
+pub struct ReplayableRecord {
+    pub seq: i64,
+    pub at: chrono::DateTime<chrono::Utc>,
+    pub identity: String,
+    pub source: String,
+    pub statement: String,
+    pub fingerprint: Option<String>,
+    /// The record's `decision.replay` (facts, parameter count, effect).
+    pub replay: serde_json::Value,
+}
+
+/// Which records a replay reads.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayFilter {
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
+    pub source: Option<String>,
+    pub identity: Option<String>,
+}
+
+/// Up to `limit` live records of governed queries that kept what a replay needs
+/// (`decision.replay`) with a seq above `after`, oldest first (keyset pages: a replay of a
+/// long log reads it page by page, never all at once).
+pub async fn replayable_page(
+    pool: &ControlPool,
+    f: &ReplayFilter,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<ReplayableRecord>, ControlError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT seq, at, identity, source_id, statement, fingerprint, decision -> 'replay',
+                    statement_sha256
+               FROM audit_records
+              WHERE seq > $5 AND NOT void AND decision ? 'replay'
+                AND identity IS NOT NULL AND source_id IS NOT NULL AND statement IS NOT NULL
+                AND ($1::timestamptz IS NULL OR at >= $1)
+                AND ($2::timestamptz IS NULL OR at < $2)
+                AND ($3::text IS NULL OR source_id = $3)
+                AND ($4::text IS NULL OR identity = $4)
+              ORDER BY seq LIMIT $6",
+            &[&f.since, &f.until, &f.source, &f.identity, &after, &limit],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|row| ReplayableRecord {
+            seq: row.get(0),
+            at: row.get(1),
+            identity: row.get(2),
+            source: row.get(3),
+            statement: match row.get::<_, Option<String>>(7) {
+                // Stored escaped (it held NUL): the original text.
+                Some(_) => interlock_actors::audit::storable::unescape(row.get::<_, &str>(4)),
+                None => row.get(4),
+            },
+            fingerprint: row.get(5),
+            replay: row.get(6),
+        })
+        .collect())
+}

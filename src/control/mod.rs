@@ -3,6 +3,7 @@
 //! Every operation an operator can perform (CLI, admin API, policy files, the demo seeder)
 //! goes through these functions, so there is one implementation of each.
 
+pub mod access_snapshot;
 pub mod approval_lifecycle;
 pub mod approvals;
 pub mod audit;

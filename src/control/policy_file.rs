@@ -135,6 +135,60 @@ pub struct Applied {
     pub policies: usize,
 }
 
+impl IdentityEntry {
+    /// The identity's rate limit, when the file sets one.
+    pub fn rate_limit(&self) -> Result<Option<RateLimit>, ControlError> {
+        let rate = self
+            .rate
+            .as_deref()
+            .map(str::parse::<RateLimit>)
+            .transpose()
+            .map_err(ControlError::Invalid)?;
+        Ok(rate.map(|mut r| {
+            if let Some(b) = self.burst {
+                r.burst = b;
+            }
+            r
+        }))
+    }
+}
+
+impl RoleEntry {
+    /// The role's statements, allows first, each checked.
+    pub fn statements(&self) -> Result<Vec<RoleStatement>, ControlError> {
+        let allow = self.allow.iter().map(|s| RoleStatement::parse("allow", s));
+        let deny = self.deny.iter().map(|s| RoleStatement::parse("deny", s));
+        allow.chain(deny).collect()
+    }
+}
+
+impl RedactionEntry {
+    /// The rule as stored, checked.
+    pub fn to_row(&self) -> Result<RedactionRow, ControlError> {
+        let parts: Vec<&str> = self.column.split('.').collect();
+        let [schema, table, column] = parts.as_slice() else {
+            return Err(ControlError::Invalid(format!(
+                "redaction column {:?} must be schema.table.column",
+                self.column
+            )));
+        };
+        if !["redact", "partial", "hash", "null"].contains(&self.strategy.as_str()) {
+            return Err(ControlError::Invalid(format!(
+                "redaction strategy {:?} must be redact, partial, hash or null",
+                self.strategy
+            )));
+        }
+        Ok(RedactionRow {
+            schema: schema.to_string(),
+            table: table.to_string(),
+            column: column.to_string(),
+            strategy: self.strategy.clone(),
+            keep_last: self.keep_last,
+            allow_filter: self.allow_filter,
+        })
+    }
+}
+
 impl AccessFile {
     pub fn parse(text: &str) -> Result<Self, ControlError> {
         toml::from_str(text).map_err(|e| ControlError::Invalid(format!("access file: {e}")))
@@ -147,18 +201,7 @@ pub async fn apply(pool: &ControlPool, file: &AccessFile) -> Result<Applied, Con
     let tx = client.transaction().await?;
     let mut applied = Applied::default();
     for i in &file.identities {
-        let rate = i
-            .rate
-            .as_deref()
-            .map(str::parse::<RateLimit>)
-            .transpose()
-            .map_err(ControlError::Invalid)?
-            .map(|mut r| {
-                if let Some(b) = i.burst {
-                    r.burst = b;
-                }
-                r
-            });
+        let rate = i.rate_limit()?;
         let per_second = rate.map(|r| r.per_second);
         let burst = rate.map(|r| i32::try_from(r.burst).unwrap_or(i32::MAX));
         let row = tx
@@ -180,13 +223,7 @@ pub async fn apply(pool: &ControlPool, file: &AccessFile) -> Result<Applied, Con
         applied.identities += 1;
     }
     for r in &file.roles {
-        let mut statements = Vec::new();
-        for s in &r.allow {
-            statements.push(RoleStatement::parse("allow", s)?);
-        }
-        for s in &r.deny {
-            statements.push(RoleStatement::parse("deny", s)?);
-        }
+        let statements = r.statements()?;
         roles::put_role(&tx, &r.source, &r.name, &r.description, &statements).await?;
         applied.roles += 1;
     }
@@ -203,27 +240,7 @@ pub async fn apply(pool: &ControlPool, file: &AccessFile) -> Result<Applied, Con
         }
     }
     for r in &file.redactions {
-        let parts: Vec<&str> = r.column.split('.').collect();
-        let [schema, table, column] = parts.as_slice() else {
-            return Err(ControlError::Invalid(format!(
-                "redaction column {:?} must be schema.table.column",
-                r.column
-            )));
-        };
-        if !["redact", "partial", "hash", "null"].contains(&r.strategy.as_str()) {
-            return Err(ControlError::Invalid(format!(
-                "redaction strategy {:?} must be redact, partial, hash or null",
-                r.strategy
-            )));
-        }
-        let row = RedactionRow {
-            schema: schema.to_string(),
-            table: table.to_string(),
-            column: column.to_string(),
-            strategy: r.strategy.clone(),
-            keep_last: r.keep_last,
-            allow_filter: r.allow_filter,
-        };
+        let row = r.to_row()?;
         roles::put_redaction(&tx, &r.source, &row).await?;
         applied.redactions += 1;
     }

@@ -3,11 +3,9 @@
 
 use uuid::Uuid;
 
-use super::roles::PolicyRuleRow;
+use super::roles::{PolicyRuleRow, RedactionRow, RoleStatement};
 use super::{ControlError, ControlPool};
-use crate::governance::{
-    AccessProfile, AccessStatement, MaskStrategy, Policy, RedactionRule, SourceRole,
-};
+use crate::governance::{AccessProfile, Policy, RedactionRule, SourceRole};
 
 /// The profile of `identity` on `source`, or `None` when it holds no role there.
 pub async fn load_profile(
@@ -42,15 +40,13 @@ pub async fn load_profile(
         .await?;
     for r in statements {
         let role: String = r.get(0);
-        let text = format!(
-            "{} {} {}",
-            r.get::<_, String>(1),
-            r.get::<_, String>(2),
-            r.get::<_, String>(3)
-        );
-        let statement: AccessStatement = text
-            .parse()
-            .map_err(|e| ControlError::Invalid(format!("role {role} statement {text:?}: {e}")))?;
+        let statement = RoleStatement {
+            effect: r.get(1),
+            action: r.get(2),
+            resource: r.get(3),
+        }
+        .to_access()
+        .map_err(|e| ControlError::Invalid(format!("role {role}: {e}")))?;
         if let Some(target) = roles.iter_mut().find(|x| x.name == role) {
             target.statements.push(statement);
         }
@@ -109,27 +105,15 @@ async fn load_redactions(
         .await?;
     rows.iter()
         .map(|r| {
-            let strategy: String = r.get(3);
-            let keep_last: i32 = r.get(4);
-            Ok(RedactionRule {
+            RedactionRow {
                 schema: r.get(0),
                 table: r.get(1),
                 column: r.get(2),
-                strategy: match strategy.as_str() {
-                    "redact" => MaskStrategy::Redact,
-                    "partial" => MaskStrategy::Partial {
-                        keep_last: usize::try_from(keep_last).unwrap_or(0),
-                    },
-                    "hash" => MaskStrategy::Hash,
-                    "null" => MaskStrategy::Null,
-                    other => {
-                        return Err(ControlError::Invalid(format!(
-                            "unknown redaction strategy {other}"
-                        )))
-                    }
-                },
+                strategy: r.get(3),
+                keep_last: r.get(4),
                 allow_filter: r.get(5),
-            })
+            }
+            .to_rule()
         })
         .collect()
 }

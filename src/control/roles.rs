@@ -36,6 +36,13 @@ impl RoleStatement {
         Ok(s)
     }
 
+    /// The statement as the governance layer reads it.
+    pub fn to_access(&self) -> Result<crate::governance::AccessStatement, ControlError> {
+        let text = format!("{} {} {}", self.effect, self.action, self.resource);
+        text.parse()
+            .map_err(|e| ControlError::Invalid(format!("statement {text:?}: {e}")))
+    }
+
     pub fn validate(&self) -> Result<(), ControlError> {
         if !["allow", "deny"].contains(&self.effect.as_str()) {
             return Err(ControlError::Invalid(format!(
@@ -476,6 +483,30 @@ impl PolicyRuleRow {
     }
 }
 
+/// Every rule of a policy as the governance layer reads it, conditions compiled; the
+/// error names the policy, the rule and its position in the file.
+pub fn check_policy(
+    name: &str,
+    rules: &[PolicyRuleRow],
+) -> Result<Vec<crate::governance::Rule>, ControlError> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut checked = Vec::with_capacity(rules.len());
+    for (i, rule) in rules.iter().enumerate() {
+        let rule_name = rule.name_at(i);
+        checked.push(rule.to_rule(i).map_err(|e| {
+            ControlError::Invalid(format!(
+                "policy {name:?} rule {rule_name:?} (rules[{i}]): {e}"
+            ))
+        })?);
+        if !names.insert(rule_name.clone()) {
+            return Err(ControlError::Invalid(format!(
+                "policy {name:?} has two rules named {rule_name:?}"
+            )));
+        }
+    }
+    Ok(checked)
+}
+
 /// Replaces every rule of the named policy on a source. Every rule is checked (its
 /// condition compiled) before anything is written; an error names the policy and rule.
 pub async fn put_policy(
@@ -484,20 +515,7 @@ pub async fn put_policy(
     name: &str,
     rules: &[PolicyRuleRow],
 ) -> Result<(), ControlError> {
-    let mut names = std::collections::BTreeSet::new();
-    for (i, rule) in rules.iter().enumerate() {
-        let rule_name = rule.name_at(i);
-        rule.to_rule(i).map_err(|e| {
-            ControlError::Invalid(format!(
-                "policy {name:?} rule {rule_name:?} (rules[{i}]): {e}"
-            ))
-        })?;
-        if !names.insert(rule_name.clone()) {
-            return Err(ControlError::Invalid(format!(
-                "policy {name:?} has two rules named {rule_name:?}"
-            )));
-        }
-    }
+    check_policy(name, rules)?;
     client
         .execute(
             "DELETE FROM policy_rules WHERE source_id = $1 AND policy_name = $2",
@@ -543,6 +561,32 @@ pub struct RedactionRow {
     pub strategy: String,
     pub keep_last: i32,
     pub allow_filter: bool,
+}
+
+impl RedactionRow {
+    /// The rule as the governance layer reads it.
+    pub fn to_rule(&self) -> Result<crate::governance::RedactionRule, ControlError> {
+        use crate::governance::MaskStrategy;
+        Ok(crate::governance::RedactionRule {
+            schema: self.schema.clone(),
+            table: self.table.clone(),
+            column: self.column.clone(),
+            strategy: match self.strategy.as_str() {
+                "redact" => MaskStrategy::Redact,
+                "partial" => MaskStrategy::Partial {
+                    keep_last: usize::try_from(self.keep_last).unwrap_or(0),
+                },
+                "hash" => MaskStrategy::Hash,
+                "null" => MaskStrategy::Null,
+                other => {
+                    return Err(ControlError::Invalid(format!(
+                        "redaction strategy {other:?} must be redact, partial, hash or null"
+                    )))
+                }
+            },
+            allow_filter: self.allow_filter,
+        })
+    }
 }
 
 /// Creates or replaces the redaction rule of one column.

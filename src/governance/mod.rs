@@ -6,6 +6,7 @@ mod authorize;
 pub mod condition;
 pub mod decision;
 pub mod describe;
+pub mod effect;
 pub mod pattern;
 pub mod policy;
 pub mod redaction;

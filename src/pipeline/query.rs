@@ -19,12 +19,14 @@ use super::refusal::Refusal;
 use super::Work;
 use crate::call::audit::{fingerprint, AuditDraft};
 use crate::call::mask;
+use crate::call::replay_basis::ReplayBasis;
 use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
 use crate::control::identities::Identity;
 use crate::control::sources::SourceKind;
 use crate::governance::condition::CallFacts;
 use crate::governance::decision::decide_call;
+use crate::governance::effect::CallEffect;
 use crate::governance::policy::{needs_facts, RuleMode, RuleOutcome};
 use crate::governance::{Allowed, AllowedClass};
 use crate::limits::RateRefusal;
@@ -209,7 +211,19 @@ pub async fn prepare(
         )
         .apply(draft));
     }
-    let profile = profile(ports, draft, identity, source_id).await?;
+    // Every query's record keeps what a replay of its decision needs.
+    draft.replay = Some(ReplayBasis {
+        facts: call_facts(ports, draft, principal, args, rt.source.max_rows),
+        params: params.len(),
+        effect: None,
+    });
+    let profile = match profile(ports, draft, identity, source_id).await {
+        Ok(profile) => profile,
+        Err(outcome) => {
+            settle_refused(draft);
+            return Err(outcome);
+        }
+    };
     let caller = match Caller::for_source(
         &rt.source,
         &identity.name,
@@ -217,7 +231,7 @@ pub async fn prepare(
     ) {
         Ok(caller) => caller,
         Err(unmapped) => {
-            return Err(Refusal::denied(
+            let outcome = Refusal::denied(
                 "source_role",
                 403,
                 "identity_not_mapped",
@@ -225,7 +239,9 @@ pub async fn prepare(
                 "no PostgreSQL role mapped for the caller",
                 unmapped.to_string(),
             )
-            .apply(draft))
+            .apply(draft);
+            settle_refused(draft);
+            return Err(outcome);
         }
     };
     draft.enter(GovernanceStep::Policy);
@@ -239,9 +255,7 @@ pub async fn prepare(
         }
     };
     let limits = ports.sql_limits();
-    // The facts conditional rules read, only gathered when a rule reads them.
-    let facts = needs_facts(&profile.profile)
-        .then(|| call_facts(ports, draft, principal, args, rt.source.max_rows));
+    let facts = draft.replay.as_ref().map(|r| r.facts.clone());
     let decision = decide_call(
         sql,
         params.len(),
@@ -252,6 +266,14 @@ pub async fn prepare(
         facts.as_ref(),
     );
     record_rules(ports, draft, &decision.rules);
+    if let Some(replay) = draft.replay.as_mut() {
+        replay.effect = Some(match &decision.verdict {
+            crate::governance::Verdict::Refused(r) => CallEffect::of_refusal(r),
+            crate::governance::Verdict::Allowed(a) => CallEffect::of_allowed(a),
+        });
+    }
+    // Queued writes keep their facts only when a conditional rule reads them.
+    let facts = facts.filter(|_| needs_facts(&profile.profile));
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
             let failed = r.status >= 500;
@@ -311,6 +333,18 @@ pub async fn prepare(
         profile,
         caller,
     })))
+}
+
+/// The refusal just recorded (by the source-role step) is the effect of the decision.
+fn settle_refused(draft: &mut AuditDraft) {
+    let code = draft.decision["code"].as_str().map(str::to_string);
+    let rule = draft.decision["rule"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    if let (Some(replay), Some(code)) = (draft.replay.as_mut(), code) {
+        replay.effect = Some(CallEffect::refused(&code, &rule));
+    }
 }
 
 /// The facts of this call that conditions read.

@@ -19,20 +19,20 @@ pub struct CallFacts {
     pub kind: String,
     /// `api_key` or `oauth`.
     pub credential: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub claims: serde_json::Map<String, serde_json::Value>,
     pub tool: String,
     pub source: String,
     pub adapter: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub dialect: String,
     pub time: DateTime<Utc>,
     /// The IANA zone local time facts are read in.
     pub zone: String,
     /// The rows the caller asked for, when it asked.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_rows: Option<u64>,
     /// The source's own row cap.
     pub source_max_rows: u64,

@@ -1,0 +1,529 @@
+//! `policy simulate` and `policy explain` through the admin API, on real PostgreSQL: a
+//! workload made through `POST /mcp` is replayed against the live policy with zero
+//! differences (the records keep every fact the decision reads), and against a changed
+//! policy the report predicts, call by call, what the gateway does once that policy is
+//! applied and the same calls are made again. Explain shows the rules that decide a call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use chrono::TimeZone;
+use common::env::{demo_env, DemoEnv};
+use common::mcp::{call, rows, MODERN};
+use interlock::control::policy_file::{apply, AccessFile};
+use serde_json::{json, Value};
+
+/// The live policy the workload runs under: conditional rules of every effect, a report-only
+/// rule, on top of the demo's grants and masks.
+const LIVE: &str = r#"
+[[identities]]
+name = "replay-b"
+kind = "agent"
+
+[[identities]]
+name = "replay-c"
+kind = "agent"
+
+[[grants]]
+identity = "replay-b"
+source = "shop"
+roles = ["analyst"]
+
+[[policies]]
+source = "shop"
+name = "hours"
+[[policies.rules]]
+name = "no-night-deletes"
+kind = "deny"
+when = "statement.deletes_rows && (request.hour < 9 || request.hour >= 18)"
+message = "Deletes only in business hours."
+[[policies.rules]]
+name = "small-night-reads"
+kind = "max_rows"
+value = 3
+when = "request.hour >= 18"
+[[policies.rules]]
+name = "watch-products"
+kind = "deny"
+mode = "report"
+when = "'public.products' in statement.tables_read"
+"#;
+
+/// The candidate: every kind of change against `LIVE`.
+const CANDIDATE: &str = r#"
+# replay-c gets the analyst role: its refused calls become allowed.
+[[grants]]
+identity = "replay-c"
+source = "shop"
+roles = ["analyst"]
+
+# Customer names are masked for everyone.
+[[redactions]]
+source = "shop"
+column = "public.customers.name"
+strategy = "redact"
+
+[[policies]]
+source = "shop"
+name = "hours"
+# Night writes (deletes too) are allowed now, but need two approvals.
+[[policies.rules]]
+name = "night-writes-two"
+kind = "approvals_required"
+resource = "public.*"
+value = 2
+when = "request.hour < 9 || request.hour >= 18"
+# The night cap is tighter.
+[[policies.rules]]
+name = "small-night-reads"
+kind = "max_rows"
+value = 2
+when = "request.hour >= 18"
+# The report-only rule is enforced, for replay-b only.
+[[policies.rules]]
+name = "watch-products"
+kind = "deny"
+when = "'public.products' in statement.tables_read && caller.identity == 'replay-b'"
+"#;
+
+/// (who, clock hour, sql, params): reads, masked reads, writes, refusals of each step.
+fn workload() -> Vec<(&'static str, u32, &'static str, Vec<Value>)> {
+    vec![
+        ("a", 10, "SELECT id, name, email FROM public.customers WHERE id <= 4 ORDER BY id", vec![]),
+        ("a", 22, "SELECT id, name, email FROM public.customers WHERE id <= 4 ORDER BY id", vec![]),
+        ("a", 10, "SELECT id, total_cents FROM public.orders WHERE customer_id = $1", vec![json!(7)]),
+        ("b", 23, "SELECT o.id, c.name AS who FROM public.orders o JOIN public.customers c ON c.id = o.customer_id WHERE o.id < 5", vec![]),
+        ("b", 10, "SELECT sku, price_cents FROM public.products ORDER BY sku LIMIT 5", vec![]),
+        ("a", 10, "SELECT sku FROM public.products WHERE id = 1", vec![]),
+        ("a", 10, "UPDATE public.orders SET status = 'shipped' WHERE id = 1", vec![]),
+        ("a", 21, "UPDATE public.orders SET status = 'shipped' WHERE id = 2", vec![]),
+        ("b", 7, "DELETE FROM public.orders WHERE id = 3", vec![]),
+        ("a", 10, "SELECT amount_cents FROM hr.salaries", vec![]),
+        ("a", 10, "SELECT nope FROM public.customers", vec![]),
+        ("a", 10, "SELEC 1", vec![]),
+        ("a", 10, "EXPLAIN SELECT id FROM public.orders WHERE status = 'new'", vec![]),
+        ("a", 10, "WITH x AS (SELECT name AS n FROM public.customers WHERE id = $1) SELECT n FROM x", vec![json!(2)]),
+        ("c", 10, "SELECT id FROM public.customers WHERE id = 1", vec![]),
+        ("c", 22, "UPDATE public.orders SET status = 'new' WHERE id = 4", vec![]),
+        ("b", 19, "SELECT count(*) AS n, max(created_at) AS latest FROM public.orders", vec![]),
+    ]
+}
+
+fn at(hour: u32) -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc
+        .with_ymd_and_hms(2026, 12, 4, hour, 5, 0)
+        .unwrap()
+}
+
+async fn replay_records(env: &DemoEnv) -> Vec<(i64, Value)> {
+    let client = env.pool.get().await.unwrap();
+    client
+        .query(
+            "SELECT seq, decision -> 'replay' -> 'effect' FROM audit_records
+              WHERE decision ? 'replay' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// Makes every call of the workload, each once its predecessor's record has landed, and
+/// returns the records' (seq, effect) in call order.
+async fn run(env: &DemoEnv, keys: &[(&str, String)]) -> Vec<(i64, Value)> {
+    let clock = &env.gateway.state.policy_clock;
+    let before = replay_records(env).await.len();
+    for (i, (who, hour, sql, params)) in workload().into_iter().enumerate() {
+        let key = &keys.iter().find(|(k, _)| *k == who).unwrap().1;
+        clock.set(Some(at(hour)));
+        call(
+            &env.gateway.url(""),
+            Some(key),
+            MODERN,
+            "interlock_query",
+            json!({"source_id": "shop", "sql": sql, "params": params}),
+        )
+        .await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while replay_records(env).await.len() < before + i + 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no record for call {i}: {sql}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+    clock.set(None);
+    replay_records(env).await.split_off(before)
+}
+
+async fn admin(env: &DemoEnv, path: &str, body: Value) -> (u16, Value) {
+    let res = common::http::client()
+        .post(env.gateway.url(path))
+        .bearer_auth(&env.operator_key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap())
+}
+
+async fn setup() -> (DemoEnv, Vec<(&'static str, String)>) {
+    let env = demo_env().await;
+    apply(&env.pool, &AccessFile::parse(LIVE).unwrap())
+        .await
+        .unwrap();
+    env.gateway.state.profiles.invalidate_all();
+    let b = interlock::control::keys::create_key(&env.pool, "replay-b", "t")
+        .await
+        .unwrap()
+        .key;
+    let c = interlock::control::keys::create_key(&env.pool, "replay-c", "t")
+        .await
+        .unwrap()
+        .key;
+    let keys = vec![("a", env.agent_key.clone()), ("b", b), ("c", c)];
+    (env, keys)
+}
+
+#[tokio::test]
+async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
+    let (env, keys) = setup().await;
+    let recorded = run(&env, &keys).await;
+    assert_eq!(recorded.len(), workload().len());
+    // Every kind of effect is in the workload.
+    for verdict in ["read", "queue", "refuse"] {
+        assert!(
+            recorded.iter().any(|(_, e)| e["verdict"] == verdict),
+            "{verdict}: {recorded:?}"
+        );
+    }
+    let (status, report) = admin(&env, "/admin/policy/simulate", json!({"file": ""})).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["records"], json!(workload().len()), "{report:#}");
+    assert_eq!(report["replayed"], json!(workload().len()), "{report:#}");
+    assert_eq!(report["changed"], json!(0), "{report:#}");
+    assert_eq!(report["drift"], json!(0), "{report:#}");
+    assert_eq!(report["skipped"], json!({}), "{report:#}");
+    // The report-only rule's would-be effects are counted.
+    assert_eq!(
+        report["report_only"]["policy hours: rule watch-products"]["would_change"],
+        json!(2),
+        "{report:#}"
+    );
+    // Filters select records: one identity, a window that holds nothing.
+    let (_, only_b) = admin(
+        &env,
+        "/admin/policy/simulate",
+        json!({"file": "", "identity": "replay-b"}),
+    )
+    .await;
+    assert_eq!(only_b["replayed"], json!(4), "{only_b:#}");
+    let (_, none) = admin(
+        &env,
+        "/admin/policy/simulate",
+        json!({"file": "", "since": "2999-01-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(none["records"], json!(0), "{none:#}");
+    let (_, capped) = admin(
+        &env,
+        "/admin/policy/simulate",
+        json!({"file": "", "limit": 5}),
+    )
+    .await;
+    assert_eq!(capped["replayed"], json!(5), "{capped:#}");
+    assert_eq!(capped["truncated"], json!(true), "{capped:#}");
+}
+
+#[tokio::test]
+async fn a_replay_against_a_changed_policy_predicts_what_the_gateway_then_does() {
+    let (env, keys) = setup().await;
+    let before = run(&env, &keys).await;
+    let (status, report) = admin(
+        &env,
+        "/admin/policy/simulate",
+        json!({"file": CANDIDATE, "examples": 100}),
+    )
+    .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["drift"], json!(0), "{report:#}");
+    // The live state is unchanged by the simulation.
+    let (_, again) = admin(&env, "/admin/policy/simulate", json!({"file": ""})).await;
+    assert_eq!(again["changed"], json!(0), "a simulation wrote: {again:#}");
+
+    // Apply the candidate and make the same calls.
+    apply(&env.pool, &AccessFile::parse(CANDIDATE).unwrap())
+        .await
+        .unwrap();
+    env.gateway.state.profiles.invalidate_all();
+    let after = run(&env, &keys).await;
+    assert_eq!(after.len(), before.len());
+
+    // Call by call: a changed call is an example whose predicted effect is what the
+    // gateway did; an unchanged call did what it did before.
+    let examples = report["examples"].as_array().unwrap();
+    let mut changed = 0;
+    for (i, ((seq, was), (_, now))) in before.iter().zip(&after).enumerate() {
+        let predicted = examples.iter().find(|e| e["seq"] == json!(seq));
+        match predicted {
+            Some(e) => {
+                changed += 1;
+                assert_eq!(&e["recorded"], was, "call {i}");
+                assert_eq!(&e["would"], now, "call {i}: {:?}", workload()[i]);
+            }
+            None => assert_eq!(
+                was,
+                now,
+                "call {i} changed unpredicted: {:?}",
+                workload()[i]
+            ),
+        }
+    }
+    assert_eq!(report["changed"], json!(changed), "{report:#}");
+    assert!(changed >= 6, "the candidate changes many calls: {report:#}");
+    for kind in [
+        "newly_allowed",
+        "newly_refused",
+        "newly_masked",
+        "row_cap_changed",
+        "approvals_changed",
+    ] {
+        assert!(
+            report["changes"][kind].as_u64().unwrap_or(0) > 0,
+            "{kind}: {report:#}"
+        );
+    }
+    assert!(
+        report["by_identity"]["replay-c"]["changes"]["newly_allowed"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "{report:#}"
+    );
+    assert!(
+        report["by_rule"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|r| r.contains("watch-products")),
+        "{report:#}"
+    );
+}
+
+#[tokio::test]
+async fn a_file_apply_would_refuse_is_refused_by_simulate_and_nothing_changes() {
+    let (env, _keys) = setup().await;
+    let cases = [
+        (
+            "[[policies]]\nsource = \"shop\"\nname = \"p\"\n[[policies.rules]]\nname = \"r\"\nkind = \"deny\"\nwhen = \"caller.nope\"\n",
+            "rule \"r\"",
+        ),
+        ("[[grants]]\nidentity = \"ghost\"\nsource = \"shop\"\nroles = [\"analyst\"]\n", "no identity named \"ghost\""),
+        ("[[grants]]\nidentity = \"replay-c\"\nsource = \"shop\"\nroles = [\"nope\"]\n", "no role \"nope\""),
+        ("[[redactions]]\nsource = \"shop\"\ncolumn = \"customers.name\"\nstrategy = \"redact\"\n", "schema.table.column"),
+        ("[[roles]]\nsource = \"nowhere\"\nname = \"r\"\nallow = [\"read public.t\"]\n", "no source"),
+        ("not toml [", "access file"),
+    ];
+    for (file, want) in cases {
+        let (status, body) = admin(&env, "/admin/policy/simulate", json!({"file": file})).await;
+        assert!(
+            status == 400 || status == 404 || status == 409,
+            "{status} {body}"
+        );
+        assert!(
+            body["error"].as_str().unwrap_or("").contains(want),
+            "{file}: {body}"
+        );
+        // `policy apply` refuses the same file.
+        if let Ok(parsed) = AccessFile::parse(file) {
+            assert!(apply(&env.pool, &parsed).await.is_err(), "{file}");
+        }
+    }
+    let (status, body) = admin(
+        &env,
+        "/admin/policy/simulate",
+        json!({"file": "", "since": "last week"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("RFC 3339"),
+        "{body}"
+    );
+    // Only operators simulate.
+    let res = common::http::client()
+        .post(env.gateway.url("/admin/policy/simulate"))
+        .bearer_auth(&env.agent_key)
+        .json(&json!({"file": ""}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status().as_u16(), 403);
+}
+
+#[tokio::test]
+async fn explain_shows_the_rules_that_decide_a_call_as_the_gateway_decides_it() {
+    let (env, keys) = setup().await;
+    let night = "2026-12-04T22:00:00Z";
+    // (identity, at, sql, file, expected effect verdict, expected code or cap)
+    let cases: Vec<(&str, &str, &str, Option<&str>, Value)> = vec![
+        (
+            "demo-agent",
+            night,
+            "DELETE FROM public.orders WHERE id = 1",
+            None,
+            json!({"verdict": "refuse", "code": "policy_denied"}),
+        ),
+        (
+            "demo-agent",
+            night,
+            "UPDATE public.orders SET status = 'x' WHERE id = 1",
+            None,
+            json!({"verdict": "queue", "approvals": 1}),
+        ),
+        (
+            "demo-agent",
+            "2026-12-04T10:00:00Z",
+            "UPDATE public.orders SET status = 'x' WHERE id = 1",
+            None,
+            json!({"verdict": "queue", "approvals": 1}),
+        ),
+        (
+            "demo-agent",
+            night,
+            "UPDATE public.orders SET status = 'x' WHERE id = 1",
+            Some(CANDIDATE),
+            json!({"verdict": "queue", "approvals": 2}),
+        ),
+        (
+            "demo-agent",
+            night,
+            "SELECT id, email FROM public.customers",
+            None,
+            json!({"verdict": "read", "row_cap": 3, "masked": ["email=partial(12)"]}),
+        ),
+        (
+            "replay-c",
+            night,
+            "SELECT id FROM public.customers",
+            None,
+            json!({"verdict": "refuse", "code": "no_grant"}),
+        ),
+        (
+            "demo-agent",
+            night,
+            "SELECT amount_cents FROM hr.salaries",
+            None,
+            json!({"verdict": "refuse", "code": "access_denied"}),
+        ),
+    ];
+    for (identity, when, sql, file, want) in &cases {
+        let mut body = json!({"identity": identity, "source": "shop", "sql": sql, "at": when});
+        if let Some(f) = file {
+            body["file"] = json!(f);
+        }
+        let (status, x) = admin(&env, "/admin/policy/explain", body).await;
+        assert_eq!(status, 200, "{x}");
+        for (k, v) in want.as_object().unwrap() {
+            assert_eq!(&x["effect"][k], v, "{identity} {sql} at {when}: {x:#}");
+        }
+    }
+    // Every conditional rule is shown with how it came out, and the grants that allowed.
+    let (_, x) = admin(
+        &env,
+        "/admin/policy/explain",
+        json!({"identity": "demo-agent", "source": "shop", "at": night,
+               "sql": "SELECT sku FROM public.products"}),
+    )
+    .await;
+    let rules: Vec<(String, String)> = x["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_string(),
+                r["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        vec![
+            ("no-night-deletes".to_string(), "not_matched".to_string()),
+            ("small-night-reads".to_string(), "matched".to_string()),
+            ("watch-products".to_string(), "matched".to_string()),
+        ],
+        "{x:#}"
+    );
+    assert!(
+        x["verdict"]["deciding_rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().contains("role analyst")),
+        "{x:#}"
+    );
+    // The explanation is the gateway's decision: the same call through MCP does the same.
+    env.gateway.state.policy_clock.set(Some(at(22)));
+    let a = call(
+        &env.gateway.url(""),
+        Some(&keys[0].1),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": "SELECT id, email FROM public.customers"}),
+    )
+    .await;
+    env.gateway.state.policy_clock.set(None);
+    let rows = rows(&a);
+    assert_eq!(rows.len(), 3, "the cap explain showed: {:?}", a.body);
+    assert!(
+        rows.iter()
+            .all(|r| r["email"].as_str().unwrap().starts_with('*')),
+        "the mask explain showed: {rows:?}"
+    );
+    let (status, body) = admin(
+        &env,
+        "/admin/policy/explain",
+        json!({"identity": "ghost", "source": "shop", "sql": "SELECT 1"}),
+    )
+    .await;
+    assert_eq!(status, 404, "{body}");
+}
+
+/// The access state a simulation decides under is the state `policy apply` leaves: for
+/// every identity and source, the profile of the file laid over the snapshot equals the
+/// profile the gateway loads once the file is applied (PostgreSQL decides, the overlay
+/// must agree).
+#[tokio::test]
+async fn a_file_laid_over_the_snapshot_is_the_file_applied() {
+    use interlock::control::access_snapshot::AccessSnapshot;
+    use interlock::control::profiles::load_profile;
+    let (env, _keys) = setup().await;
+    let again = "[[roles]]\nsource = \"shop\"\nname = \"analyst\"\nallow = [\"read public.orders\", \"read public.orders\"]\ndeny = [\"read public.orders.total_cents\"]\n\n[[roles]]\nsource = \"shop\"\nname = \"extra\"\nallow = [\"read public.products\"]\n\n[[grants]]\nidentity = \"replay-b\"\nsource = \"shop\"\nroles = [\"extra\"]\n\n[[redactions]]\nsource = \"shop\"\ncolumn = \"public.customers.email\"\nstrategy = \"hash\"\n";
+    for file in [CANDIDATE, again, interlock::demo::ACCESS_TOML] {
+        let parsed = AccessFile::parse(file).unwrap();
+        let predicted = AccessSnapshot::load(&env.pool)
+            .await
+            .unwrap()
+            .with_file(&parsed)
+            .unwrap();
+        apply(&env.pool, &parsed).await.unwrap();
+        let client = env.pool.get().await.unwrap();
+        let identities = client
+            .query("SELECT id, name FROM identities", &[])
+            .await
+            .unwrap();
+        for source in ["shop", "handbook"] {
+            for r in &identities {
+                let (id, name): (uuid::Uuid, String) = (r.get(0), r.get(1));
+                let loaded = load_profile(&env.pool, id, source).await.unwrap();
+                let laid = predicted.profile(&name, source).unwrap();
+                assert_eq!(laid, loaded, "{name} on {source} after\n{file}");
+            }
+        }
+    }
+}
