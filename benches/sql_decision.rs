@@ -10,15 +10,24 @@
 //!
 //! `policy_rules/*`: the same point query decided with 0, 10 and 100 conditional policy
 //! rules, and with 10 matching report-only rules (`bench_policy_rules`).
+//!
+//! `policy_replay/record`: one recorded call replayed as `policy simulate` replays it (decided
+//! under the live profile and under a candidate, compared, counted in the report), against
+//! `policy_rules/10` (one live decision of the same call) in the same run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use interlock::call::replay_basis::ReplayBasis;
+use interlock::control::sources::{PreviewMode, Propagation, Source, SourceKind, TlsMode};
 use interlock::governance::condition::{CallFacts, Condition};
 use interlock::governance::decision::decide_call;
+use interlock::governance::effect::CallEffect;
 use interlock::governance::{
     decide_remembering, AccessProfile, AccessStatement, MaskStrategy, Policy, PolicyRule,
     RedactionRule, Rule, RuleMode, SourceRole, SqlLimits,
 };
+use interlock::policy_lab::judge::{Judge, RecordedCall};
+use interlock::policy_lab::report::Report;
 use interlock::sql::memo::{ShapeMemo, DEFAULT_MEMO_BYTES};
 use interlock::sql::{Catalog, CatalogColumn, CatalogRelation, RelationKind};
 
@@ -324,5 +333,99 @@ fn bench_policy_rules(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench, bench_policy_rules);
+fn source() -> Source {
+    Source {
+        id: "sales".into(),
+        kind: SourceKind::Postgres,
+        description: String::new(),
+        enabled: true,
+        host: Some("127.0.0.1".into()),
+        port: Some(5432),
+        dbname: Some("sales".into()),
+        read_login: None,
+        write_login: None,
+        tls_mode: TlsMode::Disable,
+        tls_ca_file: None,
+        search_path: vec!["sales".into()],
+        statement_timeout_ms: 1000,
+        max_rows: 1000,
+        max_bytes: 1 << 20,
+        pool_size: 1,
+        cache_ttl_ms: 0,
+        approval_ttl_secs: 3600,
+        approvals_required: 1,
+        approval_preview: PreviewMode::Explain,
+        identity_propagation: Propagation::None,
+        identity_roles: Default::default(),
+        mask_key: vec![7; 32],
+        created_at: chrono::Utc::now(),
+        updated_at: chrono::Utc::now(),
+    }
+}
+
+/// Replay throughput: records per second is the inverse of `policy_replay/record`.
+fn bench_replay(c: &mut Criterion) {
+    let catalog = catalog();
+    let limits = SqlLimits::default();
+    let source = source();
+    let live = with_rules(10, RuleMode::Enforce);
+    let mut candidate = live.clone();
+    candidate.policies.push(Policy {
+        name: "candidate".into(),
+        rules: vec![Rule {
+            name: "cap".into(),
+            effect: PolicyRule::MaxRows(10),
+            when: Some(std::sync::Arc::new(
+                Condition::compile("request.hour >= 0").unwrap_or_else(|e| panic!("{e}")),
+            )),
+            mode: RuleMode::Enforce,
+            message: None,
+        }],
+    });
+    let memo = ShapeMemo::new(DEFAULT_MEMO_BYTES);
+    let judge = Judge {
+        source: &source,
+        catalog: &catalog,
+        memo: &memo,
+        limits: &limits,
+    };
+    let mut facts = CallFacts::anonymous("sales");
+    facts.identity = "bench-agent".into();
+    let calls: Vec<(RecordedCall, CallEffect)> = texts(POINT_LITERAL)
+        .into_iter()
+        .enumerate()
+        .map(|(i, statement)| {
+            let mut call = RecordedCall {
+                seq: i as i64,
+                at: facts.time,
+                identity: "bench-agent".into(),
+                source: "sales".into(),
+                statement,
+                basis: ReplayBasis {
+                    facts: facts.clone(),
+                    params: 0,
+                    effect: None,
+                },
+            };
+            let recorded = judge.decide(Some(&live), &call).effect;
+            call.basis.effect = Some(recorded.clone());
+            (call, recorded)
+        })
+        .collect();
+    let mut report = Report::default();
+    let mut next = calls.iter().cycle();
+    c.bench_function("policy_replay/record", |b| {
+        b.iter(|| {
+            let Some((call, recorded)) = next.next() else {
+                return;
+            };
+            let now = judge.decide(Some(black_box(&live)), call);
+            let would = judge.decide(Some(black_box(&candidate)), call);
+            report.add(call, recorded, &now, &would, 5);
+        });
+    });
+    assert!(report.changed > 0 && report.drift == 0, "{report:?}");
+}
+
+criterion_group!(benches, bench, bench_policy_rules, bench_replay);
 criterion_main!(benches);

@@ -133,11 +133,26 @@ async fn replay_records(env: &DemoEnv) -> Vec<(i64, Value)> {
 /// Makes every call of the workload, each once its predecessor's record has landed, and
 /// returns the records' (seq, effect) in call order.
 async fn run(env: &DemoEnv, keys: &[(&str, String)]) -> Vec<(i64, Value)> {
+    let calls: Vec<(String, u32, String, Vec<Value>)> = workload()
+        .into_iter()
+        .map(|(who, hour, sql, params)| {
+            let key = keys.iter().find(|(k, _)| *k == who).unwrap().1.clone();
+            (key, hour, sql.to_string(), params)
+        })
+        .collect();
+    run_calls(env, &calls).await
+}
+
+/// Makes the calls (bearer credential, clock hour, sql, params) in order, each once its
+/// predecessor's record has landed; returns the records' (seq, effect) in call order.
+async fn run_calls(
+    env: &DemoEnv,
+    calls: &[(String, u32, String, Vec<Value>)],
+) -> Vec<(i64, Value)> {
     let clock = &env.gateway.state.policy_clock;
     let before = replay_records(env).await.len();
-    for (i, (who, hour, sql, params)) in workload().into_iter().enumerate() {
-        let key = &keys.iter().find(|(k, _)| *k == who).unwrap().1;
-        clock.set(Some(at(hour)));
+    for (i, (key, hour, sql, params)) in calls.iter().enumerate() {
+        clock.set(Some(at(*hour)));
         call(
             &env.gateway.url(""),
             Some(key),
@@ -157,6 +172,27 @@ async fn run(env: &DemoEnv, keys: &[(&str, String)]) -> Vec<(i64, Value)> {
     }
     clock.set(None);
     replay_records(env).await.split_off(before)
+}
+
+/// Every call predicted: a changed call is an example whose predicted effect is what the
+/// gateway did after the change; an unchanged call did what it did before. Returns how
+/// many changed.
+fn assert_predicted(report: &Value, before: &[(i64, Value)], after: &[(i64, Value)]) -> usize {
+    assert_eq!(after.len(), before.len());
+    let examples = report["examples"].as_array().unwrap();
+    let mut changed = 0;
+    for (i, ((seq, was), (_, now))) in before.iter().zip(after).enumerate() {
+        match examples.iter().find(|e| e["seq"] == json!(seq)) {
+            Some(e) => {
+                changed += 1;
+                assert_eq!(&e["recorded"], was, "call {i}");
+                assert_eq!(&e["would"], now, "call {i}");
+            }
+            None => assert_eq!(was, now, "call {i} changed unpredicted"),
+        }
+    }
+    assert_eq!(report["changed"], json!(changed), "{report:#}");
+    changed
 }
 
 async fn admin(env: &DemoEnv, path: &str, body: Value) -> (u16, Value) {
@@ -260,29 +296,7 @@ async fn a_replay_against_a_changed_policy_predicts_what_the_gateway_then_does()
         .unwrap();
     env.gateway.state.profiles.invalidate_all();
     let after = run(&env, &keys).await;
-    assert_eq!(after.len(), before.len());
-
-    // Call by call: a changed call is an example whose predicted effect is what the
-    // gateway did; an unchanged call did what it did before.
-    let examples = report["examples"].as_array().unwrap();
-    let mut changed = 0;
-    for (i, ((seq, was), (_, now))) in before.iter().zip(&after).enumerate() {
-        let predicted = examples.iter().find(|e| e["seq"] == json!(seq));
-        match predicted {
-            Some(e) => {
-                changed += 1;
-                assert_eq!(&e["recorded"], was, "call {i}");
-                assert_eq!(&e["would"], now, "call {i}: {:?}", workload()[i]);
-            }
-            None => assert_eq!(
-                was,
-                now,
-                "call {i} changed unpredicted: {:?}",
-                workload()[i]
-            ),
-        }
-    }
-    assert_eq!(report["changed"], json!(changed), "{report:#}");
+    let changed = assert_predicted(&report, &before, &after);
     assert!(changed >= 6, "the candidate changes many calls: {report:#}");
     for kind in [
         "newly_allowed",
@@ -526,4 +540,85 @@ async fn a_file_laid_over_the_snapshot_is_the_file_applied() {
             }
         }
     }
+}
+
+/// Token groups and claims are facts a replay keeps: an OAuth workload replays with zero
+/// differences, and a candidate over claims predicts what the gateway then does.
+#[tokio::test]
+async fn groups_and_claims_of_access_tokens_replay_exactly() {
+    use common::env::demo_env_with;
+    use common::issuer::{SigningKey, TestIssuer};
+    const RESOURCE: &str = "http://127.0.0.1/interlock-test/mcp";
+    let issuer = TestIssuer::start();
+    let key = SigningKey::es256("es-1");
+    issuer.publish(&[&key]);
+    let base = issuer.base.clone();
+    let env = demo_env_with(
+        move |s| {
+            let o = &mut s.oauth;
+            o.enabled = true;
+            o.resource = RESOURCE.into();
+            o.issuer = base;
+            o.roles_claim = "groups".into();
+        },
+        |_| {},
+    )
+    .await;
+    let live = "[[policies]]\nsource = \"shop\"\nname = \"t\"\n[[policies.rules]]\nkind = \"deny\"\nwhen = \"statement.class == 'write' && !('oncall' in caller.groups) && caller.claims.department != 'ops'\"\n";
+    let candidate = "[[policies]]\nsource = \"shop\"\nname = \"t\"\n[[policies.rules]]\nkind = \"deny\"\nwhen = \"caller.claims.department == 'sales' && !('oncall' in caller.groups)\"\n";
+    apply(&env.pool, &AccessFile::parse(live).unwrap())
+        .await
+        .unwrap();
+    env.gateway.state.profiles.invalidate_all();
+    let now = chrono::Utc::now().timestamp();
+    let token = |groups: Value, department: &str| {
+        key.sign(
+            &json!({"iss": issuer.base, "aud": RESOURCE, "sub": "demo-agent",
+            "scope": "interlock:tools", "iat": now, "nbf": now, "exp": now + 600,
+            "groups": groups, "department": department}),
+        )
+    };
+    let mut calls = Vec::new();
+    for (groups, department) in [
+        (json!(["oncall"]), "sales"),
+        (json!(["analysts"]), "ops"),
+        (json!(["analysts"]), "sales"),
+        (json!([]), "hr"),
+    ] {
+        let t = token(groups, department);
+        for sql in [
+            "UPDATE public.orders SET status = 'shipped' WHERE id = 1",
+            "SELECT id FROM public.orders WHERE id = 2",
+        ] {
+            calls.push((t.clone(), 10, sql.to_string(), vec![]));
+        }
+    }
+    let before = run_calls(&env, &calls).await;
+    let (_, same) = admin(&env, "/admin/policy/simulate", json!({"file": ""})).await;
+    assert_eq!(same["replayed"], json!(calls.len()), "{same:#}");
+    assert_eq!(same["changed"], json!(0), "{same:#}");
+    assert_eq!(same["drift"], json!(0), "{same:#}");
+    let (_, report) = admin(
+        &env,
+        "/admin/policy/simulate",
+        json!({"file": candidate, "examples": 100}),
+    )
+    .await;
+    apply(&env.pool, &AccessFile::parse(candidate).unwrap())
+        .await
+        .unwrap();
+    env.gateway.state.profiles.invalidate_all();
+    let after = run_calls(&env, &calls).await;
+    let changed = assert_predicted(&report, &before, &after);
+    // The sales analyst's read is newly refused; the ops analyst's and hr's writes are
+    // newly allowed or refused as their claims say.
+    assert!(changed >= 2, "{report:#}");
+    assert!(
+        report["changes"]["newly_refused"].as_u64().unwrap_or(0) >= 1,
+        "{report:#}"
+    );
+    assert!(
+        report["changes"]["newly_allowed"].as_u64().unwrap_or(0) >= 1,
+        "{report:#}"
+    );
 }

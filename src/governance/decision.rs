@@ -18,6 +18,7 @@ use serde::Serialize;
 use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
 use crate::governance::condition::{CallFacts, FactValues, StatementFacts};
+use crate::governance::effect::{CallEffect, Change};
 use crate::governance::policy::{self, RuleOutcome};
 use crate::governance::redaction::{MaskStrategy, RedactionRule};
 pub use crate::governance::verdict::{Allowed, AllowedClass, OutputColumn, Refusal, Step, Verdict};
@@ -279,40 +280,46 @@ fn statement_facts(
 }
 
 /// What enforcing a report-only rule would change about `actual`, as the audit record
-/// shows it.
+/// shows it: `no_change`, `{"refuse": {code, rule}}`, or the approvals, row cap and newly
+/// masked columns it would set ([`CallEffect::changes`], the comparison a replay makes).
 fn difference(
     actual: &Result<Allowed, Refusal>,
     would: &Result<Allowed, Refusal>,
 ) -> serde_json::Value {
     use serde_json::json;
-    match (actual, would) {
-        (Ok(_), Err(r)) => json!({"refuse": {"code": r.code, "rule": r.rule}}),
-        (Ok(a), Ok(w)) => {
-            let mut changes = serde_json::Map::new();
-            if w.approvals_required != a.approvals_required {
-                changes.insert("approvals_required".into(), json!(w.approvals_required));
-            }
-            if w.row_cap != a.row_cap {
-                changes.insert("row_cap".into(), json!(w.row_cap));
-            }
-            let masked: Vec<&str> = w
-                .output_columns
-                .iter()
-                .zip(&a.output_columns)
-                .filter(|(w, a)| w.mask != a.mask)
-                .map(|(w, _)| w.name.as_str())
-                .collect();
-            if !masked.is_empty() {
-                changes.insert("masked_columns".into(), json!(masked));
-            }
-            if changes.is_empty() {
-                json!("no_change")
-            } else {
-                serde_json::Value::Object(changes)
-            }
-        }
+    if actual.is_err() {
         // Refused anyway: enforcing the rule could not change that.
-        (Err(_), _) => json!("no_change"),
+        return json!("no_change");
+    }
+    let mut changes = serde_json::Map::new();
+    for change in CallEffect::of(actual).changes(&CallEffect::of(would)) {
+        match change {
+            Change::NewlyRefused { code, rule } => {
+                return json!({"refuse": {"code": code, "rule": rule}})
+            }
+            Change::ApprovalsChanged { to, .. } => {
+                changes.insert("approvals_required".into(), json!(to));
+            }
+            Change::RowCapChanged { to, .. } => {
+                changes.insert("row_cap".into(), json!(to));
+            }
+            Change::NewlyMasked { columns } => {
+                let names: Vec<&str> = columns
+                    .iter()
+                    .map(|c| c.split_once('=').map_or(c.as_str(), |(name, _)| name))
+                    .collect();
+                changes.insert("masked_columns".into(), json!(names));
+            }
+            // A rule only restricts: nothing is newly allowed or unmasked by enforcing it.
+            Change::NewlyAllowed
+            | Change::RefusedOtherwise { .. }
+            | Change::NewlyUnmasked { .. } => {}
+        }
+    }
+    if changes.is_empty() {
+        json!("no_change")
+    } else {
+        serde_json::Value::Object(changes)
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a decision says: the statement allowed and everything the executor, cache and
 //! approver need, or the refusal with the step and rule that refused. The types the SQL
-//! decision ([`super::decision`]) returns and the authorization step
-//! ([`super::authorize`]) builds.
+//! decision returns and its authorization step builds (both above this module: it imports
+//! neither).
 
 use serde::Serialize;
 

@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use cel::common::value::{CowVal, Val};
+use cel::context::VariableResolver;
 use cel::objects::Key;
 use cel::Value;
 use chrono::{DateTime, Datelike, Timelike, Utc};
@@ -81,7 +83,40 @@ pub struct StatementFacts {
 /// bounds (every condition then fails to evaluate, which fails closed).
 #[derive(Debug, Clone)]
 pub struct FactValues {
+    /// The roots in the evaluator's own representation, converted once per call (not once
+    /// per rule: the conversion copies every map and list, and costs more than most
+    /// conditions).
+    pub(super) bound: Result<Arc<Bound>, String>,
+    #[cfg(test)]
     pub(super) roots: Result<[Value; 3], String>,
+}
+
+/// `caller`, `request` and `statement`, ready for evaluation.
+#[derive(Debug)]
+pub struct Bound {
+    vals: [Box<dyn Val>; 3],
+}
+
+impl VariableResolver for Bound {
+    fn resolve<'b>(&'b self, variable: &str) -> Option<CowVal<'b, 'b>> {
+        let i = match variable {
+            "caller" => 0,
+            "request" => 1,
+            "statement" => 2,
+            _ => return None,
+        };
+        Some(CowVal::Borrowed(self.vals[i].as_ref()))
+    }
+}
+
+fn bind(roots: &Result<[Value; 3], String>) -> Result<Arc<Bound>, String> {
+    let [caller, request, statement] = roots.as_ref().map_err(Clone::clone)?;
+    let convert = |v: &Value| {
+        Box::<dyn Val>::try_from(v.clone()).map_err(|e| format!("the facts of the call: {e:?}"))
+    };
+    Ok(Arc::new(Bound {
+        vals: [convert(caller)?, convert(request)?, convert(statement)?],
+    }))
 }
 
 fn map(entries: Vec<(&'static str, Value)>) -> Value {
@@ -127,13 +162,18 @@ impl FactValues {
     /// re-check when its requester's facts were not kept).
     pub fn missing(why: &str) -> Self {
         FactValues {
+            bound: Err(why.to_string()),
+            #[cfg(test)]
             roots: Err(why.to_string()),
         }
     }
 
     pub fn new(call: &CallFacts, roles: &[String], statement: &StatementFacts) -> Self {
+        let roots = Self::build(call, roles, statement);
         FactValues {
-            roots: Self::build(call, roles, statement),
+            bound: bind(&roots),
+            #[cfg(test)]
+            roots,
         }
     }
 

@@ -156,11 +156,9 @@ impl Condition {
 
     /// Whether the condition holds for `facts`, or why it could not be evaluated.
     pub fn evaluate(&self, facts: &FactValues) -> Result<bool, String> {
-        let [caller, request, statement] = facts.roots.as_ref().map_err(Clone::clone)?;
+        let bound = facts.bound.as_ref().map_err(Clone::clone)?;
         let mut context = Context::with_env(Arc::clone(&ENV));
-        context.add_variable_from_value("caller", caller.clone());
-        context.add_variable_from_value("request", request.clone());
-        context.add_variable_from_value("statement", statement.clone());
+        context.set_variable_resolver(bound.as_ref());
         match self.program.execute(&context) {
             Ok(Value::Bool(b)) => Ok(b),
             Ok(other) => Err(format!("the condition gave {other:?}, not a bool")),
