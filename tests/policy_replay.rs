@@ -249,6 +249,79 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
         json!(2),
         "{report:#}"
     );
+    // The console's chart of report-only rules over time counts the same.
+    let chart: Value = common::http::client()
+        .get(env.gateway.url("/admin/policy/reported?since=1h&bucket=60"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let rules = chart["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 1, "{chart:#}");
+    assert_eq!(rules[0]["rule"], "watch-products", "{chart:#}");
+    assert_eq!(rules[0]["would_change"], json!(2), "{chart:#}");
+    let in_buckets: i64 = rules[0]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["would_change"].as_i64().unwrap())
+        .sum();
+    assert_eq!(in_buckets, 2, "{chart:#}");
+    for bad in ["since=soon", "since=1h&bucket=0", "since=30d&bucket=1"] {
+        let res = common::http::client()
+            .get(env.gateway.url(&format!("/admin/policy/reported?{bad}")))
+            .bearer_auth(&env.operator_key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 400, "{bad}");
+    }
+    // The command line gives the same report, through the admin API.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("same.toml");
+    std::fs::write(&file, "").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(["policy", "simulate", "--endpoint", &env.gateway.url("")])
+        .arg(&file)
+        .env("INTERLOCK_API_KEY", &env.operator_key)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!(
+            "replayed {n} of {n} records",
+            n = workload().len()
+        )) && text.contains("0 would change"),
+        "{text}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(["policy", "explain", "--endpoint", &env.gateway.url("")])
+        .args([
+            "--identity",
+            "demo-agent",
+            "--source",
+            "shop",
+            "--at",
+            "2026-12-04T22:00:00Z",
+        ])
+        .args(["--sql", "DELETE FROM public.orders WHERE id = 1"])
+        .env("INTERLOCK_API_KEY", &env.operator_key)
+        .output()
+        .unwrap();
+    let explained: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(
+        explained["effect"]["code"], "policy_denied",
+        "{explained:#}"
+    );
     // Filters select records: one identity, a window that holds nothing.
     let (_, only_b) = admin(
         &env,

@@ -422,12 +422,15 @@ pub enum PolicyCommand {
     /// Replay recorded calls under an access file laid over the live policy and report what
     /// would change, without applying it (a running gateway's admin API; operator key).
     Simulate {
+        /// The candidate access file (what `policy apply` takes).
         file: PathBuf,
         /// Records since: an RFC 3339 instant or a span back from now (90s, 30m, 12h, 7d).
         #[arg(long)]
         since: Option<String>,
+        /// Only calls to this source.
         #[arg(long)]
         source: Option<String>,
+        /// Only calls of this identity.
         #[arg(long)]
         identity: Option<String>,
         /// Most records to replay.
@@ -445,15 +448,19 @@ pub enum PolicyCommand {
     /// Explain how one call would be decided: every grant, rule and mask that applies and
     /// what decided it (a running gateway's admin API; operator key).
     Explain {
+        /// The identity that would call.
         #[arg(long)]
         identity: String,
+        /// The source it would call.
         #[arg(long)]
         source: String,
+        /// The statement it would send.
         #[arg(long)]
         sql: String,
         /// How many $n parameters the call binds.
         #[arg(long, default_value_t = 0)]
         params: usize,
+        /// The rows the call would ask for.
         #[arg(long)]
         max_rows: Option<u64>,
         /// A token group of the caller (repeatable; implies an OAuth caller).

@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod migrate;
 pub mod partitions;
 pub mod policy_file;
+pub mod policy_reports;
 pub mod pool;
 pub mod profiles;
 pub mod roles;

@@ -7,7 +7,7 @@
 //! | `POST /admin/approvals/{id}/preview` (compute the effect preview again) | approvers (their sources), operators |
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
-//! | `POST /admin/policy/simulate` (recorded calls replayed under a candidate access file), `POST /admin/policy/explain` (one call, rule by rule) | operators |
+//! | `POST /admin/policy/simulate` (recorded calls replayed under a candidate access file), `POST /admin/policy/explain` (one call, rule by rule), `GET /admin/policy/reported` (report-only rules over time) | operators |
 //! | sources, circuits, actors, replicas, webhooks, identities (`POST /admin/identities/{name}/tokens/revoke` refuses the identity's access tokens issued until now), audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
@@ -118,6 +118,7 @@ pub fn routes() -> actix_web::Scope<
         )
         .route("/policy/simulate", web::post().to(policy::simulate))
         .route("/policy/explain", web::post().to(policy::explain))
+        .route("/policy/reported", web::get().to(policy::reported))
         .route("/audit", web::get().to(audit::list))
         .route("/audit/verify", web::get().to(audit::verify))
         .route("/audit/checkpoints", web::get().to(checkpoints::list))

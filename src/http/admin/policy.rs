@@ -1,6 +1,7 @@
 //! Trying policy before applying it, for operators and the console:
 //! `POST /admin/policy/simulate` replays recorded calls under a candidate access file,
-//! `POST /admin/policy/explain` explains one call rule by rule (`crate::policy_lab`).
+//! `POST /admin/policy/explain` explains one call rule by rule (`crate::policy_lab`),
+//! `GET /admin/policy/reported` charts report-only rules over time.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -92,5 +93,65 @@ pub async fn explain(
         Err(ExplainError::NotFound(m)) => error(StatusCode::NOT_FOUND, "not_found", &m),
         Err(ExplainError::Invalid(m)) => error(StatusCode::BAD_REQUEST, "invalid", &m),
         Err(ExplainError::Control(e)) => control_error(e),
+    }
+}
+
+/// Most buckets one chart holds.
+const MAX_BUCKETS: i64 = 2_000;
+
+#[derive(Debug, Deserialize)]
+pub struct ReportedQuery {
+    /// An RFC 3339 instant or a span back from now (default `24h`).
+    since: Option<String>,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+    /// Bucket width in seconds (default: the window in 48 buckets, at least 60 s).
+    bucket: Option<u32>,
+    source: Option<String>,
+}
+
+pub async fn reported(
+    _caller: Admin<Operators>,
+    q: web::Query<ReportedQuery>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let now = state.policy_now();
+    let since = match parse_since(q.since.as_deref().unwrap_or("24h"), now) {
+        Ok(t) => t,
+        Err(m) => return error(StatusCode::BAD_REQUEST, "invalid", &m),
+    };
+    let until = q.until.unwrap_or(now);
+    let window = (until - since).num_seconds();
+    if window <= 0 {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            "since must be before until",
+        );
+    }
+    let bucket = q
+        .bucket
+        .unwrap_or_else(|| u32::try_from((window / 48).max(60)).unwrap_or(u32::MAX));
+    if bucket == 0 || window / i64::from(bucket) > MAX_BUCKETS {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid",
+            &format!(
+                "bucket {bucket} s makes more than {MAX_BUCKETS} buckets of the window; widen it"
+            ),
+        );
+    }
+    match crate::control::policy_reports::report_only_series(
+        &state.control,
+        since,
+        until,
+        bucket,
+        q.source.as_deref(),
+    )
+    .await
+    {
+        Ok(rules) => HttpResponse::Ok().json(serde_json::json!({
+            "since": since, "until": until, "bucket_secs": bucket, "rules": rules,
+        })),
+        Err(e) => control_error(e),
     }
 }

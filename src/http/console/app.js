@@ -476,7 +476,7 @@
     document.title = `${capitalize(page)} · InterLock console`;
     if (page === "sources") loadSources();
     if (page === "approvals") { loadPending(); loadHistory(); }
-    if (page === "audit") { loadAudit({ fresh: true }); verifyChain(); loadCheckpoints(); }
+    if (page === "audit") { loadAudit({ fresh: true }); verifyChain(); loadCheckpoints(); loadReported(); }
     if (changed && !initial) $(`${page}-title`).focus();
     else if (initial) $(`${page}-title`).focus({ preventScroll: true });
   }
@@ -593,6 +593,9 @@
         break;
       case "audit.checkpoint":
         if (state.page === "audit") loadCheckpoints();
+        break;
+      case "policy.reported":
+        if (state.page === "audit") scheduleReported();
         break;
       case "lagged":
         announce(`Live updates fell behind (${ev.missed} events missed); reloading.`, "warn");
@@ -1396,6 +1399,67 @@
     }
   }
 
+  /** Bars of one rule's would-change counts, one per bucket of the window (SVG, no library). */
+  function sparkline(buckets, since, until, bucketSecs) {
+    const n = Math.max(1, Math.ceil((parseTime(until) - parseTime(since)) / 1000 / bucketSecs));
+    const counts = new Array(n).fill(0);
+    for (const b of buckets) {
+      const i = Math.floor((parseTime(b.at) - parseTime(since)) / 1000 / bucketSecs);
+      counts[Math.min(n - 1, Math.max(0, i))] += b.would_change;
+    }
+    const max = Math.max(1, ...counts);
+    const w = 240, ht = 28, bw = w / n;
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", `0 0 ${w} ${ht}`);
+    svg.setAttribute("width", String(w));
+    svg.setAttribute("height", String(ht));
+    svg.setAttribute("role", "img");
+    svg.setAttribute("aria-label", `${counts.reduce((a, b) => a + b, 0)} would-change calls in ${n} buckets`);
+    svg.classList.add("sparkline");
+    counts.forEach((c, i) => {
+      if (!c) return;
+      const r = document.createElementNS(ns, "rect");
+      const bh = Math.max(2, (c / max) * ht);
+      r.setAttribute("x", String(i * bw));
+      r.setAttribute("y", String(ht - bh));
+      r.setAttribute("width", String(Math.max(1, bw - 1)));
+      r.setAttribute("height", String(bh));
+      const t = document.createElementNS(ns, "title");
+      t.textContent = `${c} would change`;
+      r.appendChild(t);
+      svg.appendChild(r);
+    });
+    return svg;
+  }
+
+  async function loadReported() {
+    const body = $("reported-body");
+    try {
+      const r = await api(`/admin/policy/reported${qs({ since: $("reported-window").value })}`);
+      clear(body);
+      for (const rule of r.rules || []) {
+        body.appendChild(h("tr", { dataset: { rule: `${rule.policy}/${rule.rule}` } },
+          h("td", {}, displaySafe(rule.source)),
+          h("td", { className: "mono small" }, `${displaySafe(rule.policy)} / ${displaySafe(rule.rule)}`),
+          h("td", { className: "num" }, String(rule.would_change)),
+          h("td", { className: "num" }, String(rule.no_change)),
+          h("td", { className: "num" }, String(rule.errors)),
+          h("td", {}, sparkline(rule.buckets, r.since, r.until, r.bucket_secs))));
+      }
+      $("reported-empty").hidden = (r.rules || []).length > 0;
+    } catch (e) {
+      announce(describeError(e, "Loading the report-only rules"), "error");
+    }
+  }
+
+  // A busy fleet reports many calls a second: reload the chart at most every 5 s.
+  let reportedTimer = null;
+  function scheduleReported() {
+    if (reportedTimer) return;
+    reportedTimer = setTimeout(() => { reportedTimer = null; if (state.page === "audit") loadReported(); }, 5000);
+  }
+
   async function checkpointNow() {
     const btn = $("checkpoint-now");
     btn.disabled = true;
@@ -1459,6 +1523,7 @@
       signIn(key);
     });
     $("signout").addEventListener("click", () => signOut(""));
+    $("reported-window").addEventListener("change", loadReported);
     window.addEventListener("hashchange", () => route(false));
 
     $("sources-refresh").addEventListener("click", async () => {
