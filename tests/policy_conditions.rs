@@ -104,8 +104,9 @@ message = "Orders change only in business hours (09–18 UTC) unless you are on 
         // A deny of a resource, only when the condition holds.
         (vec!["kind = \"deny\"\naction = \"read\"\nresource = \"public.customers.name\"\nwhen = \"request.hour >= 18\""], 22, READ, "refused:policy_denied"),
         (vec!["kind = \"deny\"\naction = \"read\"\nresource = \"public.customers.name\"\nwhen = \"request.hour >= 18\""], 10, READ, "ok"),
-        // A read that would need an approval is refused (reads are not queued yet).
-        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, READ, "refused:read_approval_required"),
+        // A read a require_approval rule applies to waits for an approver.
+        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, READ, "queued"),
+        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, "SELECT id FROM public.orders", "ok"),
         // Fail closed: a missing claim is an evaluation error, so the deny applies.
         (vec!["kind = \"deny\"\nwhen = \"caller.claims.department == 'sales'\""], 10, READ, "refused:policy_denied"),
         // A report-only rule never changes the answer.
@@ -459,4 +460,139 @@ async fn group_and_claim_conditions_read_the_access_token() {
         let a = query(&env, &token(groups.clone(), department), WRITE).await;
         assert_eq!(outcome(&a), want, "{groups} {department}: {:?}", a.body);
     }
+}
+
+/// "A read of customers by an agent waits for a human": the read is queued, the approver
+/// sees what it reads (it changes nothing), and once approved it runs as its requester under
+/// the caps and masks of today's policy; its rows reach the requester through
+/// `interlock_approval_status` and nobody else.
+#[tokio::test]
+async fn a_read_held_for_approval_runs_once_approved_and_only_its_requester_sees_the_rows() {
+    use common::approvals::{approve, show, wait};
+    let env = demo_env().await;
+    policy(
+        &env,
+        &["kind = \"require_approval\"\nvalue = 1\nwhen = \"'public.customers.email' in statement.columns_returned && caller.kind == 'agent'\"\nmessage = \"Agents read contact data only with a human's approval.\"",
+          "kind = \"max_rows\"\nvalue = 2"],
+    )
+    .await;
+    let sql = "SELECT id, email FROM public.customers WHERE id <= 5 ORDER BY id";
+    let a = query(&env, &env.agent_key, sql).await;
+    assert_eq!(outcome(&a), "queued", "{:?}", a.body);
+    let id = a.body["result"]["structuredContent"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let audit: Value = env
+        .pool
+        .get()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT to_jsonb(a) FROM audit_records a WHERE approval_id = $1::text::uuid AND tool = 'interlock_query'",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(audit["action"], "read", "{audit}");
+    assert_eq!(
+        audit["decision"]["replay"]["effect"],
+        json!({"verdict": "queue", "approvals": 1})
+    );
+    // The approver sees a read: what it reads, masked how, capped where.
+    let shown = wait(&env.gateway, &env.approver_key, &id, |a| {
+        a["preview"]["mode"] == "read"
+    })
+    .await;
+    assert_eq!(shown["touches"]["action"], "read", "{shown:#}");
+    assert_eq!(shown["preview"]["changes_nothing"], true, "{shown:#}");
+    assert_eq!(shown["preview"]["row_cap"], 2, "{shown:#}");
+    assert_eq!(
+        shown["preview"]["columns"][1]["masked"], "partial(12)",
+        "{shown:#}"
+    );
+    // Parameters cannot be kept for later: such a read is refused, saying why.
+    let p = call(
+        &env.gateway.url(""),
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": "SELECT email FROM public.customers WHERE id = $1", "params": [1]}),
+    )
+    .await;
+    assert_eq!(
+        outcome(&p),
+        "refused:approval_needs_literals",
+        "{:?}",
+        p.body
+    );
+    // Approved, it runs as the requester; the rows are masked and capped.
+    approve(
+        &env.gateway,
+        &env.approver_key,
+        &id,
+        json!({"reason": "ok for the campaign"}),
+    )
+    .await;
+    let done = wait(&env.gateway, &env.approver_key, &id, |a| {
+        a["state"] == "executed" || a["state"] == "failed"
+    })
+    .await;
+    assert_eq!(done["state"], "executed", "{done:#}");
+    let status = call(
+        &env.gateway.url(""),
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_approval_status",
+        json!({"approval_id": id}),
+    )
+    .await;
+    let answer: Value = serde_json::from_str(
+        status.body["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{:?}", status.body)),
+    )
+    .unwrap();
+    let result = &answer["result"];
+    let rows = result["returning"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{:#}", status.body));
+    assert_eq!(result["returning"]["truncated"], "row_limit", "{result:#}");
+    assert_eq!(rows.len(), 2, "{result:#}");
+    assert_eq!(rows[0]["id"], 1);
+    assert!(
+        rows.iter()
+            .all(|r| r["email"].as_str().unwrap().starts_with('*')),
+        "{rows:?}"
+    );
+    // Nobody else, approver included, is handed the rows through the agent's tool.
+    let other = env.new_agent("curious-agent", None).await;
+    let theirs = call(
+        &env.gateway.url(""),
+        Some(&other),
+        MODERN,
+        "interlock_approval_status",
+        json!({"approval_id": id}),
+    )
+    .await;
+    assert_ne!(outcome(&theirs), "ok", "{:?}", theirs.body);
+    // The execution's own records say it was a read.
+    let executed: Value = env
+        .pool
+        .get()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT to_jsonb(a) FROM audit_records a WHERE approval_id = $1::text::uuid AND tool = 'approval.outcome'",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(executed["action"], "read", "{executed}");
+    assert_eq!(
+        show(&env.gateway, &env.approver_key, &id).await["state"],
+        "executed"
+    );
 }

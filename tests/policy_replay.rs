@@ -79,6 +79,11 @@ name = "small-night-reads"
 kind = "max_rows"
 value = 2
 when = "request.hour >= 18"
+# demo-agent's reads of products wait for a human.
+[[policies.rules]]
+name = "products-held"
+kind = "require_approval"
+when = "'public.products' in statement.tables_read && caller.identity == 'demo-agent'"
 # The report-only rule is enforced, for replay-b only.
 [[policies.rules]]
 name = "watch-products"
@@ -377,6 +382,7 @@ async fn a_replay_against_a_changed_policy_predicts_what_the_gateway_then_does()
         "newly_masked",
         "row_cap_changed",
         "approvals_changed",
+        "newly_queued",
     ] {
         assert!(
             report["changes"][kind].as_u64().unwrap_or(0) > 0,

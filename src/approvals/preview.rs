@@ -37,6 +37,7 @@ use crate::control::approvals;
 use crate::control::sources::PreviewMode;
 use crate::control::{ControlError, ControlPool};
 use crate::governance::readable_columns;
+use crate::governance::AllowedClass;
 use crate::governance::SqlLimits;
 use crate::sources::postgres::changes::Changes;
 use crate::sources::postgres::execute::{self, CapForm, Limits, Mode, PreviewTimeouts};
@@ -81,6 +82,23 @@ impl Previewer {
             Ok(now) => now,
             Err(reason) => return Computed::Unkeyed(failed(None, &reason), None),
         };
+        if now.allowed.class == AllowedClass::Read {
+            // A read held for approval changes nothing: the approver sees what it reads.
+            let a = &now.allowed;
+            let preview = json!({
+                "mode": "read",
+                "ok": true,
+                "changes_nothing": true,
+                "tables_read": a.tables_read.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "columns": a.output_columns.iter().map(|c| json!({
+                    "name": c.name,
+                    "masked": c.mask.as_ref().map(|m| crate::governance::effect::strategy_label(&m.strategy)),
+                })).collect::<Vec<_>>(),
+                "row_cap": u64::from(now.rt.source.max_rows).min(a.row_cap.unwrap_or(u64::MAX)),
+                "computed_at": Utc::now(),
+            });
+            return Computed::Unkeyed(preview, None);
+        }
         match self.preview_of(&now).await {
             Computed::Unkeyed(preview, bound) => Computed::Unkeyed(not_imaged(preview), bound),
             imaged => imaged,

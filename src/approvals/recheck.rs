@@ -1,6 +1,7 @@
-//! A queued write decided again, as things are now: the source still registered and
-//! enabled, the requester still holding a role, the statement still an allowed write under
-//! today's grants and policies. Both the preview and the execution start here.
+//! A queued statement (a write, or a read a policy held for approval) decided again, as
+//! things are now: the source still registered and enabled, the requester still holding a
+//! role, the statement still allowed under today's grants and policies. Both the preview and
+//! the execution start here.
 
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use crate::control::profiles::load_profile;
 use crate::control::ControlPool;
 use crate::governance::condition::CallFacts;
 use crate::governance::decision::decide_call;
-use crate::governance::{AccessProfile, Allowed, AllowedClass, SqlLimits};
+use crate::governance::{AccessProfile, Allowed, SqlLimits, Verdict};
 use crate::sources::postgres::execute::Caller;
 use crate::sources::registry::{CatalogSnapshot, SourceRegistry, SourceRuntime};
 
@@ -81,15 +82,14 @@ pub async fn allowed_now(
         limits,
         facts.as_ref(),
     );
-    match (decision.allowed(), decision.refusal()) {
-        (Some(a), _) if a.class == AllowedClass::Write => Ok(Now {
+    match decision.verdict {
+        Verdict::Allowed(a) => Ok(Now {
             rt,
-            allowed: a.clone(),
+            allowed: *a,
             profile,
             catalog,
             caller,
         }),
-        (_, Some(r)) => Err(format!("refused at execution time: {}", r.reason)),
-        _ => Err("the statement is no longer classified as a write".into()),
+        Verdict::Refused(r) => Err(format!("refused at execution time: {}", r.reason)),
     }
 }

@@ -16,9 +16,10 @@ use super::recheck::{allowed_now, Queued};
 use crate::call::{audit, mask, AuditDraft, Outcome};
 use crate::control::approval_lifecycle::{self as lifecycle, Ended, LostExecution};
 use crate::control::{instances, ControlError, ControlPool};
-use crate::governance::SqlLimits;
+use crate::governance::{AllowedClass, SqlLimits};
 use crate::sources::postgres::changes::Changes;
 use crate::sources::postgres::execute::{self, Limits, Mode};
+use crate::sources::postgres::pool::SourcePools;
 use crate::sources::registry::SourceRegistry;
 
 /// Everything execution needs, cloned out of the gateway state (no cycle through it).
@@ -45,6 +46,8 @@ struct Claimed {
     max_rows: Option<i64>,
     preview_keys: Option<String>,
     call_facts: Option<Value>,
+    /// `write`, or `read` for a read a policy held for approval (in the audit record).
+    action: &'static str,
 }
 
 impl GatewayRunner {
@@ -79,6 +82,11 @@ impl GatewayRunner {
             max_rows: r.max_rows,
             preview_keys: r.preview_keys,
             call_facts: r.call_facts,
+            action: if r.action.as_deref() == Some("read") {
+                "read"
+            } else {
+                "write"
+            },
         }))
     }
 
@@ -105,6 +113,10 @@ impl GatewayRunner {
         let Some(pools) = now.rt.pools.as_ref() else {
             return failed("the source's connection settings are unusable".into());
         };
+        if now.allowed.class == AllowedClass::Read {
+            let bound = c.max_rows.and_then(|m| u64::try_from(m).ok());
+            return read(&now, pools, bound).await;
+        }
         // Where the preview showed the rows by key, the write must change exactly those.
         let (statement, keys) = match &c.preview_keys {
             None => (now.allowed.statement.clone(), None),
@@ -163,6 +175,7 @@ impl GatewayRunner {
         &self,
         id: Uuid,
         source: &str,
+        action: &'static str,
         tool: &str,
         outcome: Outcome,
         detail: Value,
@@ -170,9 +183,60 @@ impl GatewayRunner {
         let mut draft = AuditDraft::new(&format!("approval-{id}"), "approvals", None, tool);
         draft.source = Some(source.to_string());
         draft.approval_id = Some(id);
-        draft.action = Some("write");
+        draft.action = Some(action);
         draft.decision = detail;
         let _ = audit::append(&self.audit, draft, &outcome).await;
+    }
+}
+
+/// An approved read, run as its requester under the row cap and masks it is decided with
+/// now (and the approver's `max_rows`, when given); its rows (masked) are kept as the
+/// approval's result, for the requester only.
+async fn read(now: &super::recheck::Now, pools: &SourcePools, bound: Option<u64>) -> Ended {
+    let a = &now.allowed;
+    let limits = Limits {
+        max_rows: u64::from(now.rt.source.max_rows)
+            .min(a.row_cap.unwrap_or(u64::MAX))
+            .min(bound.unwrap_or(u64::MAX))
+            .max(1),
+        max_bytes: now.rt.source.max_bytes,
+    };
+    let never = CancellationToken::new();
+    let mode = Mode::read(a.explain, a.cap_form);
+    match execute::run(
+        pools,
+        mode,
+        &a.statement,
+        &[],
+        limits,
+        &never,
+        now.caller.as_ref(),
+    )
+    .await
+    {
+        Ok(rows) => {
+            let count = i64::try_from(rows.rows.len()).ok();
+            let truncated = rows.truncated.map(|t| t.label());
+            let mut result = mask::returning_rows(rows, &a.output_columns, &now.rt.source.mask_key)
+                .unwrap_or_else(|| json!([]));
+            if let (Some(t), Some(all)) = (truncated, result.as_array().cloned()) {
+                result = json!({"rows": all, "truncated": t});
+            }
+            Ended {
+                state: "executed",
+                rows_affected: count,
+                rows_changed: None,
+                result: Some(result),
+                error: None,
+            }
+        }
+        Err(e) => Ended {
+            state: "failed",
+            rows_affected: None,
+            rows_changed: None,
+            result: None,
+            error: Some(e.to_string()),
+        },
     }
 }
 
@@ -191,6 +255,7 @@ impl ApprovalRunner for GatewayRunner {
             this.audit_event(
                 id,
                 &claimed.source_id,
+                claimed.action,
                 "approval.execute",
                 Outcome::Json(Value::Null),
                 json!({"step": "execution started"}),
@@ -208,6 +273,7 @@ impl ApprovalRunner for GatewayRunner {
             this.audit_event(
                 id,
                 &claimed.source_id,
+                claimed.action,
                 "approval.outcome",
                 outcome,
                 json!({"state": ended.state, "rows_affected": ended.rows_affected,
@@ -236,6 +302,7 @@ impl ApprovalRunner for GatewayRunner {
                 this.audit_event(
                     id,
                     &source,
+                    "write",
                     "approval.expire",
                     Outcome::Json(Value::Null),
                     json!({"state": "expired"}),
@@ -315,6 +382,7 @@ impl GatewayRunner {
         self.audit_event(
             id,
             &source,
+            "write",
             "approval.recover",
             Outcome::Failed,
             json!({"state": "outcome_unknown"}),

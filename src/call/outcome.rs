@@ -61,13 +61,14 @@ impl Outcome {
         }
     }
 
-    /// The message a queued write carries, in every adapter.
+    /// The message a queued call (a write, or a read a policy holds for approval) carries,
+    /// in every adapter.
     pub fn queued_message(approval_id: &Uuid, state: &str) -> String {
         format!(
             "Queued for approval: the statement was NOT executed. It is waiting for a human \
              approver (approval {approval_id}, state: {state}). Do not retry this call: every \
-             retry queues another approval for the same write. Check progress with \
-             interlock_approval_status."
+             retry queues another approval for the same statement. Check progress with \
+             interlock_approval_status (an approved read's rows are in its result)."
         )
     }
 

@@ -102,6 +102,8 @@ pub struct ClaimedRow {
     pub preview_keys: Option<String>,
     /// The facts of the queuing call.
     pub call_facts: Option<serde_json::Value>,
+    /// `write`, or `read` for a read a policy held for approval.
+    pub action: Option<String>,
 }
 
 /// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
@@ -117,7 +119,7 @@ pub async fn claim(
               FROM identities i
              WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
              RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows, a.preview_keys,
-                       a.call_facts",
+                       a.call_facts, a.touches ->> 'action'",
             &[&id, &instance],
         )
         .await?;
@@ -129,6 +131,7 @@ pub async fn claim(
         max_rows: r.get(4),
         preview_keys: r.get(5),
         call_facts: r.get(6),
+        action: r.get(7),
     }))
 }
 

@@ -164,6 +164,16 @@ pub fn decide_call(
         stacker::grow(DECISION_STACK_BYTES, guarded)
     };
     match outcome {
+        Ok((Ok(allowed), rules)) if held_with_params(&allowed, param_count) => Decision {
+            verdict: Verdict::Refused(Refusal {
+                step: Step::Policy,
+                status: 400,
+                code: "approval_needs_literals",
+                rule: "require_approval (read)".to_string(),
+                reason: "This read needs a human approval, and a statement queued for approval runs without parameters: send the values as literals in the SQL.".to_string(),
+            }),
+            rules,
+        },
         Ok((Ok(allowed), rules)) => Decision {
             verdict: Verdict::Allowed(Box::new(allowed)),
             rules,
@@ -183,6 +193,11 @@ pub fn decide_call(
             })
         }
     }
+}
+
+/// A read held for approval runs later from its stored text, which carries no parameters.
+fn held_with_params(allowed: &Allowed, param_count: usize) -> bool {
+    allowed.class == AllowedClass::Read && allowed.approvals_required > 0 && param_count > 0
 }
 
 fn decide_inner(
@@ -297,7 +312,7 @@ fn difference(
             Change::NewlyRefused { code, rule } => {
                 return json!({"refuse": {"code": code, "rule": rule}})
             }
-            Change::ApprovalsChanged { to, .. } => {
+            Change::ApprovalsChanged { to, .. } | Change::NewlyQueued { approvals: to } => {
                 changes.insert("approvals_required".into(), json!(to));
             }
             Change::RowCapChanged { to, .. } => {
@@ -313,6 +328,7 @@ fn difference(
             // A rule only restricts: nothing is newly allowed or unmasked by enforcing it.
             Change::NewlyAllowed
             | Change::RefusedOtherwise { .. }
+            | Change::NoLongerQueued
             | Change::NewlyUnmasked { .. } => {}
         }
     }
@@ -342,41 +358,27 @@ fn row_cap(profile: &AccessProfile) -> Option<u64> {
         .min()
 }
 
-/// The rule of `profile` that refuses the whole call, or asks approval for a read.
-fn call_rule(profile: &AccessProfile, write: bool) -> Option<Refusal> {
-    for policy in &profile.policies {
-        for rule in policy.rules.iter().filter(|r| r.always_applies()) {
-            let named = format!("policy {}: {rule}", policy.name);
-            match rule.effect {
-                PolicyRule::DenyCall => {
-                    return Some(Refusal {
-                        status: 403,
-                        step: Step::Policy,
-                        code: "policy_denied",
-                        reason: rule.message.clone().unwrap_or_else(|| {
-                            format!("Policy {} refuses this call; ask an operator what it allows.", policy.name)
-                        }),
-                        rule: named,
-                    })
-                }
-                PolicyRule::RequireApproval(_) if !write => {
-                    return Some(Refusal {
-                        status: 403,
-                        step: Step::Policy,
-                        code: "read_approval_required",
-                        reason: format!(
-                            "{} This read needs a human approval, which InterLock does not queue for reads yet; ask an approver or narrow the query so policy {} does not apply.",
-                            rule.message.as_deref().unwrap_or("Policy requires approval."),
-                            policy.name
-                        ),
-                        rule: named,
-                    })
-                }
-                _ => {}
-            }
-        }
-    }
-    None
+/// The rule of `profile` that refuses the whole call.
+fn call_rule(profile: &AccessProfile) -> Option<Refusal> {
+    profile.policies.iter().find_map(|policy| {
+        policy
+            .rules
+            .iter()
+            .filter(|r| r.always_applies())
+            .find(|r| matches!(r.effect, PolicyRule::DenyCall))
+            .map(|rule| Refusal {
+                status: 403,
+                step: Step::Policy,
+                code: "policy_denied",
+                reason: rule.message.clone().unwrap_or_else(|| {
+                    format!(
+                        "Policy {} refuses this call; ask an operator what it allows.",
+                        policy.name
+                    )
+                }),
+                rule: format!("policy {}: {rule}", policy.name),
+            })
+    })
 }
 
 /// The redactions of `profile` with its mask rules added for the columns `analysis`
@@ -447,7 +449,7 @@ fn govern(
         StatementClass::Write => AllowedClass::Write,
         _ => AllowedClass::Read,
     };
-    if let Some(refusal) = call_rule(profile, class == AllowedClass::Write) {
+    if let Some(refusal) = call_rule(profile) {
         return Err(refusal);
     }
     let with_masks = masked(profile, analysis);
@@ -464,7 +466,7 @@ fn govern(
         None => output_columns(profile, analysis),
     };
     let approvals_required = match class {
-        AllowedClass::Read => 0,
+        AllowedClass::Read => read_approvals(profile),
         AllowedClass::Write => approvals(profile, &tables_written, &columns_written),
     };
     Ok(Allowed {
@@ -531,6 +533,21 @@ fn understand(
 
 /// The highest `ApprovalsRequired` matching a written table or column, or
 /// `RequireApproval`; at least 1.
+/// Approvals a read needs before it runs: the most any applying `require_approval` rule
+/// asks (0: it runs at once).
+fn read_approvals(profile: &AccessProfile) -> u32 {
+    profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter(|r| r.always_applies())
+        .filter_map(|rule| match rule.effect {
+            PolicyRule::RequireApproval(n) => Some(n),
+            _ => None,
+        })
+        .fold(0, u32::max)
+}
+
 fn approvals(profile: &AccessProfile, tables: &[RelationRef], columns: &[ColumnRef]) -> u32 {
     profile
         .policies

@@ -24,7 +24,8 @@ pub enum CallEffect {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         masked: Vec<String>,
     },
-    /// A write waits for `approvals` approvals.
+    /// The call waits for `approvals` approvals (every write; a read a
+    /// `require_approval` rule applies to).
     Queue { approvals: u32 },
 }
 
@@ -46,6 +47,12 @@ pub enum Change {
         from: u32,
         to: u32,
     },
+    /// A read that ran at once would wait for approvals.
+    NewlyQueued {
+        approvals: u32,
+    },
+    /// A read that waited for approvals would run at once.
+    NoLongerQueued,
     RowCapChanged {
         from: Option<u64>,
         to: Option<u64>,
@@ -66,6 +73,8 @@ impl Change {
             Change::NewlyAllowed => "newly_allowed",
             Change::RefusedOtherwise { .. } => "refused_otherwise",
             Change::ApprovalsChanged { .. } => "approvals_changed",
+            Change::NewlyQueued { .. } => "newly_queued",
+            Change::NoLongerQueued => "no_longer_queued",
             Change::RowCapChanged { .. } => "row_cap_changed",
             Change::NewlyMasked { .. } => "newly_masked",
             Change::NewlyUnmasked { .. } => "newly_unmasked",
@@ -100,6 +109,9 @@ impl CallEffect {
             AllowedClass::Write => CallEffect::Queue {
                 approvals: a.approvals_required.max(1),
             },
+            AllowedClass::Read if a.approvals_required > 0 => CallEffect::Queue {
+                approvals: a.approvals_required,
+            },
             AllowedClass::Read => CallEffect::Read {
                 row_cap: a.row_cap,
                 masked: a
@@ -127,10 +139,9 @@ impl CallEffect {
         matches!(self, CallEffect::Refuse { .. })
     }
 
-    /// Every way `after` differs from `self` (empty: the same effect). A write queued
-    /// with a different number of approvals is `approvals_changed`; a call that changes
-    /// class (a read becoming a write cannot happen for one statement) is compared by
-    /// verdict only.
+    /// Every way `after` differs from `self` (empty: the same effect). A call queued with
+    /// a different number of approvals is `approvals_changed`; a read that becomes queued
+    /// (or no longer is) is `newly_queued` (`no_longer_queued`).
     pub fn changes(&self, after: &CallEffect) -> Vec<Change> {
         use CallEffect::{Queue, Read, Refuse};
         match (self, after) {
@@ -152,6 +163,10 @@ impl CallEffect {
                     to: *to,
                 }]
             }
+            (Read { .. }, Queue { approvals }) => vec![Change::NewlyQueued {
+                approvals: *approvals,
+            }],
+            (Queue { .. }, Read { .. }) => vec![Change::NoLongerQueued],
             (
                 Read {
                     row_cap: cap_before,
@@ -187,7 +202,7 @@ impl CallEffect {
                 }
                 changes
             }
-            _ => Vec::new(),
+            (Queue { .. }, Queue { .. }) => Vec::new(),
         }
     }
 }
@@ -231,6 +246,16 @@ mod tests {
                 CallEffect::Queue { approvals: 1 },
                 CallEffect::Queue { approvals: 1 },
                 vec![],
+            ),
+            (
+                read(None, &[]),
+                CallEffect::Queue { approvals: 1 },
+                vec!["newly_queued"],
+            ),
+            (
+                CallEffect::Queue { approvals: 2 },
+                read(Some(3), &[]),
+                vec!["no_longer_queued"],
             ),
         ];
         for (before, after, want) in cases {

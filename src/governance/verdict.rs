@@ -98,7 +98,8 @@ pub struct Allowed {
     pub reads_clock: bool,
     /// The lowest `MaxRows` of any policy.
     pub row_cap: Option<u64>,
-    /// Approvals a write needs (max of matching rules, default 1); 0 for reads.
+    /// Approvals a write needs (max of matching rules, default 1); for a read, the
+    /// approvals a `require_approval` rule asks before it runs (0: it runs at once).
     pub approvals_required: u32,
     /// The allow statements that granted access, e.g. `role analyst: allow read app.t1`.
     pub deciding_rules: Vec<String>,

@@ -301,7 +301,9 @@ pub async fn prepare(
     );
     rate_limit(ports, draft, identity, Some(source_id), write).await?;
     draft.enter(GovernanceStep::WriteSafety);
-    if write {
+    // Every write, and a read a `require_approval` rule applies to, waits for approvers.
+    let read_queued = !write && allowed.approvals_required > 0;
+    if write || read_queued {
         return Ok(Work::Write(Box::new(WritePlan {
             rt,
             allowed,
@@ -421,8 +423,9 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
     // Executing a write on the agent's request means queueing it for approval.
     draft.enter(GovernanceStep::Execution);
     let a = &plan.allowed;
+    let write = a.class == AllowedClass::Write;
     let touches = json!({
-        "action": "write",
+        "action": if write { "write" } else { "read" },
         "tables_written": a.tables_written.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
         "columns_written": a.columns_written.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
         "tables_read": a.tables_read.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
@@ -435,7 +438,12 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         statement: a.statement.clone(),
         fingerprint: fingerprint(&a.statement),
         touches,
-        approvals_required: a.approvals_required.max(plan.rt.source.approvals_required),
+        // The source's approvals are for writes; a read needs what its rule asks.
+        approvals_required: if write {
+            a.approvals_required.max(plan.rt.source.approvals_required)
+        } else {
+            a.approvals_required
+        },
         ttl_secs: plan.rt.source.approval_ttl_secs,
         call_facts: plan
             .facts
