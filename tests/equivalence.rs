@@ -174,10 +174,12 @@ async fn every_adapter_gives_the_same_answers_side_effects_and_audit() {
         .get(0);
     assert_eq!(n, 4, "each adapter queued its own approval");
 
-    // Audit: same fields except the adapter.
+    // Audit: same fields except the adapter, and the facts of the call kept for a replay
+    // (its adapter and the instant it was made), which must name the record's adapter.
     let rows = control
         .query(
-            "SELECT adapter, tool, source_id, action, statement, fingerprint, decision, outcome, row_count, cache_hit
+            "SELECT adapter, tool, source_id, action, statement, fingerprint, decision #- '{replay,facts}',
+                    outcome, row_count, cache_hit, decision -> 'replay' -> 'facts' ->> 'adapter'
                FROM audit_records WHERE statement LIKE '%FROM public.products WHERE id = 3%' ORDER BY seq",
             &[],
         )
@@ -186,6 +188,11 @@ async fn every_adapter_gives_the_same_answers_side_effects_and_audit() {
     assert_eq!(rows.len(), 4);
     let adapters: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(adapters, ["mcp", "stdio", "mcp", "stdio"]);
+    let in_facts: Vec<Option<String>> = rows.iter().map(|r| r.get(10)).collect();
+    assert_eq!(
+        in_facts,
+        adapters.iter().cloned().map(Some).collect::<Vec<_>>()
+    );
     let essence_of = |r: &tokio_postgres::Row| {
         (
             r.get::<_, String>(1),

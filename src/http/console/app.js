@@ -1013,6 +1013,11 @@
       parts.push(h("p", { className: "effect-count muted", dataset: { role: "effect" } }, "No effect preview for this source."));
     } else if (!p.ok) {
       parts.push(h("p", { className: "effect-count effect-failed", dataset: { role: "effect" } }, `Effect preview failed: ${displaySafe(p.error || "unknown error")}. You can still decide.`));
+    } else if (p.mode === "read") {
+      const masked = (p.columns || []).filter((c) => c.masked).map((c) => `${c.name} (${c.masked})`);
+      parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: "0" } }, h("strong", {}, "A read: changes nothing"),
+        h("span", { className: "muted" }, ` · reads ${(p.tables_read || []).map(displaySafe).join(", ") || "no table"}; at most ${p.row_cap} rows, to the requester only`)));
+      parts.push(h("p", { className: "small" }, masked.length ? `Masked: ${masked.map(displaySafe).join(", ")}.` : "No column is masked."));
     } else if (p.mode === "dry_run") {
       const n = p.rows_affected ?? 0;
       parts.push(h("p", { className: "effect-count", dataset: { role: "effect", rows: String(n) } }, h("strong", {}, `Changes ${n} row${n === 1 ? "" : "s"}`), h("span", { className: "muted" }, " (ran and rolled back; every table, triggers included)")));
@@ -1044,8 +1049,12 @@
     if (p && p.ok && p.bound_to_rows_shown_why) {
       parts.push(h("p", { className: "small muted", dataset: { role: "rows-shown", bound: String(!!p.bound_to_rows_shown) } }, displaySafe(p.bound_to_rows_shown_why) + "."));
     }
+    const isRead = p && p.mode === "read";
+    const boundText = isRead
+      ? (a.max_rows === null || a.max_rows === undefined ? "Returns at most the row cap above." : `Returns at most ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`)
+      : (a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect." : `Bound: fails and changes nothing if it affects more than ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`);
     parts.push(h("p", { className: "effect-bound small", dataset: { role: "bound" } },
-      a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect." : `Bound: fails and changes nothing if it affects more than ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`,
+      boundText,
       a.statement_sha256 ? h("span", { className: "mono muted", title: "SHA-256 of the statement the approval is bound to" }, ` · sha256 ${a.statement_sha256.slice(0, 16)}…`) : null));
     return h("div", { className: "effect" }, parts);
   }
