@@ -7,8 +7,7 @@
 mod common;
 
 use chrono::TimeZone;
-use common::env::{demo_env, demo_env_with, DemoEnv};
-use common::issuer::{SigningKey, TestIssuer};
+use common::env::{demo_env, oauth_demo_env, DemoEnv, OAUTH_RESOURCE};
 use common::mcp::{call, Answer, MODERN};
 use interlock::control::policy_file::{apply, AccessFile};
 use serde_json::{json, Value};
@@ -421,22 +420,7 @@ async fn access_files_with_a_wrong_condition_are_refused_whole() {
 
 #[tokio::test]
 async fn group_and_claim_conditions_read_the_access_token() {
-    const RESOURCE: &str = "http://127.0.0.1/interlock-test/mcp";
-    let issuer = TestIssuer::start();
-    let key = SigningKey::es256("es-1");
-    issuer.publish(&[&key]);
-    let base = issuer.base.clone();
-    let env = demo_env_with(
-        move |s| {
-            let o = &mut s.oauth;
-            o.enabled = true;
-            o.resource = RESOURCE.into();
-            o.issuer = base;
-            o.roles_claim = "groups".into();
-        },
-        |_| {},
-    )
-    .await;
+    let (env, issuer, key) = oauth_demo_env().await;
     policy(
         &env,
         &["kind = \"deny\"\nwhen = \"statement.class == 'write' && !('oncall' in caller.groups) && caller.claims.department != 'ops'\""],
@@ -445,7 +429,7 @@ async fn group_and_claim_conditions_read_the_access_token() {
     let now = chrono::Utc::now().timestamp();
     let token = |groups: Value, department: &str| {
         key.sign(
-            &json!({"iss": issuer.base, "aud": RESOURCE, "sub": "demo-agent",
+            &json!({"iss": issuer.base, "aud": OAUTH_RESOURCE, "sub": "demo-agent",
                          "scope": "interlock:tools", "iat": now, "nbf": now, "exp": now + 600,
                          "groups": groups, "department": department}),
         )
@@ -468,7 +452,7 @@ async fn group_and_claim_conditions_read_the_access_token() {
 /// `interlock_approval_status` and nobody else.
 #[tokio::test]
 async fn a_read_held_for_approval_runs_once_approved_and_only_its_requester_sees_the_rows() {
-    use common::approvals::{approve, show, wait};
+    use common::approvals::{approve, show, status, wait};
     let env = demo_env().await;
     policy(
         &env,
@@ -540,24 +524,11 @@ async fn a_read_held_for_approval_runs_once_approved_and_only_its_requester_sees
     })
     .await;
     assert_eq!(done["state"], "executed", "{done:#}");
-    let status = call(
-        &env.gateway.url(""),
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_approval_status",
-        json!({"approval_id": id}),
-    )
-    .await;
-    let answer: Value = serde_json::from_str(
-        status.body["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_else(|| panic!("{:?}", status.body)),
-    )
-    .unwrap();
+    let answer = status(&env.gateway, &env.agent_key, &id).await;
     let result = &answer["result"];
     let rows = result["returning"]["rows"]
         .as_array()
-        .unwrap_or_else(|| panic!("{:#}", status.body));
+        .unwrap_or_else(|| panic!("{answer:#}"));
     assert_eq!(result["returning"]["truncated"], "row_limit", "{result:#}");
     assert_eq!(rows.len(), 2, "{result:#}");
     assert_eq!(rows[0]["id"], 1);

@@ -625,24 +625,8 @@ async fn a_file_laid_over_the_snapshot_is_the_file_applied() {
 /// differences, and a candidate over claims predicts what the gateway then does.
 #[tokio::test]
 async fn groups_and_claims_of_access_tokens_replay_exactly() {
-    use common::env::demo_env_with;
-    use common::issuer::{SigningKey, TestIssuer};
-    const RESOURCE: &str = "http://127.0.0.1/interlock-test/mcp";
-    let issuer = TestIssuer::start();
-    let key = SigningKey::es256("es-1");
-    issuer.publish(&[&key]);
-    let base = issuer.base.clone();
-    let env = demo_env_with(
-        move |s| {
-            let o = &mut s.oauth;
-            o.enabled = true;
-            o.resource = RESOURCE.into();
-            o.issuer = base;
-            o.roles_claim = "groups".into();
-        },
-        |_| {},
-    )
-    .await;
+    use common::env::{oauth_demo_env, OAUTH_RESOURCE};
+    let (env, issuer, key) = oauth_demo_env().await;
     let live = "[[policies]]\nsource = \"shop\"\nname = \"t\"\n[[policies.rules]]\nkind = \"deny\"\nwhen = \"statement.class == 'write' && !('oncall' in caller.groups) && caller.claims.department != 'ops'\"\n";
     let candidate = "[[policies]]\nsource = \"shop\"\nname = \"t\"\n[[policies.rules]]\nkind = \"deny\"\nwhen = \"caller.claims.department == 'sales' && !('oncall' in caller.groups)\"\n";
     apply(&env.pool, &AccessFile::parse(live).unwrap())
@@ -652,7 +636,7 @@ async fn groups_and_claims_of_access_tokens_replay_exactly() {
     let now = chrono::Utc::now().timestamp();
     let token = |groups: Value, department: &str| {
         key.sign(
-            &json!({"iss": issuer.base, "aud": RESOURCE, "sub": "demo-agent",
+            &json!({"iss": issuer.base, "aud": OAUTH_RESOURCE, "sub": "demo-agent",
             "scope": "interlock:tools", "iat": now, "nbf": now, "exp": now + 600,
             "groups": groups, "department": department}),
         )

@@ -74,3 +74,19 @@ pub fn ran(a: &Value) -> bool {
 pub fn previewed(a: &Value) -> bool {
     !a["preview"].is_null()
 }
+
+/// The requester's view of approval `id` through `interlock_approval_status` (as `key`).
+pub async fn status(gw: &TestGateway, key: &str, id: &str) -> Value {
+    let a = call(
+        &gw.url(""),
+        Some(key),
+        MODERN,
+        "interlock_approval_status",
+        json!({"approval_id": id}),
+    )
+    .await;
+    let text = a.body["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no status text: {:?}", a.body));
+    serde_json::from_str(text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}

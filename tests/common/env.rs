@@ -193,3 +193,31 @@ impl DemoEnv {
         }
     }
 }
+
+/// The resource the OAuth demo environments accept tokens for.
+pub const OAUTH_RESOURCE: &str = "http://127.0.0.1/interlock-test/mcp";
+
+/// A demo environment that also accepts access tokens from a test issuer (ES256 key
+/// `es-1`, groups in the `groups` claim), with the issuer and its key.
+pub async fn oauth_demo_env() -> (
+    DemoEnv,
+    super::issuer::TestIssuer,
+    super::issuer::SigningKey,
+) {
+    let issuer = super::issuer::TestIssuer::start();
+    let key = super::issuer::SigningKey::es256("es-1");
+    issuer.publish(&[&key]);
+    let base = issuer.base.clone();
+    let env = demo_env_with(
+        move |s| {
+            let o = &mut s.oauth;
+            o.enabled = true;
+            o.resource = OAUTH_RESOURCE.into();
+            o.issuer = base;
+            o.roles_claim = "groups".into();
+        },
+        |_| {},
+    )
+    .await;
+    (env, issuer, key)
+}
