@@ -386,7 +386,7 @@ fn bench_replay(c: &mut Criterion) {
     let judge = Judge {
         source: &source,
         catalog: &catalog,
-        memo: &memo,
+        memo: Some(&memo),
         limits: &limits,
     };
     let mut facts = CallFacts::anonymous("sales");

@@ -7,7 +7,7 @@
 mod common;
 
 use chrono::TimeZone;
-use common::env::{demo_env, oauth_demo_env, DemoEnv, OAUTH_RESOURCE};
+use common::env::{demo_agent_token, demo_env, oauth_demo_env, DemoEnv};
 use common::mcp::{call, Answer, MODERN};
 use interlock::control::policy_file::{apply, AccessFile};
 use serde_json::{json, Value};
@@ -426,14 +426,8 @@ async fn group_and_claim_conditions_read_the_access_token() {
         &["kind = \"deny\"\nwhen = \"statement.class == 'write' && !('oncall' in caller.groups) && caller.claims.department != 'ops'\""],
     )
     .await;
-    let now = chrono::Utc::now().timestamp();
-    let token = |groups: Value, department: &str| {
-        key.sign(
-            &json!({"iss": issuer.base, "aud": OAUTH_RESOURCE, "sub": "demo-agent",
-                         "scope": "interlock:tools", "iat": now, "nbf": now, "exp": now + 600,
-                         "groups": groups, "department": department}),
-        )
-    };
+    let token =
+        |groups: Value, department: &str| demo_agent_token(&issuer, &key, groups, department);
     let cases = [
         (json!(["oncall"]), "sales", "queued"),
         (json!(["analysts"]), "ops", "queued"),

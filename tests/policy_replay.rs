@@ -200,6 +200,20 @@ fn assert_predicted(report: &Value, before: &[(i64, Value)], after: &[(i64, Valu
     changed
 }
 
+/// `GET path` on the admin API as the operator: (status, body).
+async fn admin_get(env: &DemoEnv, path: &str) -> (u16, Value) {
+    let res = common::http::client()
+        .get(env.gateway.url(path))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    (
+        res.status().as_u16(),
+        res.json().await.unwrap_or(Value::Null),
+    )
+}
+
 async fn admin(env: &DemoEnv, path: &str, body: Value) -> (u16, Value) {
     let res = common::http::client()
         .post(env.gateway.url(path))
@@ -255,15 +269,7 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
         "{report:#}"
     );
     // The console's chart of report-only rules over time counts the same.
-    let chart: Value = common::http::client()
-        .get(env.gateway.url("/admin/policy/reported?since=1h&bucket=60"))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, chart) = admin_get(&env, "/admin/policy/reported?since=1h&bucket=60").await;
     let rules = chart["rules"].as_array().unwrap();
     assert_eq!(rules.len(), 1, "{chart:#}");
     assert_eq!(rules[0]["rule"], "watch-products", "{chart:#}");
@@ -276,13 +282,8 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
         .sum();
     assert_eq!(in_buckets, 2, "{chart:#}");
     for bad in ["since=soon", "since=1h&bucket=0", "since=30d&bucket=1"] {
-        let res = common::http::client()
-            .get(env.gateway.url(&format!("/admin/policy/reported?{bad}")))
-            .bearer_auth(&env.operator_key)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status().as_u16(), 400, "{bad}");
+        let (status, body) = admin_get(&env, &format!("/admin/policy/reported?{bad}")).await;
+        assert_eq!(status, 400, "{bad}: {body}");
     }
     // The command line gives the same report, through the admin API.
     let dir = tempfile::tempdir().unwrap();
@@ -625,7 +626,7 @@ async fn a_file_laid_over_the_snapshot_is_the_file_applied() {
 /// differences, and a candidate over claims predicts what the gateway then does.
 #[tokio::test]
 async fn groups_and_claims_of_access_tokens_replay_exactly() {
-    use common::env::{oauth_demo_env, OAUTH_RESOURCE};
+    use common::env::{demo_agent_token, oauth_demo_env};
     let (env, issuer, key) = oauth_demo_env().await;
     let live = "[[policies]]\nsource = \"shop\"\nname = \"t\"\n[[policies.rules]]\nkind = \"deny\"\nwhen = \"statement.class == 'write' && !('oncall' in caller.groups) && caller.claims.department != 'ops'\"\n";
     let candidate = "[[policies]]\nsource = \"shop\"\nname = \"t\"\n[[policies.rules]]\nkind = \"deny\"\nwhen = \"caller.claims.department == 'sales' && !('oncall' in caller.groups)\"\n";
@@ -633,14 +634,8 @@ async fn groups_and_claims_of_access_tokens_replay_exactly() {
         .await
         .unwrap();
     env.gateway.state.profiles.invalidate_all();
-    let now = chrono::Utc::now().timestamp();
-    let token = |groups: Value, department: &str| {
-        key.sign(
-            &json!({"iss": issuer.base, "aud": OAUTH_RESOURCE, "sub": "demo-agent",
-            "scope": "interlock:tools", "iat": now, "nbf": now, "exp": now + 600,
-            "groups": groups, "department": department}),
-        )
-    };
+    let token =
+        |groups: Value, department: &str| demo_agent_token(&issuer, &key, groups, department);
     let mut calls = Vec::new();
     for (groups, department) in [
         (json!(["oncall"]), "sales"),

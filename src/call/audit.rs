@@ -103,6 +103,11 @@ impl AuditDraft {
     /// `Refusal::apply`, so the record and the answer come from one value).
     /// `refused_at` is the governance step the call was in; `step` the finer rule family.
     pub fn refused(&mut self, step: &str, code: &str, rule: &str, reason: &str) {
+        // Refused before its SQL decision (e.g. by the source-role step): that is the effect
+        // a replay compares; a refusal after the decision leaves the decided effect.
+        if let Some(replay) = self.replay.as_mut().filter(|r| r.effect.is_none()) {
+            replay.effect = Some(crate::governance::effect::CallEffect::refused(code, rule));
+        }
         let at = self.trail.last().map(GovernanceStep::name);
         self.decision = json!({"verdict": "refuse", "step": step, "refused_at": at, "code": code, "rule": rule, "reason": reason});
     }

@@ -421,63 +421,71 @@ pub enum PolicyCommand {
     Apply { file: PathBuf },
     /// Replay recorded calls under an access file laid over the live policy and report what
     /// would change, without applying it (a running gateway's admin API; operator key).
-    Simulate {
-        /// The candidate access file (what `policy apply` takes).
-        file: PathBuf,
-        /// Records since: an RFC 3339 instant or a span back from now (90s, 30m, 12h, 7d).
-        #[arg(long)]
-        since: Option<String>,
-        /// Only calls to this source.
-        #[arg(long)]
-        source: Option<String>,
-        /// Only calls of this identity.
-        #[arg(long)]
-        identity: Option<String>,
-        /// Most records to replay.
-        #[arg(long, default_value_t = 100_000)]
-        limit: u64,
-        /// Examples shown per kind of change.
-        #[arg(long, default_value_t = 5)]
-        examples: usize,
-        /// Print the whole report as JSON.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Simulate(SimulateArgs),
     /// Explain how one call would be decided: every grant, rule and mask that applies and
     /// what decided it (a running gateway's admin API; operator key).
-    Explain {
-        /// The identity that would call.
-        #[arg(long)]
-        identity: String,
-        /// The source it would call.
-        #[arg(long)]
-        source: String,
-        /// The statement it would send.
-        #[arg(long)]
-        sql: String,
-        /// How many $n parameters the call binds.
-        #[arg(long, default_value_t = 0)]
-        params: usize,
-        /// The rows the call would ask for.
-        #[arg(long)]
-        max_rows: Option<u64>,
-        /// A token group of the caller (repeatable; implies an OAuth caller).
-        #[arg(long = "group")]
-        groups: Vec<String>,
-        /// A token claim of the caller as NAME=JSON or NAME=text (repeatable; implies OAuth).
-        #[arg(long = "claim", value_parser = parse_claim)]
-        claims: Vec<(String, serde_json::Value)>,
-        /// When the call is made (RFC 3339; default now).
-        #[arg(long)]
-        at: Option<chrono::DateTime<chrono::Utc>>,
-        /// Explain under this access file laid over the live policy.
-        #[arg(long)]
-        file: Option<PathBuf>,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
+    Explain(ExplainArgs),
+}
+
+/// `interlock policy simulate`.
+#[derive(Debug, Args)]
+pub struct SimulateArgs {
+    /// The candidate access file (what `policy apply` takes).
+    pub file: PathBuf,
+    /// Records since: an RFC 3339 instant or a span back from now (90s, 30m, 12h, 7d).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only calls to this source.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Only calls of this identity.
+    #[arg(long)]
+    pub identity: Option<String>,
+    /// Most records to replay.
+    #[arg(long, default_value_t = 100_000)]
+    pub limit: u64,
+    /// Examples shown per kind of change.
+    #[arg(long, default_value_t = 5)]
+    pub examples: usize,
+    /// Print the whole report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// `interlock policy explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The identity that would call.
+    #[arg(long)]
+    pub identity: String,
+    /// The source it would call.
+    #[arg(long)]
+    pub source: String,
+    /// The statement it would send.
+    #[arg(long)]
+    pub sql: String,
+    /// How many $n parameters the call binds.
+    #[arg(long, default_value_t = 0)]
+    pub params: usize,
+    /// The rows the call would ask for.
+    #[arg(long)]
+    pub max_rows: Option<u64>,
+    /// A token group of the caller (repeatable; implies an OAuth caller).
+    #[arg(long = "group")]
+    pub groups: Vec<String>,
+    /// A token claim of the caller as NAME=JSON or NAME=text (repeatable; implies OAuth).
+    #[arg(long = "claim", value_parser = parse_claim)]
+    pub claims: Vec<(String, serde_json::Value)>,
+    /// When the call is made (RFC 3339; default now).
+    #[arg(long)]
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Explain under this access file laid over the live policy.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// `NAME=VALUE` of `--claim`: VALUE as JSON when it parses, else as a string.
@@ -578,7 +586,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Policy(PolicyCommand::Apply { file }) => {
             admin::policy_apply(&settings, &file).await
         }
-        Command::Policy(cmd) => policy_lab::run(cmd).await,
+        Command::Policy(PolicyCommand::Simulate(args)) => policy_lab::simulate(args).await,
+        Command::Policy(PolicyCommand::Explain(args)) => policy_lab::explain(args).await,
         Command::Audit(cmd) => crate::cli::ledger::run(&settings, cmd).await,
         Command::Grants(cmd) => admin::grants(&settings, cmd).await,
         Command::Approvals { remote, command } => remote::approvals(&remote, command).await,

@@ -10,92 +10,65 @@ use serde_json::{json, Value};
 
 use super::output::{print_json, print_table};
 use super::remote::request_within;
-use super::PolicyCommand;
+use super::{ExplainArgs, SimulateArgs};
 
 fn read(file: &std::path::Path) -> anyhow::Result<String> {
     std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
 }
 
-pub async fn run(cmd: PolicyCommand) -> anyhow::Result<()> {
-    match cmd {
-        PolicyCommand::Apply { .. } => unreachable_apply(),
-        PolicyCommand::Simulate {
-            file,
-            since,
-            source,
-            identity,
-            limit,
-            examples,
-            json,
-            remote,
-        } => {
-            let body = json!({
-                "file": read(&file)?,
-                "since": since,
-                "source": source,
-                "identity": identity,
-                "limit": limit,
-                "examples": examples,
-            });
-            let report = request_within(
-                &remote,
-                Method::POST,
-                "/admin/policy/simulate",
-                Some(body),
-                Duration::from_secs(3600),
-            )
-            .await
-            .with_context(|| format!("{} was not simulated", file.display()))?;
-            if json {
-                print_json(&report)
-            } else {
-                summary(&report);
-                Ok(())
-            }
-        }
-        PolicyCommand::Explain {
-            identity,
-            source,
-            sql,
-            params,
-            max_rows,
-            groups,
-            claims,
-            at,
-            file,
-            remote,
-        } => {
-            let oauth = !groups.is_empty() || !claims.is_empty();
-            let mut body = json!({
-                "identity": identity,
-                "source": source,
-                "sql": sql,
-                "params": params,
-                "max_rows": max_rows,
-                "credential": if oauth { "oauth" } else { "api_key" },
-                "groups": groups,
-                "claims": claims.into_iter().collect::<serde_json::Map<String, Value>>(),
-                "at": at,
-            });
-            if let Some(f) = &file {
-                body["file"] = json!(read(f)?);
-            }
-            let v = request_within(
-                &remote,
-                Method::POST,
-                "/admin/policy/explain",
-                Some(body),
-                Duration::from_secs(30),
-            )
-            .await?;
-            print_json(&v)
-        }
+/// `interlock policy simulate`.
+pub async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    let body = json!({
+        "file": read(&args.file)?,
+        "since": args.since,
+        "source": args.source,
+        "identity": args.identity,
+        "limit": args.limit,
+        "examples": args.examples,
+    });
+    let report = request_within(
+        &args.remote,
+        Method::POST,
+        "/admin/policy/simulate",
+        Some(body),
+        Duration::from_secs(3600),
+    )
+    .await
+    .with_context(|| format!("{} was not simulated", args.file.display()))?;
+    if args.json {
+        print_json(&report)
+    } else {
+        summary(&report);
+        Ok(())
     }
 }
 
-/// `policy apply` runs against the control database, never here.
-fn unreachable_apply() -> anyhow::Result<()> {
-    anyhow::bail!("policy apply is run against the control database, not a gateway")
+/// `interlock policy explain`.
+pub async fn explain(args: ExplainArgs) -> anyhow::Result<()> {
+    let oauth = !args.groups.is_empty() || !args.claims.is_empty();
+    let mut body = json!({
+        "identity": args.identity,
+        "source": args.source,
+        "sql": args.sql,
+        "params": args.params,
+        "max_rows": args.max_rows,
+        "credential": if oauth { "oauth" } else { "api_key" },
+        "groups": args.groups,
+        "claims": args.claims.into_iter().collect::<serde_json::Map<String, Value>>(),
+        "at": args.at,
+    });
+    if let Some(f) = &args.file {
+        body["file"] = json!(read(f)?);
+    }
+    let v = request_within(
+        &args.remote,
+        Method::POST,
+        "/admin/policy/explain",
+        Some(body),
+        Duration::from_secs(30),
+    )
+    .await?;
+    print_json(&v)
 }
 
 fn count(v: &Value) -> String {

@@ -217,13 +217,7 @@ pub async fn prepare(
         params: params.len(),
         effect: None,
     });
-    let profile = match profile(ports, draft, identity, source_id).await {
-        Ok(profile) => profile,
-        Err(outcome) => {
-            settle_refused(draft);
-            return Err(outcome);
-        }
-    };
+    let profile = profile(ports, draft, identity, source_id).await?;
     let caller = match Caller::for_source(
         &rt.source,
         &identity.name,
@@ -231,7 +225,7 @@ pub async fn prepare(
     ) {
         Ok(caller) => caller,
         Err(unmapped) => {
-            let outcome = Refusal::denied(
+            return Err(Refusal::denied(
                 "source_role",
                 403,
                 "identity_not_mapped",
@@ -239,9 +233,7 @@ pub async fn prepare(
                 "no PostgreSQL role mapped for the caller",
                 unmapped.to_string(),
             )
-            .apply(draft);
-            settle_refused(draft);
-            return Err(outcome);
+            .apply(draft))
         }
     };
     draft.enter(GovernanceStep::Policy);
@@ -255,7 +247,6 @@ pub async fn prepare(
         }
     };
     let limits = ports.sql_limits();
-    let facts = draft.replay.as_ref().map(|r| r.facts.clone());
     let decision = decide_call(
         sql,
         params.len(),
@@ -263,7 +254,7 @@ pub async fn prepare(
         Some(&catalog.memo),
         &profile.profile,
         &limits,
-        facts.as_ref(),
+        draft.replay.as_ref().map(|r| &r.facts),
     );
     record_rules(ports, draft, &decision.rules);
     if let Some(replay) = draft.replay.as_mut() {
@@ -272,8 +263,10 @@ pub async fn prepare(
             crate::governance::Verdict::Allowed(a) => CallEffect::of_allowed(a),
         });
     }
-    // Queued writes keep their facts only when a conditional rule reads them.
-    let facts = facts.filter(|_| needs_facts(&profile.profile));
+    // Queued calls keep their facts only when a conditional rule reads them.
+    let facts = needs_facts(&profile.profile)
+        .then(|| draft.replay.as_ref().map(|r| r.facts.clone()))
+        .flatten();
     let allowed = match decision.verdict {
         crate::governance::Verdict::Refused(r) => {
             let failed = r.status >= 500;
@@ -335,18 +328,6 @@ pub async fn prepare(
         profile,
         caller,
     })))
-}
-
-/// The refusal just recorded (by the source-role step) is the effect of the decision.
-fn settle_refused(draft: &mut AuditDraft) {
-    let code = draft.decision["code"].as_str().map(str::to_string);
-    let rule = draft.decision["rule"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    if let (Some(replay), Some(code)) = (draft.replay.as_mut(), code) {
-        replay.effect = Some(CallEffect::refused(&code, &rule));
-    }
 }
 
 /// The facts of this call that conditions read.

@@ -18,7 +18,6 @@ use crate::governance::effect::CallEffect;
 use crate::governance::policy::RuleOutcome;
 use crate::governance::AccessProfile;
 use crate::pipeline::Ports;
-use crate::sql::memo::ShapeMemo;
 
 /// The call to explain.
 #[derive(Debug, Clone, Deserialize)]
@@ -134,7 +133,6 @@ pub async fn explain(
     };
     let profile = snapshot.profile(&req.identity, &req.source)?;
     let limits = ports.sql_limits();
-    let memo = ShapeMemo::new(1 << 20);
     let call = RecordedCall {
         seq: 0,
         at: facts.time,
@@ -150,7 +148,7 @@ pub async fn explain(
     let judge = Judge {
         source: &rt.source,
         catalog: &catalog.catalog,
-        memo: &memo,
+        memo: None,
         limits: &limits,
     };
     let judged = judge.decide(profile.as_ref(), &call);

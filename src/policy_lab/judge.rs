@@ -29,8 +29,9 @@ pub struct RecordedCall {
 pub struct Judge<'a> {
     pub source: &'a Source,
     pub catalog: &'a Catalog,
-    /// A memo of this replay's own (the gateway's memo is left to the gateway's calls).
-    pub memo: &'a ShapeMemo,
+    /// A memo of this replay's own (the gateway's memo is left to the gateway's calls);
+    /// `None` for a single decision.
+    pub memo: Option<&'a ShapeMemo>,
     pub limits: &'a SqlLimits,
 }
 
@@ -65,7 +66,7 @@ impl Judge<'_> {
             &call.statement,
             call.basis.params,
             self.catalog,
-            Some(self.memo),
+            self.memo,
             profile,
             self.limits,
             Some(&call.basis.facts),

@@ -56,6 +56,8 @@ struct Replay {
 struct Profiles {
     live: Option<AccessProfile>,
     tried: Option<AccessProfile>,
+    /// The candidate leaves this caller's profile as it is: one decision serves both.
+    same: bool,
 }
 
 /// Replays the calls `scope` selects under `candidate`; refused (with `policy apply`'s own
@@ -173,9 +175,12 @@ impl Replay {
         let key = (call.identity.clone(), call.source.clone());
         if !self.profiles.contains_key(&key) {
             let loaded = (|| {
+                let live = self.live.profile(&call.identity, &call.source)?;
+                let tried = self.tried.profile(&call.identity, &call.source)?;
                 Ok::<_, ControlError>(Profiles {
-                    live: self.live.profile(&call.identity, &call.source)?,
-                    tried: self.tried.profile(&call.identity, &call.source)?,
+                    same: live == tried,
+                    live,
+                    tried,
                 })
             })()
             .map_err(|_| "profile_unreadable".to_string());
@@ -187,11 +192,11 @@ impl Replay {
         let judge = Judge {
             source: &ctx.source,
             catalog: &ctx.catalog.catalog,
-            memo: &ctx.memo,
+            memo: Some(&ctx.memo),
             limits: &self.limits,
         };
         let live = judge.decide(profiles.live.as_ref(), &call);
-        let would: Judged = if profiles.tried == profiles.live {
+        let would: Judged = if profiles.same {
             live.clone()
         } else {
             judge.decide(profiles.tried.as_ref(), &call)

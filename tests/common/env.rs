@@ -221,3 +221,19 @@ pub async fn oauth_demo_env() -> (
     .await;
     (env, issuer, key)
 }
+
+/// An access token for `demo-agent` from the OAuth demo environment's issuer, valid for ten
+/// minutes, with `groups` and a `department` claim.
+pub fn demo_agent_token(
+    issuer: &super::issuer::TestIssuer,
+    key: &super::issuer::SigningKey,
+    groups: serde_json::Value,
+    department: &str,
+) -> String {
+    let now = chrono::Utc::now().timestamp();
+    key.sign(&serde_json::json!({
+        "iss": issuer.base, "aud": OAUTH_RESOURCE, "sub": "demo-agent",
+        "scope": "interlock:tools", "iat": now, "nbf": now, "exp": now + 600,
+        "groups": groups, "department": department,
+    }))
+}
