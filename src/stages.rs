@@ -12,7 +12,10 @@
 //! - `arguments`: a tool's own checks of its arguments beyond the JSON Schema (which the
 //!   protocol layer checks before the pipeline);
 //! - `breaker` before `cache`: an open circuit refuses a read before the cache is asked;
-//! - `cache` just before `execution`: a hit answers instead of the source.
+//! - `cache` just before `execution`: a hit answers instead of the source;
+//! - `cost` between them: a read on a source with cost limits (or by an identity with a cost
+//!   budget) is planned first and admitted, refused or queued by its estimate; a cache hit
+//!   costs the source nothing and is never planned.
 //!
 //! [`ORDER_DOC`] is the line `pipeline`'s module documentation carries (a unit test keeps
 //! the two equal). Which steps each tool runs, and the trail a call leaves through them,
@@ -37,6 +40,7 @@ pub enum GovernanceStep {
     WriteSafety,
     Breaker,
     Cache,
+    Cost,
     Execution,
     Redaction,
     Audit,
@@ -45,7 +49,7 @@ pub enum GovernanceStep {
 use GovernanceStep as S;
 
 /// Every step, in order (the declaration order; a unit test keeps them equal).
-pub const ORDER: [GovernanceStep; 13] = [
+pub const ORDER: [GovernanceStep; 14] = [
     S::Identity,
     S::AuditGate,
     S::Arguments,
@@ -56,13 +60,14 @@ pub const ORDER: [GovernanceStep; 13] = [
     S::WriteSafety,
     S::Breaker,
     S::Cache,
+    S::Cost,
     S::Execution,
     S::Redaction,
     S::Audit,
 ];
 
 /// The order as the module documentation of `pipeline` states it.
-pub const ORDER_DOC: &str = "identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit";
+pub const ORDER_DOC: &str = "identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → cost → execution → redaction → audit";
 
 impl GovernanceStep {
     pub fn name(self) -> &'static str {
@@ -77,6 +82,7 @@ impl GovernanceStep {
             S::WriteSafety => "write_safety",
             S::Breaker => "breaker",
             S::Cache => "cache",
+            S::Cost => "cost",
             S::Execution => "execution",
             S::Redaction => "redaction",
             S::Audit => "audit",

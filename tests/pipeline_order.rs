@@ -25,15 +25,16 @@ use interlock::control::catalog::StoredCatalog;
 use interlock::control::identities::{Identity, IdentityKind};
 use interlock::control::sources::{Source, SourceKind, TlsMode};
 use interlock::control::{ControlError, ControlPool};
+use interlock::governance::cost::RelationFacts;
 use interlock::governance::{AccessProfile, SqlLimits};
-use interlock::limits::RateRefusal;
+use interlock::limits::{CostBudgetRefusal, RateRefusal};
 use interlock::mcp::{ToolArgs, ToolKind};
 use interlock::pipeline::identity::{Principal, Resolved, TokenFacts};
 use interlock::pipeline::ports::Read;
 use interlock::pipeline::profiles::LoadedProfile;
 use interlock::pipeline::{CallContext, Outcome, Ports};
 use interlock::sources::catalog::RefreshError;
-use interlock::sources::postgres::execute::{ExecError, Rows};
+use interlock::sources::postgres::execute::{Caller, ExecError, Rows};
 use interlock::sources::registry::{CatalogSnapshot, SourceRuntime};
 use interlock::stages::GovernanceStep as S;
 use interlock::Settings;
@@ -41,7 +42,7 @@ use interlock_actors::audit::{AuditError, AuditRecord};
 use interlock_actors::breaker::{BreakerHandle, ForceAction};
 use interlock_actors::cache::{CachedResult, Generations};
 use interlock_actors::events::{Event, EventBus};
-use interlock_actors::ratelimit::{RateLimited, RateRequest};
+use interlock_actors::ratelimit::{CostRequest, RateLimited, RateRequest};
 use interlock_actors::supervise::{Supervision, SupervisionConfig};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -286,6 +287,22 @@ impl Ports for Fake {
         async {}
     }
 
+    fn charge_cost(
+        &self,
+        _request: &CostRequest,
+    ) -> impl Future<Output = Result<(), CostBudgetRefusal>> + Send {
+        std::future::ready(Ok(()))
+    }
+
+    fn relation_facts(
+        &self,
+        _rt: &SourceRuntime,
+        _relations: &[(String, String)],
+        _caller: Option<&Caller>,
+    ) -> impl Future<Output = Result<Vec<RelationFacts>, ExecError>> + Send {
+        std::future::ready(Ok(Vec::new()))
+    }
+
     fn read(
         &self,
         _rt: &SourceRuntime,
@@ -406,6 +423,7 @@ async fn fake(make: Make, supervision: &Supervision) -> Fake {
             name: "fake-agent".into(),
             kind: IdentityKind::Agent,
             rate: None,
+            cost: None,
             created_at: Utc::now(),
         }),
     }

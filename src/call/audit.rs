@@ -46,6 +46,8 @@ pub struct AuditDraft {
     pub policy: Option<Value>,
     /// What a replay of the decision needs (governed queries only).
     pub replay: Option<ReplayBasis>,
+    /// Cost admission: the estimate, the limits and budget, and what they made of it.
+    pub cost: Option<Value>,
 }
 
 impl AuditDraft {
@@ -76,6 +78,7 @@ impl AuditDraft {
             trail: Trail::default(),
             policy: None,
             replay: None,
+            cost: None,
         }
     }
 
@@ -130,6 +133,9 @@ impl AuditDraft {
         }
         if let (Some(p), Value::Object(m)) = (self.policy, &mut decision) {
             m.insert("policy".into(), p);
+        }
+        if let (Some(c), Value::Object(m)) = (self.cost, &mut decision) {
+            m.insert("cost".into(), c);
         }
         if let (Some(r), Value::Object(m)) = (self.replay, &mut decision) {
             if let Ok(v) = serde_json::to_value(r) {

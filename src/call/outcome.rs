@@ -30,6 +30,8 @@ pub enum Outcome {
         code: String,
         message: String,
         retry_after: Option<Duration>,
+        /// Structured facts for the caller (a cost refusal's plan summary).
+        details: Option<Value>,
     },
     NotFound {
         reason: String,

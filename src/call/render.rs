@@ -49,11 +49,13 @@ pub fn tool_outcome(outcome: &Outcome) -> ToolOutcome {
             code,
             message,
             retry_after,
+            details,
         } => ToolOutcome::Refused {
             status: *status,
             code: code.clone(),
             message: message.clone(),
             retry_after_secs: retry_after.map(|d| d.as_secs_f64().ceil() as u64),
+            details: details.clone(),
         },
         Outcome::NotFound { reason } => ToolOutcome::NotFound {
             reason: reason.clone(),

@@ -25,6 +25,7 @@ pub fn declared(tool: ToolKind) -> &'static [GovernanceStep] {
             S::WriteSafety,
             S::Breaker,
             S::Cache,
+            S::Cost,
             S::Execution,
             S::Redaction,
             S::Audit,

@@ -93,7 +93,7 @@ impl AccessSnapshot {
         let rules = tx
             .query(
                 "SELECT source_id, policy_name, rule_name, kind, action, resource, value, condition, mode,
-                        message, strategy, keep_last, allow_filter
+                        message, strategy, keep_last, allow_filter, on_exceed, approvals
                    FROM policy_rules ORDER BY source_id, policy_name, id",
                 &[],
             )

@@ -84,6 +84,28 @@ impl FromStr for RateLimit {
     }
 }
 
+/// A cost budget: planner cost units per second, with a burst (cost admission). A read
+/// takes its estimated cost from the budget of its identity on its source.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CostBudget {
+    pub per_second: f64,
+    pub burst: f64,
+}
+
+impl FromStr for CostBudget {
+    type Err = String;
+    /// Parses `50000/s`, `3000000/m` or `1e8/h`; the burst defaults to one second's worth.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let rate: RateLimit = s
+            .parse()
+            .map_err(|e: String| e.replacen("rate", "cost budget", 1))?;
+        Ok(CostBudget {
+            per_second: rate.per_second,
+            burst: rate.per_second.ceil().max(1.0),
+        })
+    }
+}
+
 /// Longest identity name, in characters.
 pub const MAX_NAME_CHARS: usize = 63;
 
@@ -120,6 +142,8 @@ pub struct Identity {
     pub name: String,
     pub kind: IdentityKind,
     pub rate: Option<RateLimit>,
+    /// The identity's cost budget on each source, when it has one.
+    pub cost: Option<CostBudget>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -135,6 +159,14 @@ pub(crate) fn from_row(r: &tokio_postgres::Row) -> Result<Identity, ControlError
             per_second,
             burst: burst.and_then(|b| u32::try_from(b).ok()).unwrap_or(1),
         }),
+        cost: r
+            .get::<_, Option<f64>>("cost_per_second")
+            .map(|per_second| CostBudget {
+                per_second,
+                burst: r
+                    .get::<_, Option<f64>>("cost_burst")
+                    .unwrap_or(per_second.ceil().max(1.0)),
+            }),
         created_at: r.get("created_at"),
     })
 }
@@ -159,7 +191,7 @@ pub async fn ensure_identity(
              ON CONFLICT (name) DO UPDATE
                 SET rate_per_second = coalesce(EXCLUDED.rate_per_second, identities.rate_per_second),
                     burst = coalesce(EXCLUDED.burst, identities.burst)
-             RETURNING id, name, kind, rate_per_second, burst, created_at",
+             RETURNING id, name, kind, rate_per_second, burst, cost_per_second, cost_burst, created_at",
             &[&Uuid::new_v4(), &name, &kind.as_str(), &per_second, &burst],
         )
         .await
@@ -178,7 +210,7 @@ pub async fn list_identities(pool: &ControlPool) -> Result<Vec<Identity>, Contro
     let client = pool.get().await?;
     let rows = client
         .query(
-            "SELECT id, name, kind, rate_per_second, burst, created_at FROM identities ORDER BY name",
+            "SELECT id, name, kind, rate_per_second, burst, cost_per_second, cost_burst, created_at FROM identities ORDER BY name",
             &[],
         )
         .await?;
@@ -194,7 +226,7 @@ pub async fn identity_for_key(
     let client = pool.get().await?;
     let row = client
         .query_opt(
-            "SELECT i.id, i.name, i.kind, i.rate_per_second, i.burst, i.created_at
+            "SELECT i.id, i.name, i.kind, i.rate_per_second, i.burst, i.cost_per_second, i.cost_burst, i.created_at
                FROM api_keys k JOIN identities i ON i.id = k.identity_id
               WHERE k.key_hash = $1 AND k.revoked_at IS NULL",
             &[&hash_key(key)],

@@ -105,6 +105,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0017_policy_conditions",
         sql: include_str!("../../migrations/0017_policy_conditions.sql"),
     },
+    Migration {
+        version: 18,
+        name: "0018_cost_admission",
+        sql: include_str!("../../migrations/0018_cost_admission.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

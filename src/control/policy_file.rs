@@ -8,6 +8,8 @@
 //! name = "demo-agent"
 //! kind = "agent"
 //! rate = "1000/s"
+//! cost_budget = "200000/s"  # planner cost units per second on each source
+//! cost_burst = 1000000
 //!
 //! [[roles]]
 //! source = "shop"
@@ -34,6 +36,11 @@
 //! source = "shop"
 //! name = "orders-two-approvers"
 //! rules = [{ kind = "approvals_required", resource = "public.orders", value = 2 }]
+//!
+//! [[policies]]
+//! source = "shop"
+//! name = "cost"
+//! rules = [{ kind = "max_cost", value = 50000, when = "'analyst' in caller.roles" }]
 //! ```
 //!
 //! Applying is idempotent: a role or policy named in the file is replaced as a whole;
@@ -41,7 +48,7 @@
 
 use serde::Deserialize;
 
-use super::identities::{IdentityKind, RateLimit};
+use super::identities::{CostBudget, IdentityKind, RateLimit};
 use super::roles::{self, PolicyRuleRow, RedactionRow, RoleStatement};
 use super::{ControlError, ControlPool};
 
@@ -69,6 +76,11 @@ pub struct IdentityEntry {
     pub kind: IdentityKind,
     pub rate: Option<String>,
     pub burst: Option<u32>,
+    /// Planner cost units per second the identity may spend on each source, e.g.
+    /// `"50000/s"` (cost admission).
+    pub cost_budget: Option<String>,
+    /// The most cost units it may spend at once (default: one second's worth).
+    pub cost_burst: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,6 +165,34 @@ impl IdentityEntry {
     }
 }
 
+impl IdentityEntry {
+    /// The identity's cost budget, when the file sets one.
+    pub fn cost_budget(&self) -> Result<Option<CostBudget>, ControlError> {
+        let Some(text) = self.cost_budget.as_deref() else {
+            if self.cost_burst.is_some() {
+                return Err(ControlError::Invalid(format!(
+                    "identity {:?}: cost_burst needs a cost_budget",
+                    self.name
+                )));
+            }
+            return Ok(None);
+        };
+        let mut budget: CostBudget = text
+            .parse()
+            .map_err(|e| ControlError::Invalid(format!("identity {:?}: {e}", self.name)))?;
+        if let Some(burst) = self.cost_burst {
+            if !(burst.is_finite() && burst >= 1.0) {
+                return Err(ControlError::Invalid(format!(
+                    "identity {:?}: cost_burst {burst} must be at least 1",
+                    self.name
+                )));
+            }
+            budget.burst = burst;
+        }
+        Ok(Some(budget))
+    }
+}
+
 impl RoleEntry {
     /// The role's statements, allows first, each checked.
     pub fn statements(&self) -> Result<Vec<RoleStatement>, ControlError> {
@@ -204,12 +244,16 @@ pub async fn apply(pool: &ControlPool, file: &AccessFile) -> Result<Applied, Con
         let rate = i.rate_limit()?;
         let per_second = rate.map(|r| r.per_second);
         let burst = rate.map(|r| i32::try_from(r.burst).unwrap_or(i32::MAX));
+        let cost = i.cost_budget()?;
+        let (cost_per_second, cost_burst) = (cost.map(|c| c.per_second), cost.map(|c| c.burst));
         let row = tx
             .query_one(
-                "INSERT INTO identities (id, name, kind, rate_per_second, burst) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (name) DO UPDATE SET rate_per_second = EXCLUDED.rate_per_second, burst = EXCLUDED.burst
+                "INSERT INTO identities (id, name, kind, rate_per_second, burst, cost_per_second, cost_burst)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (name) DO UPDATE SET rate_per_second = EXCLUDED.rate_per_second, burst = EXCLUDED.burst,
+                        cost_per_second = EXCLUDED.cost_per_second, cost_burst = EXCLUDED.cost_burst
                  RETURNING kind",
-                &[&uuid::Uuid::new_v4(), &i.name, &i.kind.as_str(), &per_second, &burst],
+                &[&uuid::Uuid::new_v4(), &i.name, &i.kind.as_str(), &per_second, &burst, &cost_per_second, &cost_burst],
             )
             .await
             .map_err(|e| super::conflict_on_unique(e, || format!("identity {:?}", i.name)))?;

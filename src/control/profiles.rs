@@ -65,7 +65,7 @@ async fn load_policies(
     let rows = client
         .query(
             "SELECT policy_name, rule_name, kind, action, resource, value, condition, mode, message,
-                    strategy, keep_last, allow_filter
+                    strategy, keep_last, allow_filter, on_exceed, approvals
                FROM policy_rules WHERE source_id = $1 ORDER BY policy_name, id",
             &[&source],
         )

@@ -249,6 +249,10 @@ pub enum RuleKind {
     ApprovalsRequired,
     RequireApproval,
     Mask,
+    MaxCost,
+    MaxPlanRows,
+    MaxPlanBytes,
+    ApprovalsAboveCost,
 }
 
 impl RuleKind {
@@ -259,6 +263,10 @@ impl RuleKind {
             RuleKind::ApprovalsRequired => "approvals_required",
             RuleKind::RequireApproval => "require_approval",
             RuleKind::Mask => "mask",
+            RuleKind::MaxCost => "max_cost",
+            RuleKind::MaxPlanRows => "max_plan_rows",
+            RuleKind::MaxPlanBytes => "max_plan_bytes",
+            RuleKind::ApprovalsAboveCost => "approvals_above_cost",
         }
     }
 
@@ -269,6 +277,10 @@ impl RuleKind {
             RuleKind::ApprovalsRequired,
             RuleKind::RequireApproval,
             RuleKind::Mask,
+            RuleKind::MaxCost,
+            RuleKind::MaxPlanRows,
+            RuleKind::MaxPlanBytes,
+            RuleKind::ApprovalsAboveCost,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)
@@ -304,6 +316,13 @@ pub struct PolicyRuleRow {
     pub keep_last: Option<i32>,
     #[serde(default)]
     pub allow_filter: Option<bool>,
+    /// For `max_cost`, `max_plan_rows` and `max_plan_bytes`: `refuse` (default) or `queue`.
+    #[serde(default)]
+    pub on_exceed: Option<String>,
+    /// Approvals an over-limit read queued by `on_exceed = "queue"` needs (default 1), or a
+    /// write above an `approvals_above_cost` rule's cost.
+    #[serde(default)]
+    pub approvals: Option<i32>,
 }
 
 /// A rule's name when the file gives none: its position, from 1.
@@ -322,9 +341,11 @@ impl PolicyRuleRow {
     /// The governance rule this row spells, compiling its condition; the error names what
     /// is wrong (the caller adds the policy and the rule).
     pub fn to_rule(&self, index: usize) -> Result<crate::governance::Rule, String> {
+        use crate::governance::cost::{CostMeasure, OnExceed};
         use crate::governance::{Action, MaskStrategy, PolicyRule, ResourcePattern, RuleMode};
         let kind = self.kind.ok_or(
-            "a rule needs a kind: deny, max_rows, approvals_required, require_approval or mask",
+            "a rule needs a kind: deny, max_rows, approvals_required, require_approval, mask, \
+             max_cost, max_plan_rows, max_plan_bytes or approvals_above_cost",
         )?;
         let name = self.name_at(index);
         if !(1..=63).contains(&name.len())
@@ -365,6 +386,29 @@ impl PolicyRuleRow {
         if kind != RuleKind::Mask {
             unused("strategy, keep_last or allow_filter", mask_fields)?;
         }
+        let measure = match kind {
+            RuleKind::MaxCost => Some(CostMeasure::Cost),
+            RuleKind::MaxPlanRows => Some(CostMeasure::Rows),
+            RuleKind::MaxPlanBytes => Some(CostMeasure::Bytes),
+            _ => None,
+        };
+        if measure.is_none() {
+            unused("on_exceed", self.on_exceed.is_some())?;
+        }
+        if measure.is_none() && kind != RuleKind::ApprovalsAboveCost {
+            unused("approvals", self.approvals.is_some())?;
+        }
+        let approvals = |default: Option<u32>| -> Result<u32, String> {
+            match (self.approvals, default) {
+                (Some(n), _) if (1..=5).contains(&n) => Ok(n.unsigned_abs()),
+                (Some(n), _) => Err(format!(
+                    "approvals {n} of a {} rule must be 1–5",
+                    kind.as_str()
+                )),
+                (None, Some(d)) => Ok(d),
+                (None, None) => Err(format!("a {} rule needs approvals", kind.as_str())),
+            }
+        };
         let effect = match kind {
             RuleKind::Deny => {
                 unused("value", self.value.is_some())?;
@@ -412,6 +456,42 @@ impl PolicyRuleRow {
                 };
                 PolicyRule::RequireApproval(u32::try_from(n).map_err(|e| e.to_string())?)
             }
+            RuleKind::MaxCost | RuleKind::MaxPlanRows | RuleKind::MaxPlanBytes => {
+                unused(
+                    "action or resource",
+                    self.action.is_some() || self.resource.is_some(),
+                )?;
+                let on_exceed = match self.on_exceed.as_deref() {
+                    None | Some("refuse") => {
+                        unused(
+                            "approvals (only with on_exceed = \"queue\")",
+                            self.approvals.is_some(),
+                        )?;
+                        OnExceed::Refuse
+                    }
+                    Some("queue") => OnExceed::Queue {
+                        approvals: approvals(Some(1))?,
+                    },
+                    Some(other) => {
+                        return Err(format!("on_exceed {other:?} must be refuse or queue"))
+                    }
+                };
+                PolicyRule::CostLimit {
+                    measure: measure.unwrap_or(CostMeasure::Cost),
+                    limit: value(1, i64::MAX)?.unsigned_abs(),
+                    on_exceed,
+                }
+            }
+            RuleKind::ApprovalsAboveCost => {
+                unused(
+                    "action or resource",
+                    self.action.is_some() || self.resource.is_some(),
+                )?;
+                PolicyRule::ApprovalsAboveCost {
+                    cost: value(1, i64::MAX)?.unsigned_abs(),
+                    approvals: approvals(None)?,
+                }
+            }
             RuleKind::Mask => {
                 unused(
                     "action or value",
@@ -448,6 +528,14 @@ impl PolicyRuleRow {
             Some("report") => RuleMode::Report,
             Some(other) => return Err(format!("mode {other:?} must be enforce or report")),
         };
+        let costed = measure.is_some() || kind == RuleKind::ApprovalsAboveCost;
+        if costed && mode == RuleMode::Report {
+            return Err(format!(
+                "a {} rule cannot be report-only: its outcome is known only once the source \
+                 has planned the statement, after the decision",
+                kind.as_str()
+            ));
+        }
         let when = match &self.when {
             Some(text) => Some(std::sync::Arc::new(
                 crate::governance::condition::Condition::compile(text)
@@ -479,6 +567,8 @@ impl PolicyRuleRow {
             strategy: r.get("strategy"),
             keep_last: r.get("keep_last"),
             allow_filter: r.get::<_, bool>("allow_filter").then_some(true),
+            on_exceed: r.get("on_exceed"),
+            approvals: r.get("approvals"),
         })
     }
 }
@@ -528,8 +618,9 @@ pub async fn put_policy(
         client
             .execute(
                 "INSERT INTO policy_rules (source_id, policy_name, rule_name, kind, action, resource, value,
-                                           condition, mode, message, strategy, keep_last, allow_filter)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                                           condition, mode, message, strategy, keep_last, allow_filter,
+                                           on_exceed, approvals)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                 &[
                     &source,
                     &name,
@@ -544,6 +635,8 @@ pub async fn put_policy(
                     &rule.strategy,
                     &rule.keep_last,
                     &rule.allow_filter.unwrap_or(false),
+                    &rule.on_exceed,
+                    &rule.approvals,
                 ],
             )
             .await

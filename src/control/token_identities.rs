@@ -17,7 +17,7 @@ pub async fn by_name(pool: &ControlPool, name: &str) -> Result<Option<Named>, Co
     let client = pool.get().await?;
     let row = client
         .query_opt(
-            "SELECT id, name, kind, rate_per_second, burst, created_at, tokens_revoked_before
+            "SELECT id, name, kind, rate_per_second, burst, cost_per_second, cost_burst, created_at, tokens_revoked_before
                FROM identities WHERE name = $1",
             &[&name],
         )
@@ -39,7 +39,7 @@ pub async fn provision(pool: &ControlPool, name: &str) -> Result<Option<Identity
         .query_opt(
             "INSERT INTO identities (id, name, kind) VALUES ($1, $2, $3)
              ON CONFLICT (name) DO NOTHING
-             RETURNING id, name, kind, rate_per_second, burst, created_at",
+             RETURNING id, name, kind, rate_per_second, burst, cost_per_second, cost_burst, created_at",
             &[&uuid::Uuid::new_v4(), &name, &IdentityKind::Agent.as_str()],
         )
         .await?;

@@ -19,6 +19,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::governance::cost::{CostMeasure, OnExceed};
 pub use crate::governance::pattern::{PatternError, ResourcePattern};
 pub use crate::governance::policy::{Rule, RuleMode};
 use crate::governance::redaction::{MaskStrategy, RedactionRule};
@@ -165,6 +166,15 @@ pub enum PolicyRule {
         strategy: MaskStrategy,
         allow_filter: bool,
     },
+    /// Bounds one measure of the planner's estimate of a read, checked on the source before
+    /// it runs (cost admission); what an over-limit read gets is `on_exceed`.
+    CostLimit {
+        measure: CostMeasure,
+        limit: u64,
+        on_exceed: OnExceed,
+    },
+    /// A write the planner estimates above `cost` needs `approvals` approvals.
+    ApprovalsAboveCost { cost: u64, approvals: u32 },
 }
 
 impl fmt::Display for PolicyRule {
@@ -181,6 +191,12 @@ impl fmt::Display for PolicyRule {
             PolicyRule::DenyCall => f.write_str("deny the call"),
             PolicyRule::RequireApproval(n) => write!(f, "require {n} approval(s)"),
             PolicyRule::Mask { resource, .. } => write!(f, "mask {resource}"),
+            PolicyRule::CostLimit { measure, limit, .. } => {
+                write!(f, "{} {limit}", measure.rule_kind())
+            }
+            PolicyRule::ApprovalsAboveCost { cost, approvals } => {
+                write!(f, "{approvals} approvals above cost {cost}")
+            }
         }
     }
 }

@@ -18,7 +18,9 @@ use serde::Serialize;
 use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
 use crate::governance::condition::{CallFacts, FactValues, StatementFacts};
+use crate::governance::cost::{CostApprovals, CostLimit, CostLimits};
 use crate::governance::effect::{CallEffect, Change};
+use crate::governance::policy::Rule;
 use crate::governance::policy::{self, RuleOutcome};
 use crate::governance::redaction::{MaskStrategy, RedactionRule};
 pub use crate::governance::verdict::{Allowed, AllowedClass, OutputColumn, Refusal, Step, Verdict};
@@ -483,7 +485,60 @@ fn govern(
         row_cap: row_cap(profile),
         approvals_required,
         deciding_rules: rules.into_vec(),
+        cost_limits: match class {
+            AllowedClass::Read => cost_limits(profile),
+            AllowedClass::Write => CostLimits::default(),
+        },
+        cost_approvals: match class {
+            AllowedClass::Read => Vec::new(),
+            AllowedClass::Write => cost_approvals(profile),
+        },
     })
+}
+
+/// The rules that always apply, with their policy's name.
+fn applying_rules(profile: &AccessProfile) -> impl Iterator<Item = (&str, &Rule)> {
+    profile.policies.iter().flat_map(|p| {
+        p.rules
+            .iter()
+            .filter(|r| r.always_applies())
+            .map(move |r| (p.name.as_str(), r))
+    })
+}
+
+/// The lowest limit of each measure of the planner's estimate.
+fn cost_limits(profile: &AccessProfile) -> CostLimits {
+    let mut limits = CostLimits::default();
+    for (policy, rule) in applying_rules(profile) {
+        if let PolicyRule::CostLimit {
+            measure,
+            limit,
+            on_exceed,
+        } = rule.effect
+        {
+            limits.tighten(CostLimit {
+                measure,
+                limit,
+                on_exceed,
+                rule: format!("policy {policy}: {rule}"),
+            });
+        }
+    }
+    limits
+}
+
+/// The rules that ask more approvals of a write above an estimated cost.
+fn cost_approvals(profile: &AccessProfile) -> Vec<CostApprovals> {
+    applying_rules(profile)
+        .filter_map(|(policy, rule)| match rule.effect {
+            PolicyRule::ApprovalsAboveCost { cost, approvals } => Some(CostApprovals {
+                cost,
+                approvals,
+                rule: format!("policy {policy}: {rule}"),
+            }),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Parse, classify and resolve, or what `memo` remembers of them for a

@@ -4,6 +4,7 @@
 pub mod access;
 mod authorize;
 pub mod condition;
+pub mod cost;
 pub mod decision;
 pub mod describe;
 pub mod effect;

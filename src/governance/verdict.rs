@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::governance::cost::{CostApprovals, CostLimits};
 use crate::governance::redaction::RedactionRule;
 use crate::sql::cap::CapForm;
 use crate::sql::classify::ExplainMode;
@@ -103,6 +104,13 @@ pub struct Allowed {
     pub approvals_required: u32,
     /// The allow statements that granted access, e.g. `role analyst: allow read app.t1`.
     pub deciding_rules: Vec<String>,
+    /// For a read: the limits on the planner's estimate it must be admitted under before it
+    /// runs (none: it is not planned first).
+    #[serde(skip_serializing_if = "CostLimits::is_empty")]
+    pub cost_limits: CostLimits,
+    /// For a write: more approvals above an estimated cost.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cost_approvals: Vec<CostApprovals>,
 }
 
 /// Allowed or refused.

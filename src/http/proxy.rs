@@ -107,6 +107,7 @@ pub fn render(outcome: Outcome) -> HttpResponse {
             code,
             message,
             retry_after,
+            details,
         } => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
             let mut res = HttpResponse::build(status);
@@ -119,7 +120,11 @@ pub fn render(outcome: Outcome) -> HttpResponse {
                     (d.as_secs_f64().ceil() as u64).max(1).to_string(),
                 ));
             }
-            res.json(json!({"error": message, "code": code}))
+            let mut body = json!({"error": message, "code": code});
+            if let (Some(d), Some(map)) = (details, body.as_object_mut()) {
+                map.insert("details".into(), d);
+            }
+            res.json(body)
         }
         Outcome::NotFound { reason } => error(StatusCode::NOT_FOUND, "not_found", &reason),
         Outcome::Unavailable { reason } => {

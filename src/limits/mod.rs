@@ -1,4 +1,4 @@
-//! Rate limits, per replica or shared by the fleet (`rate_limit.backend`).
+//! Rate limits and cost budgets, per replica or shared by the fleet (`rate_limit.backend`).
 //!
 //! - `local` (the default): GCRA buckets in this process ([`RateLimitHandle`]). With several
 //!   replicas behind a load balancer every replica grants the whole budget, so an identity
@@ -18,7 +18,10 @@ pub use settings::{RateLimitBackend, RateLimitSettings, RedisUnavailable};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use interlock_actors::ratelimit::{Quota, RateLimitHandle, RateLimited, RateRequest};
+use interlock_actors::ratelimit::{
+    BudgetClock, CostQuota, CostRefused, CostRequest, Quota, RateLimitHandle, RateLimited,
+    RateRequest,
+};
 
 use crate::fleet::Fleet;
 
@@ -100,6 +103,64 @@ impl RateLimits {
                 }
             }
         }
+    }
+}
+
+/// Why a read's cost may not be spent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CostBudgetRefusal {
+    Refused(CostRefused),
+    /// The shared store did not answer and the settings say to fail closed.
+    Unavailable,
+}
+
+impl RateLimits {
+    /// Takes a read's estimated cost from its identity's cost budget on its source: in this
+    /// process, or in Redis for the fleet (with the same fallback as calls: the budget
+    /// divided among the live replicas, or refused).
+    pub async fn charge_cost(&self, request: &CostRequest) -> Result<(), CostBudgetRefusal> {
+        let Some(shared) = &self.shared else {
+            return self
+                .local
+                .charge_cost(request)
+                .map_err(CostBudgetRefusal::Refused);
+        };
+        match shared.charge_cost(request).await {
+            Ok(answer) => {
+                if self.falling_back.swap(false, Ordering::AcqRel) {
+                    tracing::warn!("shared rate limits answer again; fallback ended");
+                }
+                answer.map_err(CostBudgetRefusal::Refused)
+            }
+            Err(e) => {
+                metrics::counter!("interlock_rate_limit_fallback_total", "mode" => self.when_unavailable.as_str())
+                    .increment(1);
+                if !self.falling_back.swap(true, Ordering::AcqRel) {
+                    tracing::error!(error = %e, mode = self.when_unavailable.as_str(), "shared cost budgets unavailable; falling back");
+                }
+                match self.when_unavailable {
+                    RedisUnavailable::Refuse => Err(CostBudgetRefusal::Unavailable),
+                    RedisUnavailable::Divide => {
+                        let n = self.fleet.live_replicas().max(1) as f64;
+                        let share = CostRequest {
+                            quota: CostQuota {
+                                per_second: request.quota.per_second / n,
+                                burst: (request.quota.burst / n).max(1.0),
+                            },
+                            ..request.clone()
+                        };
+                        self.local
+                            .charge_cost(&share)
+                            .map_err(CostBudgetRefusal::Refused)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The clock local cost budgets refill by (tests move it forward).
+    pub fn budget_clock(&self) -> &BudgetClock {
+        self.local.budget_clock()
     }
 }
 

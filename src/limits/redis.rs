@@ -1,9 +1,9 @@
-//! Rate limits shared by every replica: GCRA in Redis, one atomic script per check
-//! (`gcra.lua`), on a connection that reconnects by itself once made.
+//! Rate limits and cost budgets shared by every replica: GCRA in Redis, one atomic script
+//! per check (`gcra.lua`), on a connection that reconnects by itself once made.
 
 use std::time::{Duration, Instant};
 
-use interlock_actors::ratelimit::{Quota, RateLimited, RateRequest};
+use interlock_actors::ratelimit::{CostRefused, CostRequest, Quota, RateLimited, RateRequest};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 /// How often a replica that cannot reach Redis tries to connect again (calls in between
@@ -44,14 +44,69 @@ impl RedisLimits {
         &self,
         request: &RateRequest,
     ) -> Result<Result<(), RateLimited>, Unreachable> {
-        let mut connection = self.connection().await?;
         let budgets = budgets(request);
+        let shares: Vec<Share<'_>> = budgets
+            .iter()
+            .map(|(key, quota, _)| Share {
+                key,
+                emission_us: emission_us(quota.per_second),
+                burst: f64::from(quota.burst.max(1)),
+                units: 1.0,
+            })
+            .collect();
+        Ok(match self.take(&shares).await? {
+            None => Ok(()),
+            Some((refused, wait_us)) => {
+                let scope = budgets.get(refused).map_or("identity", |b| b.2);
+                metrics::counter!("interlock_rate_limit_rejections_total", "scope" => scope)
+                    .increment(1);
+                Err(RateLimited {
+                    scope,
+                    retry_after: Duration::from_micros(wait_us),
+                })
+            }
+        })
+    }
+
+    /// Takes a read's estimated cost from its identity's cost budget on its source, shared
+    /// by the fleet. A read costlier than the whole burst is refused without asking Redis.
+    pub async fn charge_cost(
+        &self,
+        request: &CostRequest,
+    ) -> Result<Result<(), CostRefused>, Unreachable> {
+        let burst = request.quota.burst.max(1.0).floor();
+        let units = request.units.ceil().max(1.0);
+        if units > burst {
+            return Ok(Err(CostRefused::OverBurst {
+                burst: request.quota.burst,
+            }));
+        }
+        let key = format!("interlock:rl:c:{}:{}", request.identity, request.source);
+        let share = Share {
+            key: &key,
+            emission_us: emission_us(request.quota.per_second),
+            burst,
+            units,
+        };
+        Ok(match self.take(&[share]).await? {
+            None => Ok(()),
+            Some((_, wait_us)) => Err(CostRefused::Exhausted {
+                retry_after: Duration::from_micros(wait_us),
+            }),
+        })
+    }
+
+    /// Runs the script over `shares`: `None` when every budget took its share, else the
+    /// index of the first that refused and the microseconds until it would allow.
+    async fn take(&self, shares: &[Share<'_>]) -> Result<Option<(usize, u64)>, Unreachable> {
+        let mut connection = self.connection().await?;
         let mut invocation = self.script.prepare_invoke();
-        for (key, quota, _) in &budgets {
+        for s in shares {
             invocation
-                .key(key)
-                .arg(emission_us(*quota))
-                .arg(quota.burst.max(1));
+                .key(s.key)
+                .arg(s.emission_us)
+                .arg(s.burst)
+                .arg(s.units);
         }
         let answer = tokio::time::timeout(
             self.timeout,
@@ -69,17 +124,7 @@ impl RedisLimits {
                 return Err(Unreachable(format!("no answer within {:?}", self.timeout)));
             }
         };
-        Ok(match budgets.get(refused.wrapping_sub(1)) {
-            None => Ok(()),
-            Some(&(_, _, scope)) => {
-                metrics::counter!("interlock_rate_limit_rejections_total", "scope" => scope)
-                    .increment(1);
-                Err(RateLimited {
-                    scope,
-                    retry_after: Duration::from_micros(wait_us),
-                })
-            }
-        })
+        Ok(refused.checked_sub(1).map(|i| (i, wait_us)))
     }
 
     /// After a failed check: the next calls use the fallback at once, until the next
@@ -152,6 +197,15 @@ fn budgets(r: &RateRequest) -> Vec<(String, Quota, &'static str)> {
     all
 }
 
-fn emission_us(q: Quota) -> u64 {
-    (1_000_000.0 / q.per_second.max(1e-6)).round() as u64
+/// One budget's part of a check: what the script is given for it.
+struct Share<'a> {
+    key: &'a str,
+    emission_us: f64,
+    burst: f64,
+    units: f64,
+}
+
+/// Microseconds per unit at `per_second` units a second.
+fn emission_us(per_second: f64) -> f64 {
+    1_000_000.0 / per_second.max(1e-6)
 }

@@ -136,8 +136,13 @@ pub fn legacy_render(outcome: &ToolOutcome) -> Reply {
             code,
             message,
             retry_after_secs,
+            details,
         } => {
-            let mut reply = failure(*status, code, message);
+            let mut body = json!({"error": message, "code": code});
+            if let (Some(d), Some(map)) = (details, body.as_object_mut()) {
+                map.insert("details".to_owned(), d.clone());
+            }
+            let mut reply = deprecated(Reply::json(*status, body));
             if let Some(challenge) = super::challenge::for_refusal(*status, code) {
                 reply = reply.with_header("WWW-Authenticate", challenge);
             }

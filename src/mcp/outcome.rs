@@ -103,8 +103,12 @@ fn render_modern(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> Repl
             code: key,
             message,
             retry_after_secs,
+            details,
         } => {
             let mut error = RpcError::governed(*status, code::INVALID_PARAMS, key, message);
+            if let (Some(d), Some(Value::Object(data))) = (details, &mut error.data) {
+                data.insert("details".to_owned(), d.clone());
+            }
             if let Some(challenge) = super::challenge::for_refusal(*status, key) {
                 error = error.with_header("WWW-Authenticate", challenge);
             }
@@ -148,6 +152,7 @@ fn render_handshake(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> R
             code: key,
             message,
             retry_after_secs,
+            details,
         } => {
             let mut structured = json!({
                 "status": refusal_class(*status),
@@ -155,6 +160,9 @@ fn render_handshake(id: &Value, outcome: &ToolOutcome, server: &ServerInfo) -> R
                 "code": key,
                 "message": message,
             });
+            if let (Some(d), Value::Object(map)) = (details, &mut structured) {
+                map.insert("details".to_owned(), d.clone());
+            }
             let mut text = format!("Refused ({key}): {message}");
             if let (Some(seconds), Value::Object(map)) = (retry_after_secs, &mut structured) {
                 map.insert("retry_after_secs".to_owned(), Value::from(*seconds));

@@ -31,6 +31,9 @@ pub enum ToolOutcome {
         message: String,
         /// Seconds until a retry may succeed (429).
         retry_after_secs: Option<u64>,
+        /// Structured facts the agent can act on (a cost refusal's plan summary), as
+        /// `details` of the error data or structured content.
+        details: Option<serde_json::Value>,
     },
     /// No such source or asset (404).
     NotFound {

@@ -5,7 +5,7 @@
 //! in [`crate::stages`], each tool's steps in [`crate::call::steps`], and checked on every
 //! call in debug builds):
 //!
-//! identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → execution → redaction → audit
+//! identity → audit_gate → arguments → source → source_role → policy → rate_limit → write_safety → breaker → cache → cost → execution → redaction → audit
 //!
 //! Policy is inside the SQL decision for `interlock_query`; writes are queued at
 //! write safety and never run on the agent's request. Refusals are typed
@@ -22,6 +22,7 @@
 
 mod approval_status;
 pub mod audit;
+mod cost;
 mod describe;
 mod discover_tool;
 pub mod identity;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use interlock_actors::audit::{AuditError, AuditRecord};
 use interlock_actors::cache::{CachedResult, Generations};
 use interlock_actors::events::Event;
-use interlock_actors::ratelimit::RateRequest;
+use interlock_actors::ratelimit::{CostRequest, RateRequest};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -18,8 +18,9 @@ use super::identity::Resolved;
 use super::profiles::LoadedProfile;
 use crate::control::approvals::NewApproval;
 use crate::control::{ControlError, ControlPool};
+use crate::governance::cost::RelationFacts;
 use crate::governance::SqlLimits;
-use crate::limits::{RateLimitSettings, RateRefusal};
+use crate::limits::{CostBudgetRefusal, RateLimitSettings, RateRefusal};
 use crate::sources::catalog::RefreshError;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, Rows, TextParam};
 use crate::sources::registry::{CatalogSnapshot, SourceRuntime};
@@ -74,6 +75,18 @@ pub trait Ports: Send + Sync {
         request: &RateRequest,
     ) -> impl Future<Output = Result<(), RateRefusal>> + Send;
     fn rate_settings(&self) -> &RateLimitSettings;
+    /// Cost: takes a read's estimated cost from its identity's cost budget on its source.
+    fn charge_cost(
+        &self,
+        request: &CostRequest,
+    ) -> impl Future<Output = Result<(), CostBudgetRefusal>> + Send;
+    /// Cost: what the source's catalog says of the relations a costly plan scans.
+    fn relation_facts(
+        &self,
+        rt: &SourceRuntime,
+        relations: &[(String, String)],
+        caller: Option<&Caller>,
+    ) -> impl Future<Output = Result<Vec<RelationFacts>, ExecError>> + Send;
     /// Policy: the SQL limits.
     fn sql_limits(&self) -> SqlLimits;
     /// Policy: the time conditions read, and the zone their local facts are in.

@@ -22,7 +22,7 @@ use crate::call::mask;
 use crate::call::replay_basis::ReplayBasis;
 use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
-use crate::control::identities::Identity;
+use crate::control::identities::{CostBudget, Identity};
 use crate::control::sources::SourceKind;
 use crate::governance::condition::CallFacts;
 use crate::governance::decision::decide_call;
@@ -43,6 +43,57 @@ pub struct ReadPlan {
     profile: Arc<LoadedProfile>,
     /// Who the read runs for in the source, when the source carries identities.
     caller: Option<Caller>,
+    identity: (uuid::Uuid, String),
+    /// The identity's cost budget, charged each read's estimated cost.
+    budget: Option<CostBudget>,
+    /// The facts its conditional rules were evaluated over (kept if it is queued).
+    facts: Option<CallFacts>,
+}
+
+impl ReadPlan {
+    pub(super) fn allowed(&self) -> &Allowed {
+        &self.allowed
+    }
+
+    pub(super) fn runtime(&self) -> &SourceRuntime {
+        &self.rt
+    }
+
+    pub(super) fn caller(&self) -> Option<&Caller> {
+        self.caller.as_ref()
+    }
+
+    pub(super) fn identity_id(&self) -> uuid::Uuid {
+        self.identity.0
+    }
+
+    pub(super) fn identity_name(&self) -> &str {
+        &self.identity.1
+    }
+
+    pub(super) fn budget(&self) -> Option<CostBudget> {
+        self.budget
+    }
+
+    /// Whether the read is planned and admitted by its estimate first: it has cost limits,
+    /// or its identity a cost budget. A plain `EXPLAIN` runs nothing and is not.
+    fn costed(&self) -> bool {
+        let plain_explain = self.allowed.explain.is_some_and(|e| !e.analyze);
+        !plain_explain && (!self.allowed.cost_limits.is_empty() || self.budget.is_some())
+    }
+
+    /// The read held for `approvals` approvers, with the plan that was over its limit.
+    fn into_queued(self, approvals: u32, plan: Value) -> WritePlan {
+        let mut allowed = self.allowed;
+        allowed.approvals_required = allowed.approvals_required.max(approvals);
+        WritePlan {
+            rt: self.rt,
+            allowed,
+            requester: self.identity.0,
+            facts: self.facts,
+            cost: Some(plan),
+        }
+    }
 }
 
 pub struct WritePlan {
@@ -51,6 +102,8 @@ pub struct WritePlan {
     requester: uuid::Uuid,
     /// The facts its conditional rules were evaluated over, kept with the approval.
     facts: Option<CallFacts>,
+    /// For a read queued by a cost rule: the plan summary approvers see.
+    cost: Option<Value>,
 }
 
 /// Source resolution: the source must be registered and enabled.
@@ -302,6 +355,7 @@ pub async fn prepare(
             allowed,
             requester: identity.id,
             facts,
+            cost: None,
         })));
     }
     draft.enter(GovernanceStep::Breaker);
@@ -327,6 +381,9 @@ pub async fn prepare(
         max_rows,
         profile,
         caller,
+        identity: (identity.id, identity.name.clone()),
+        budget: identity.cost,
+        facts,
     })))
 }
 
@@ -405,7 +462,7 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
     draft.enter(GovernanceStep::Execution);
     let a = &plan.allowed;
     let write = a.class == AllowedClass::Write;
-    let touches = json!({
+    let mut touches = json!({
         "action": if write { "write" } else { "read" },
         "tables_written": a.tables_written.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
         "columns_written": a.columns_written.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
@@ -413,6 +470,9 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         // What it changes may differ between the preview and the execution.
         "depends_on_clock": a.reads_clock,
     });
+    if let (Some(cost), Some(t)) = (&plan.cost, touches.as_object_mut()) {
+        t.insert("cost".into(), cost.clone());
+    }
     let new = NewApproval {
         source_id: plan.rt.source.id.clone(),
         requester_id: plan.requester,
@@ -504,7 +564,12 @@ pub async fn run_read(
             };
         }
     }
-    draft.enter(GovernanceStep::Execution);
+    let costed = plan.costed();
+    draft.enter(if costed {
+        GovernanceStep::Cost
+    } else {
+        GovernanceStep::Execution
+    });
     let permit = match rt.breaker.admit().await {
         Ok(p) => p,
         Err(ActorError::CircuitOpen) => {
@@ -525,6 +590,23 @@ pub async fn run_read(
         max_rows: plan.max_rows,
         max_bytes: rt.source.max_bytes,
     };
+    if costed {
+        match super::cost::admit(ports, draft, &plan, &params, limits).await {
+            Ok(super::cost::Admitted::Run) => {}
+            Ok(super::cost::Admitted::Queue {
+                approvals,
+                plan: shown,
+            }) => {
+                rt.breaker.record(permit, SourceReport::Answered).await;
+                return run_write(ports, draft, plan.into_queued(approvals, shown)).await;
+            }
+            Err((outcome, report)) => {
+                rt.breaker.record(permit, report).await;
+                return outcome;
+            }
+        }
+        draft.enter(GovernanceStep::Execution);
+    }
     let started = std::time::Instant::now();
     let mode = Mode::read(a.explain, a.cap_form);
     let read = Read {
@@ -574,7 +656,7 @@ pub async fn run_read(
     }
 }
 
-fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
+pub(super) fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
     draft.error = Some(e.to_string());
     match e {
         ExecError::Cancelled => Outcome::Cancelled,

@@ -37,6 +37,8 @@ pub struct Refusal {
     /// The sentence the caller gets: what refused and what they can do.
     pub reason: String,
     pub answer: Answer,
+    /// Structured facts for the caller (and the audit record's decision).
+    pub details: Option<serde_json::Value>,
 }
 
 impl Refusal {
@@ -99,7 +101,15 @@ impl Refusal {
             detail: detail.into(),
             reason: reason.into(),
             answer,
+            details: None,
         }
+    }
+
+    /// The same refusal with structured facts the caller can act on.
+    #[must_use]
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
     }
 
     /// The same refusal with a retry hint (429 answers carry `Retry-After`).
@@ -122,6 +132,7 @@ impl Refusal {
                 code: self.code.to_string(),
                 message: self.reason.clone(),
                 retry_after,
+                details: self.details.clone(),
             },
             Answer::NotFound => Outcome::NotFound {
                 reason: self.reason.clone(),
@@ -207,6 +218,7 @@ mod tests {
                     code,
                     message,
                     retry_after,
+                    ..
                 } => {
                     assert!(matches!(status, 400..=429), "{status}");
                     assert_eq!(code, refusal.code);

@@ -7,20 +7,22 @@ use std::sync::Arc;
 use interlock_actors::audit::{AuditError, AuditRecord};
 use interlock_actors::cache::{CachedResult, Generations};
 use interlock_actors::events::Event;
-use interlock_actors::ratelimit::RateRequest;
+use interlock_actors::ratelimit::{CostRequest, RateRequest};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::AppState;
 use crate::control::approvals::NewApproval;
 use crate::control::{ControlError, ControlPool};
+use crate::governance::cost::RelationFacts;
 use crate::governance::SqlLimits;
-use crate::limits::{RateLimitSettings, RateRefusal};
+use crate::limits::{CostBudgetRefusal, RateLimitSettings, RateRefusal};
 use crate::pipeline::identity::Resolved;
 use crate::pipeline::ports::{Ports, Read};
 use crate::pipeline::profiles::LoadedProfile;
 use crate::sources::catalog::RefreshError;
-use crate::sources::postgres::execute::{self, ExecError, Rows};
+use crate::sources::postgres::execute::{self, Caller, ExecError, Rows};
+use crate::sources::postgres::relation_facts;
 use crate::sources::registry::{CatalogSnapshot, SettingsError, SourceRuntime};
 
 impl Ports for AppState {
@@ -78,6 +80,25 @@ impl Ports for AppState {
 
     fn rate_settings(&self) -> &RateLimitSettings {
         &self.settings.rate_limit
+    }
+
+    fn charge_cost(
+        &self,
+        request: &CostRequest,
+    ) -> impl Future<Output = Result<(), CostBudgetRefusal>> + Send {
+        self.rate.charge_cost(request)
+    }
+
+    async fn relation_facts(
+        &self,
+        rt: &SourceRuntime,
+        relations: &[(String, String)],
+        caller: Option<&Caller>,
+    ) -> Result<Vec<RelationFacts>, ExecError> {
+        match rt.pools.as_ref() {
+            Some(pools) => relation_facts::relation_facts(pools, relations, caller).await,
+            None => Ok(Vec::new()),
+        }
     }
 
     fn sql_limits(&self) -> SqlLimits {

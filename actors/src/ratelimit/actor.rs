@@ -92,13 +92,14 @@ impl Buckets {
 /// Keeps the shared buckets small: drops those idle for [`IDLE_EVICTION`].
 pub struct RateLimitActor {
     buckets: Buckets,
+    costs: super::cost::CostBuckets,
 }
 
 supervisable!(RateLimitActor);
 
 impl RateLimitActor {
-    pub(super) fn new(buckets: Buckets) -> Self {
-        Self { buckets }
+    pub(super) fn new(buckets: Buckets, costs: super::cost::CostBuckets) -> Self {
+        Self { buckets, costs }
     }
 }
 
@@ -106,7 +107,10 @@ impl Actor for RateLimitActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        ctx.run_interval(Duration::from_secs(60), |act, _| act.buckets.evict_idle());
+        ctx.run_interval(Duration::from_secs(60), |act, _| {
+            act.buckets.evict_idle();
+            act.costs.evict_idle(IDLE_EVICTION);
+        });
     }
 }
 

@@ -1,17 +1,20 @@
 //! Rate limiting: GCRA buckets (governor) per identity, per identity and source, and a
-//! separate write budget per identity and source, behind [`RateLimitHandle`].
+//! separate write budget per identity and source, behind [`RateLimitHandle`]; and cost
+//! budgets, in planner cost units per identity and source (`cost.rs`).
 //!
 //! The buckets live in a shared map and are checked on the caller's thread (governor's
 //! cells are atomic), so a check costs no actor round trip and no cross-thread wake-up;
 //! one actor per gateway evicts idle buckets.
 
 mod actor;
+mod cost;
 
 use std::time::Duration;
 
 use uuid::Uuid;
 
 pub use actor::RateLimitActor;
+pub use cost::{BudgetClock, CostQuota, CostRefused, CostRequest};
 
 use crate::supervise::{Home, Slot, Supervision};
 
@@ -46,20 +49,34 @@ pub struct RateLimited {
 pub struct RateLimitHandle {
     _evictor: Slot<RateLimitActor>,
     buckets: actor::Buckets,
+    costs: cost::CostBuckets,
 }
 
 impl RateLimitHandle {
     /// Starts the eviction actor under `supervision`.
     pub fn start(supervision: &Supervision) -> Self {
         let buckets = actor::Buckets::default();
-        let shared = buckets.clone();
+        let costs = cost::CostBuckets::default();
+        let (shared, shared_costs) = (buckets.clone(), costs.clone());
         let evictor = supervision.supervise("rate_limiter".into(), Home::PerCall, 16, move |_| {
-            RateLimitActor::new(shared.clone())
+            RateLimitActor::new(shared.clone(), shared_costs.clone())
         });
         Self {
             _evictor: evictor,
             buckets,
+            costs,
         }
+    }
+
+    /// Takes a read's estimated cost from its identity's budget on its source, on the
+    /// caller's thread.
+    pub fn charge_cost(&self, request: &CostRequest) -> Result<(), CostRefused> {
+        self.costs.charge(request)
+    }
+
+    /// The clock the cost budgets refill by (tests move it forward).
+    pub fn budget_clock(&self) -> &BudgetClock {
+        &self.costs.clock
     }
 
     /// `Ok` allowed; `Err` refused, with the wait. Answered on the caller's thread,

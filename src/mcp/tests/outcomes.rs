@@ -23,6 +23,7 @@ fn refused(status: u16, code: &str, retry_after_secs: Option<u64>) -> ToolOutcom
         code: code.into(),
         message: "denied by policy".into(),
         retry_after_secs,
+        details: None,
     }
 }
 

@@ -142,6 +142,13 @@ async fn statement_work(
                 false => plan.await,
             }
         }
+        // Planned as the caller, exactly as `Query` would run it.
+        Mode::CostPlan(cap) => {
+            conn.run_as(caller).await.map_err(db_error)?;
+            super::flight::cost_plan(conn, statement, cap, params, limits).await
+        }
+        // The source's own catalog: the same for every caller.
+        Mode::Catalog => super::flight::plan(conn, statement, params, limits).await,
         // A write's estimate, on the write pool; as the caller, in its own transaction
         // opened with the caller's settings transaction-local. `read_as` needs a read that
         // sends its one unnamed statement whole when first polled, as `estimate` and `plan`

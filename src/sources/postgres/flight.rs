@@ -63,6 +63,32 @@ pub(super) async fn query(
     .await
 }
 
+/// A read's admission plan: `EXPLAIN (FORMAT JSON, VERBOSE)` of the statement exactly as
+/// [`query`] sends it (the same row cap, the same parameters, so the planner sees the same
+/// values), one unnamed statement, one flight. Nothing runs: without `ANALYZE` PostgreSQL
+/// only plans.
+pub(super) async fn cost_plan(
+    client: &tokio_postgres::Client,
+    statement: &str,
+    cap: CapForm,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Rows, ExecError> {
+    let sent = format!(
+        "EXPLAIN (FORMAT JSON, VERBOSE) {}",
+        capped(statement, cap, limits.max_rows)
+    );
+    let plan_limits = Limits {
+        max_rows: 1,
+        max_bytes: PLAN_BYTES,
+    };
+    unnamed(client, &sent, statement, params, plan_limits).await
+}
+
+/// The most bytes of plan an admission reads (a plan of the largest statement the gateway
+/// admits is far smaller).
+const PLAN_BYTES: u64 = 16 * 1024 * 1024;
+
 /// An `EXPLAIN`: one unnamed statement in its own implicit (read-only) transaction.
 pub(super) async fn plan(
     client: &tokio_postgres::Client,

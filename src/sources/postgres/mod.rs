@@ -12,6 +12,7 @@ pub mod execute;
 mod flight;
 pub mod guarded_connect;
 pub mod pool;
+pub mod relation_facts;
 pub mod request;
 pub mod row_guard;
 pub mod row_keys;

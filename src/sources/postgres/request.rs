@@ -30,6 +30,14 @@ pub enum Mode {
     DryRun(PreviewTimeouts),
     /// A write's preview: its plan (`EXPLAIN (FORMAT JSON)`); nothing runs.
     Estimate,
+    /// A read's admission: the plan (`EXPLAIN (FORMAT JSON, VERBOSE)`, never `ANALYZE`) of
+    /// exactly the statement [`Mode::Query`] would send, row cap included, planned as its
+    /// caller on the read pool; nothing runs.
+    CostPlan(CapForm),
+    /// A query of the source's own catalog (`pg_class`, `pg_index`, statistics) on the read
+    /// pool, whoever the session runs for: what a cost refusal says of the relations the
+    /// caller may read.
+    Catalog,
 }
 
 /// Who a governed transaction runs for, carried into the source when its
@@ -111,7 +119,7 @@ impl Mode {
 
     pub(super) fn purpose(self) -> Purpose {
         match self {
-            Mode::Query(_) | Mode::Plan { .. } => Purpose::Read,
+            Mode::Query(_) | Mode::Plan { .. } | Mode::CostPlan(_) | Mode::Catalog => Purpose::Read,
             Mode::Write { .. } | Mode::DryRun(_) | Mode::Estimate => Purpose::Write,
         }
     }

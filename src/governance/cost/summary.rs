@@ -1,0 +1,327 @@
+//! What an agent is shown of a plan over a limit: the estimate against the limits, the most
+//! expensive steps, the indexes of the relations scanned and the age of their statistics,
+//! and one sentence it can act on.
+//!
+//! Only relations the caller's statement names and the decision allowed are ever named
+//! (`visible`). A step over any other relation — a view's underlying table, a table a
+//! row-level security policy reads — is counted, never described; and where the plan holds
+//! such a step, no step's expressions (filters, sort keys) are shown either, since they may
+//! name that relation's columns (a sort over a view sorts by its table's column). A filter is
+//! shown only on a visible relation known to have no row-level security (the policy's own
+//! predicate would appear in it otherwise).
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::limits::CostLimit;
+use super::plan::{PlanEstimate, PlanNode};
+
+/// The most steps listed.
+const MAX_STEPS: usize = 5;
+/// The most indexes listed per relation.
+const MAX_INDEXES: usize = 10;
+
+/// What the source's catalog says of one relation the plan scans.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelationFacts {
+    pub schema: String,
+    pub name: String,
+    /// `pg_class.reltuples`: the row count the planner works from (-1: never analyzed).
+    pub estimated_rows: f64,
+    pub row_security: bool,
+    /// The latest of `last_analyze` and `last_autoanalyze`.
+    pub analyzed_at: Option<DateTime<Utc>>,
+    /// `pg_get_indexdef` of each index.
+    pub indexes: Vec<String>,
+}
+
+/// A plan over its limits, as the caller sees it.
+pub struct Summary<'a> {
+    pub estimate: &'a PlanEstimate,
+    pub exceeded: &'a [CostLimit],
+    /// The relations the decision allowed the caller to read, `(schema, name)`.
+    pub visible: &'a [(String, String)],
+    pub relations: &'a [RelationFacts],
+    pub now: DateTime<Utc>,
+}
+
+/// The visible relations the plan scans, in plan order, each once (what to ask the catalog).
+pub fn scanned(estimate: &PlanEstimate, visible: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for r in estimate.nodes.iter().filter_map(|n| n.relation.as_ref()) {
+        if visible.contains(r) && !out.contains(r) {
+            out.push(r.clone());
+        }
+    }
+    out
+}
+
+impl Summary<'_> {
+    fn is_visible(&self, node: &PlanNode) -> bool {
+        node.relation
+            .as_ref()
+            .is_none_or(|r| self.visible.contains(r))
+    }
+
+    fn facts(&self, relation: &(String, String)) -> Option<&RelationFacts> {
+        self.relations
+            .iter()
+            .find(|f| f.schema == relation.0 && f.name == relation.1)
+    }
+
+    /// The costliest steps the caller may see, costliest first.
+    fn steps(&self) -> Vec<&PlanNode> {
+        let mut steps: Vec<&PlanNode> = self
+            .estimate
+            .nodes
+            .iter()
+            .filter(|n| self.is_visible(n))
+            .collect();
+        steps.sort_by(|a, b| b.self_cost.total_cmp(&a.self_cost));
+        steps.truncate(MAX_STEPS);
+        steps
+    }
+
+    /// Whether every step is over a visible relation (or none): only then are expressions
+    /// shown.
+    fn all_visible(&self) -> bool {
+        self.estimate.nodes.iter().all(|n| self.is_visible(n))
+    }
+
+    fn step_json(&self, n: &PlanNode) -> Value {
+        let expressions = self.all_visible();
+        let mut step = json!({
+            "step": n.node_type,
+            "rows": n.rows,
+            "cost": round(n.self_cost),
+        });
+        let Some(obj) = step.as_object_mut() else {
+            return step;
+        };
+        if let Some(r) = &n.relation {
+            obj.insert("relation".into(), json!(format!("{}.{}", r.0, r.1)));
+            // A filter may carry a row-level security policy's predicate: only where the
+            // catalog says the relation has none.
+            let shown = match (expressions, self.facts(r)) {
+                (false, _) => Err("(not shown: the plan reads relations you cannot see)"),
+                (true, Some(f)) if !f.row_security => Ok(()),
+                (true, Some(_)) => Err("(not shown: row-level security)"),
+                (true, None) => Err("(not shown: the catalog could not be read)"),
+            };
+            if let Some(f) = &n.filter {
+                let text = match shown {
+                    Ok(()) => f.as_str(),
+                    Err(why) => why,
+                };
+                obj.insert("filter".into(), json!(text));
+            }
+        }
+        if let Some(index) = &n.index {
+            obj.insert("index".into(), json!(index));
+        }
+        if expressions && !n.sort_key.is_empty() {
+            obj.insert("sort_key".into(), json!(n.sort_key));
+        }
+        if let Some(j) = &n.join_type {
+            obj.insert("join_type".into(), json!(j));
+        }
+        step
+    }
+
+    fn relation_json(&self, f: &RelationFacts) -> Value {
+        let statistics = match f.analyzed_at {
+            Some(at) => json!({
+                "analyzed_at": at.to_rfc3339(),
+                "age_secs": (self.now - at).num_seconds().max(0),
+            }),
+            None => {
+                json!({"analyzed_at": null, "note": "never analyzed: the planner is guessing its size"})
+            }
+        };
+        json!({
+            "relation": format!("{}.{}", f.schema, f.name),
+            "estimated_rows": f.estimated_rows.max(0.0),
+            "indexes": f.indexes.iter().take(MAX_INDEXES).collect::<Vec<_>>(),
+            "statistics": statistics,
+        })
+    }
+
+    /// The structured summary (the refusal's `details.cost`, the approval's preview).
+    pub fn to_json(&self) -> Value {
+        let e = self.estimate;
+        let hidden = e.nodes.iter().filter(|n| !self.is_visible(n)).count();
+        let relations: Vec<Value> = scanned(e, self.visible)
+            .iter()
+            .filter_map(|r| self.facts(r))
+            .map(|f| self.relation_json(f))
+            .collect();
+        json!({
+            "estimate": {
+                "cost": round(e.total_cost),
+                "startup_cost": round(e.startup_cost),
+                "result_rows": e.result_rows,
+                "max_step_rows": e.max_rows,
+                "max_step_bytes": e.max_bytes.round(),
+            },
+            "exceeded": self.exceeded.iter().map(|l| json!({
+                "measure": l.measure.as_str(),
+                "estimate": round(e.measure(l.measure)),
+                "limit": l.limit,
+                "rule": l.rule,
+            })).collect::<Vec<_>>(),
+            "expensive_steps": self.steps().into_iter().map(|n| self.step_json(n)).collect::<Vec<_>>(),
+            "steps_not_shown": hidden,
+            "relations": relations,
+        })
+    }
+
+    /// One sentence for the agent: what was estimated against which limit, the costliest
+    /// step, and what to do.
+    pub fn sentence(&self) -> String {
+        let e = self.estimate;
+        let mut s = String::from("Refused before it ran: ");
+        let parts: Vec<String> = self
+            .exceeded
+            .iter()
+            .map(|l| {
+                format!(
+                    "the {} is {} against a limit of {} ({})",
+                    l.measure.noun(),
+                    round(e.measure(l.measure)),
+                    l.limit,
+                    l.rule
+                )
+            })
+            .collect();
+        s.push_str(&parts.join("; "));
+        s.push('.');
+        if let Some(top) = self.steps().first() {
+            s.push_str(&format!(" The costliest step is a {}", top.node_type));
+            if let Some(r) = &top.relation {
+                s.push_str(&format!(" of {}.{}", r.0, r.1));
+            }
+            s.push_str(&format!(" (≈{} rows)", top.rows));
+            if let Some(f) = top.relation.as_ref().and_then(|r| self.facts(r)) {
+                if !f.indexes.is_empty() {
+                    s.push_str(&format!(
+                        "; {}.{} has {} index(es), listed in details",
+                        f.schema,
+                        f.name,
+                        f.indexes.len()
+                    ));
+                } else {
+                    s.push_str(&format!("; {}.{} has no index", f.schema, f.name));
+                }
+            }
+            s.push('.');
+        }
+        s.push_str(
+            " Narrow it with a predicate on an indexed column, a smaller LIMIT, or fewer joined \
+             rows, or ask an operator to raise the limit. Estimates come from the source's \
+             statistics (their age is in details).",
+        );
+        s
+    }
+}
+
+/// Two decimals are all an estimate is worth.
+fn round(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::governance::cost::{CostMeasure, OnExceed};
+
+    fn plan() -> PlanEstimate {
+        PlanEstimate::from_explain(&json!([{"Plan": {
+            "Node Type": "Hash Join", "Join Type": "Inner", "Startup Cost": 5.0, "Total Cost": 900.0,
+            "Plan Rows": 1000, "Plan Width": 20,
+            "Plans": [
+                {"Node Type": "Seq Scan", "Schema": "public", "Relation Name": "events",
+                 "Alias": "e", "Startup Cost": 0.0, "Total Cost": 800.0, "Plan Rows": 100000,
+                 "Plan Width": 20, "Filter": "(e.note ~~ '%x%'::text)"},
+                {"Node Type": "Hash", "Startup Cost": 0.0, "Total Cost": 50.0, "Plan Rows": 10, "Plan Width": 8,
+                 "Plans": [{"Node Type": "Seq Scan", "Schema": "hr", "Relation Name": "salaries",
+                            "Alias": "s", "Startup Cost": 0.0, "Total Cost": 50.0, "Plan Rows": 5000,
+                            "Plan Width": 8, "Filter": "(s.amount > 100000)"}]}
+            ]
+        }}]))
+        .unwrap()
+    }
+
+    fn facts(row_security: bool) -> RelationFacts {
+        RelationFacts {
+            schema: "public".into(),
+            name: "events".into(),
+            estimated_rows: 100000.0,
+            row_security,
+            analyzed_at: None,
+            indexes: vec![
+                "CREATE UNIQUE INDEX events_pkey ON public.events USING btree (id)".into(),
+            ],
+        }
+    }
+
+    #[test]
+    fn names_only_what_the_caller_may_see() {
+        let e = plan();
+        let exceeded = [CostLimit {
+            measure: CostMeasure::Cost,
+            limit: 100,
+            on_exceed: OnExceed::Refuse,
+            rule: "policy cost rule r: max_cost 100".into(),
+        }];
+        let events = [("public".to_string(), "events".to_string())];
+        let relations = [facts(false)];
+        let s = Summary {
+            estimate: &e,
+            exceeded: &exceeded,
+            visible: &events,
+            relations: &relations,
+            now: Utc::now(),
+        };
+        let text = s.to_json().to_string() + &s.sentence();
+        assert!(
+            !text.contains("salaries") && !text.contains("amount"),
+            "{text}"
+        );
+        let j = s.to_json();
+        assert_eq!(j["steps_not_shown"], 1);
+        assert_eq!(j["exceeded"][0]["estimate"], 900.0);
+        assert_eq!(j["expensive_steps"][0]["relation"], "public.events");
+        // The plan reads a relation the caller cannot see: no expression is shown.
+        assert!(!text.contains("'%x%'"), "{text}");
+        assert_eq!(j["relations"][0]["indexes"][0], relations[0].indexes[0]);
+        assert!(
+            s.sentence().contains("Seq Scan of public.events"),
+            "{}",
+            s.sentence()
+        );
+    }
+
+    #[test]
+    fn filters_are_shown_only_where_no_policy_predicate_can_hide_in_them() {
+        let e = plan();
+        let both = [
+            ("public".to_string(), "events".to_string()),
+            ("hr".to_string(), "salaries".to_string()),
+        ];
+        let filter_of = |relations: &[RelationFacts]| {
+            let s = Summary {
+                estimate: &e,
+                exceeded: &[],
+                visible: &both,
+                relations,
+                now: Utc::now(),
+            };
+            s.to_json()["expensive_steps"][0]["filter"].clone()
+        };
+        assert_eq!(filter_of(&[facts(false)]), "(e.note ~~ '%x%'::text)");
+        assert_eq!(filter_of(&[facts(true)]), "(not shown: row-level security)");
+        assert_eq!(filter_of(&[]), "(not shown: the catalog could not be read)");
+    }
+}

@@ -1,0 +1,367 @@
+//! The `cost` step of `interlock_query`: cost-based admission of a read
+//! (docs/cost-admission.md).
+//!
+//! A read the decision gave cost limits, or one whose identity has a cost budget, is planned
+//! on the source before it runs: `EXPLAIN (FORMAT JSON, VERBOSE)` of exactly the statement
+//! the execution step sends (row cap and parameters included), as its caller (the same
+//! session settings and role), on the same read pool. The estimate is then
+//!
+//! 1. held against the limits: a read over one is refused (`cost_exceeded`, with a summary
+//!    of the plan it can act on) or, where the rule says so, queued for approval;
+//! 2. charged to the identity's cost budget on the source: a spent budget refuses with
+//!    `cost_budget_exhausted` and when to retry.
+//!
+//! Nothing here ever admits a read whose estimate is missing: a plan that fails on the
+//! source's side (down, timed out, unreadable) answers 503, and a statement PostgreSQL
+//! refuses to plan is refused as its execution would be.
+
+use interlock_actors::breaker::SourceReport;
+use interlock_actors::ratelimit::{CostQuota, CostRefused, CostRequest};
+use serde_json::{json, Value};
+
+use super::ports::{Ports, Read};
+use super::query::{exec_failure, ReadPlan};
+use super::refusal::Refusal;
+use crate::call::{AuditDraft, Outcome};
+use crate::governance::cost::{summary, Admission, CostLimit, PlanEstimate, Summary};
+use crate::limits::CostBudgetRefusal;
+use crate::sources::postgres::execute::{ExecError, Limits, Mode, TextParam};
+
+/// What admission decided, when the read may go on.
+pub(super) enum Admitted {
+    /// Run it now.
+    Run,
+    /// Over a limit whose rule queues: hold it for `approvals` approvers, the plan shown.
+    Queue { approvals: u32, plan: Value },
+}
+
+/// A refusal, with what the breaker learned of the source.
+pub(super) type NotAdmitted = (Outcome, SourceReport);
+
+/// Plans `plan`'s read and admits it, refuses it or queues it.
+pub(super) async fn admit(
+    ports: &impl Ports,
+    draft: &mut AuditDraft,
+    plan: &ReadPlan,
+    params: &[TextParam],
+    limits: Limits,
+) -> Result<Admitted, NotAdmitted> {
+    let a = plan.allowed();
+    let rt = plan.runtime();
+    let source = rt.source.id.as_str();
+    let identity = plan.identity_name();
+    if a.explain.is_some_and(|e| e.analyze) {
+        count(source, identity, "refused", 0.0);
+        return Err((
+            Refusal::denied(
+                "cost",
+                403,
+                "cost_explain_analyze",
+                "cost admission",
+                "EXPLAIN ANALYZE on a source with cost admission",
+                "EXPLAIN ANALYZE runs the statement, and cost admission cannot plan an \
+                 EXPLAIN before it runs; use EXPLAIN without ANALYZE to see the plan, or send \
+                 the statement itself to have it admitted by its estimate.",
+            )
+            .apply(draft),
+            SourceReport::NotAttempted,
+        ));
+    }
+    let read = Read {
+        mode: Mode::CostPlan(a.cap_form),
+        statement: &a.statement,
+        params,
+        limits,
+        caller: plan.caller(),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let estimate = match ports.read(rt, read, &cancel).await {
+        Ok(rows) => rows
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .ok_or_else(|| "the source returned no plan".to_string())
+            .and_then(PlanEstimate::from_explain),
+        Err(e) => return Err(plan_failed(draft, source, identity, e)),
+    };
+    let estimate = match estimate {
+        Ok(e) => e,
+        Err(why) => {
+            draft.error = Some(format!("cost plan: {why}"));
+            count(source, identity, "unavailable", 0.0);
+            return Err((unavailable(draft, &why), SourceReport::Answered));
+        }
+    };
+    let mut record = json!({
+        "estimate": {
+            "cost": estimate.total_cost,
+            "max_step_rows": estimate.max_rows,
+            "max_step_bytes": estimate.max_bytes,
+            "result_rows": estimate.result_rows,
+        },
+        "limits": a.cost_limits,
+    });
+    let admission = a.cost_limits.admit(&estimate);
+    let outcome = match admission {
+        Admission::Admitted => None,
+        Admission::Refused { exceeded } => Some((exceeded, None)),
+        // A held read runs later from its text alone: with parameters it cannot be held.
+        Admission::Queued { exceeded, .. } if !params.is_empty() => Some((exceeded, None)),
+        Admission::Queued {
+            approvals,
+            exceeded,
+        } => Some((exceeded, Some(approvals))),
+    };
+    if let Some((exceeded, queue)) = outcome {
+        let shown = summary_of(ports, plan, &estimate, &exceeded).await;
+        set(&mut record, "exceeded", json!(exceeded));
+        if let Some(approvals) = queue {
+            set(&mut record, "outcome", json!("queued"));
+            draft.cost = Some(record);
+            count(source, identity, "queued", estimate.total_cost);
+            return Ok(Admitted::Queue {
+                approvals,
+                plan: shown.0,
+            });
+        }
+        set(&mut record, "outcome", json!("refused"));
+        draft.cost = Some(record);
+        count(source, identity, "refused", estimate.total_cost);
+        let mut reason = shown.1;
+        if exceeded
+            .iter()
+            .any(|l| matches!(l.on_exceed, crate::governance::cost::OnExceed::Queue { .. }))
+        {
+            reason.push_str(
+                " Written with literals instead of parameters, it would be queued for \
+                 approval instead (a held read runs later from its text alone).",
+            );
+        }
+        let first = exceeded.first().map_or("cost limit", |l| l.rule.as_str());
+        return Err((
+            Refusal::denied(
+                "cost",
+                403,
+                "cost_exceeded",
+                first,
+                describe_exceeded(&estimate, &exceeded),
+                reason,
+            )
+            .with_details(json!({ "cost": shown.0 }))
+            .apply(draft),
+            SourceReport::Answered,
+        ));
+    }
+    if let Some(budget) = plan.budget() {
+        let request = CostRequest {
+            identity: plan.identity_id(),
+            source: source.to_string(),
+            quota: CostQuota {
+                per_second: budget.per_second,
+                burst: budget.burst,
+            },
+            units: estimate.units(),
+        };
+        set(
+            &mut record,
+            "budget",
+            json!({"per_second": budget.per_second, "burst": budget.burst, "units": request.units}),
+        );
+        if let Err(refusal) = ports.charge_cost(&request).await {
+            set(&mut record, "outcome", json!("budget_refused"));
+            draft.cost = Some(record);
+            return Err((
+                budget_refusal(draft, &request, &estimate, identity, refusal),
+                SourceReport::Answered,
+            ));
+        }
+    }
+    set(&mut record, "outcome", json!("admitted"));
+    draft.cost = Some(record);
+    count(source, identity, "admitted", estimate.total_cost);
+    Ok(Admitted::Run)
+}
+
+/// A plan that did not come back: the source's failure answers 503 (never "admitted
+/// because the estimate was missing"); a statement PostgreSQL refuses is refused as its
+/// execution would be.
+fn plan_failed(draft: &mut AuditDraft, source: &str, identity: &str, e: ExecError) -> NotAdmitted {
+    let report = if e.is_upstream_failure() {
+        SourceReport::UpstreamFailure(e.to_string())
+    } else if matches!(e, ExecError::Cancelled | ExecError::Unusable(_)) {
+        SourceReport::NotAttempted
+    } else {
+        SourceReport::Answered
+    };
+    match &e {
+        ExecError::Upstream(_)
+        | ExecError::TlsRefused
+        | ExecError::StatementTimeout
+        | ExecError::PoolExhausted
+        | ExecError::MemoryBudget
+        | ExecError::Driver
+        | ExecError::Unusable(_) => {
+            draft.error = Some(format!("cost plan: {e}"));
+            count(source, identity, "unavailable", 0.0);
+            (unavailable(draft, &e.to_string()), report)
+        }
+        _ => {
+            count(source, identity, "refused", 0.0);
+            (exec_failure(draft, e), report)
+        }
+    }
+}
+
+fn unavailable(draft: &mut AuditDraft, cause: &str) -> Outcome {
+    Refusal::unavailable(
+        "cost",
+        "cost_estimate_unavailable",
+        "cost admission",
+        format!("no estimate: {cause}"),
+        format!(
+            "cost admission could not plan the statement on the source ({cause}); the read \
+             was not run. Retry shortly."
+        ),
+    )
+    .apply(draft)
+}
+
+/// The summary an agent or approver sees, and its sentence; the catalog facts of the
+/// relations scanned are asked only now (a failure to get them hides their filters).
+async fn summary_of(
+    ports: &impl Ports,
+    plan: &ReadPlan,
+    estimate: &PlanEstimate,
+    exceeded: &[CostLimit],
+) -> (Value, String) {
+    let visible: Vec<(String, String)> = plan
+        .allowed()
+        .tables_read
+        .iter()
+        .map(|t| (t.schema.clone(), t.name.clone()))
+        .collect();
+    let scanned = summary::scanned(estimate, &visible);
+    let relations = match ports
+        .relation_facts(plan.runtime(), &scanned, plan.caller())
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the catalog facts of a costly plan failed");
+            Vec::new()
+        }
+    };
+    let s = Summary {
+        estimate,
+        exceeded,
+        visible: &visible,
+        relations: &relations,
+        now: chrono::Utc::now(),
+    };
+    (s.to_json(), s.sentence())
+}
+
+fn describe_exceeded(estimate: &PlanEstimate, exceeded: &[CostLimit]) -> String {
+    exceeded
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {:.0} > {}",
+                l.measure.as_str(),
+                estimate.measure(l.measure),
+                l.limit
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn budget_refusal(
+    draft: &mut AuditDraft,
+    request: &CostRequest,
+    estimate: &PlanEstimate,
+    identity: &str,
+    refusal: CostBudgetRefusal,
+) -> Outcome {
+    let source = request.source.as_str();
+    let budget = json!({
+        "estimate": {"cost": estimate.total_cost},
+        "budget": {"per_second": request.quota.per_second, "burst": request.quota.burst},
+    });
+    match refusal {
+        CostBudgetRefusal::Refused(CostRefused::Exhausted { retry_after }) => {
+            count(source, identity, "budget_exhausted", estimate.total_cost);
+            let secs = retry_after.as_secs_f64().max(0.001);
+            let mut details = budget;
+            set(&mut details, "retry_after_secs", json!(secs));
+            Refusal::denied(
+                "cost",
+                429,
+                "cost_budget_exhausted",
+                format!("identity {identity}: cost budget"),
+                format!("budget holds less than {:.0} units", request.units),
+                format!(
+                    "Your cost budget on source {source} ({:.0} units per second, burst {:.0}) \
+                     holds less than this read's estimated cost of {:.0}; retry after \
+                     {secs:.3} s, or send cheaper reads (a predicate on an indexed column, a \
+                     smaller LIMIT).",
+                    request.quota.per_second, request.quota.burst, request.units
+                ),
+            )
+            .retry_after(retry_after)
+            .with_details(json!({ "cost": details }))
+            .apply(draft)
+        }
+        CostBudgetRefusal::Refused(CostRefused::OverBurst { burst }) => {
+            count(source, identity, "refused", estimate.total_cost);
+            Refusal::denied(
+                "cost",
+                403,
+                "cost_exceeded",
+                format!("identity {identity}: cost budget burst {burst:.0}"),
+                format!("cost {:.0} > burst {burst:.0}", request.units),
+                format!(
+                    "Refused before it ran: the estimated cost {:.0} is more than your whole \
+                     cost budget burst of {burst:.0} on source {source}, so no wait would let \
+                     it run. Narrow it (a predicate on an indexed column, a smaller LIMIT), or \
+                     ask an operator for a larger burst.",
+                    request.units
+                ),
+            )
+            .with_details(json!({ "cost": budget }))
+            .apply(draft)
+        }
+        CostBudgetRefusal::Unavailable => {
+            count(source, identity, "unavailable", estimate.total_cost);
+            Refusal::unavailable(
+                "cost",
+                "cost_budgets_unavailable",
+                "shared cost budgets",
+                "cost budgets unavailable",
+                "shared cost budgets are unavailable (rate_limit.redis_unavailable = refuse); \
+                 retry shortly",
+            )
+            .apply(draft)
+        }
+    }
+}
+
+fn set(v: &mut Value, key: &str, value: Value) {
+    if let Some(m) = v.as_object_mut() {
+        m.insert(key.into(), value);
+    }
+}
+
+/// `interlock_cost_admissions_total` and `interlock_cost_units_total`, per source, identity
+/// and outcome.
+fn count(source: &str, identity: &str, outcome: &'static str, units: f64) {
+    let labels = [
+        ("source", source.to_string()),
+        ("identity", identity.to_string()),
+        ("outcome", outcome.to_string()),
+    ];
+    metrics::counter!("interlock_cost_admissions_total", &labels).increment(1);
+    if units > 0.0 {
+        metrics::counter!("interlock_cost_units_total", &labels).increment(units.ceil() as u64);
+    }
+}

@@ -1,0 +1,437 @@
+//! Cost-based admission through `POST /mcp` on real PostgreSQL, over a million-row table
+//! the planner can tell plans apart on: a sequential scan refused with a summary an agent can
+//! act on, the indexed lookup admitted, a view over a table the caller may not see refused
+//! without a word about that table, over-limit reads queued when the rule says so, a cost
+//! budget that drains and refills on an injected clock, one budget shared by two gateways
+//! through Redis, and a source that cannot plan failing closed.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::env::{demo_env_with, DemoEnv};
+use common::mcp::{call, rows, Answer, MODERN};
+use common::redis::Redis;
+use common::TestGateway;
+use interlock::config::RateLimitBackend;
+use interlock::control::policy_file::{apply, AccessFile};
+use serde_json::{json, Value};
+
+/// A million events (indexed by id only), and a view over a table in `hr`, which the demo
+/// role may not read.
+const FIXTURE: &str = "
+CREATE TABLE public.events (id bigint PRIMARY KEY, kind int NOT NULL, note text NOT NULL);
+INSERT INTO public.events SELECT g, g % 100, md5(g::text) FROM generate_series(1, 1000000) g;
+CREATE TABLE hr.event_log (id bigint NOT NULL, secret text NOT NULL);
+INSERT INTO hr.event_log SELECT g, md5(g::text) FROM generate_series(1, 200000) g;
+CREATE VIEW public.event_notes AS SELECT id, secret AS note FROM hr.event_log;
+ANALYZE public.events;
+ANALYZE hr.event_log;
+";
+
+/// The sort of the whole table: the planner's cost is far above any LIMIT's discount.
+const SCAN: &str = "SELECT id, note FROM public.events WHERE note LIKE '%ab%' ORDER BY note";
+
+fn lookup(id: u32) -> String {
+    format!("SELECT id, note FROM public.events WHERE id = {id}")
+}
+
+/// The demo environment with the fixture and a role reading it, granted to demo-agent.
+async fn costed_env(adjust: impl FnOnce(&mut interlock::Settings)) -> DemoEnv {
+    let env = demo_env_with(adjust, |s| s.statement_timeout_ms = Some(1_000)).await;
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute(FIXTURE)
+        .await
+        .expect("fixture");
+    env.gateway
+        .state
+        .sources
+        .refresh_catalog("shop")
+        .await
+        .expect("catalog");
+    access(
+        &env,
+        r#"
+[[roles]]
+source = "shop"
+name = "events"
+allow = ["read public.events", "read public.event_notes"]
+
+[[grants]]
+identity = "demo-agent"
+source = "shop"
+roles = ["events"]
+"#,
+    )
+    .await;
+    env
+}
+
+async fn access(env: &DemoEnv, text: &str) {
+    apply(
+        &env.pool,
+        &AccessFile::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}")),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    env.gateway.state.profiles.invalidate_all();
+    env.gateway.state.identities.invalidate_all();
+}
+
+/// Replaces policy `cost` on shop with one rule.
+async fn rule(env: &DemoEnv, rule: &str) {
+    access(
+        env,
+        &format!("[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{rule}]\n"),
+    )
+    .await;
+}
+
+async fn query_at(gateway: &TestGateway, key: &str, sql: &str, params: Option<Value>) -> Answer {
+    let mut args = json!({"source_id": "shop", "sql": sql});
+    if let Some(p) = params {
+        args["params"] = p;
+    }
+    call(&gateway.url(""), Some(key), MODERN, "interlock_query", args).await
+}
+
+async fn query(env: &DemoEnv, sql: &str) -> Answer {
+    query_at(&env.gateway, &env.agent_key, sql, None).await
+}
+
+/// `ok`, `queued` or the refusal's code.
+fn outcome(a: &Answer) -> String {
+    if !a.body["error"].is_null() {
+        return a.body["error"]["data"]["code"]
+            .as_str()
+            .unwrap_or("?")
+            .to_string();
+    }
+    match a.body["result"]["structuredContent"]["status"].as_str() {
+        Some("queued") => "queued".into(),
+        _ => "ok".into(),
+    }
+}
+
+fn cost_details(a: &Answer) -> &Value {
+    &a.body["error"]["data"]["details"]["cost"]
+}
+
+#[tokio::test]
+async fn a_scan_over_the_limit_is_refused_with_a_plan_an_agent_can_act_on() {
+    let env = costed_env(|_| {}).await;
+    rule(
+        &env,
+        r#"{ kind = "max_cost", value = 10000, name = "reads" }"#,
+    )
+    .await;
+
+    let refused = query(&env, SCAN).await;
+    assert_eq!(outcome(&refused), "cost_exceeded", "{:?}", refused.body);
+    assert_eq!(refused.body["error"]["data"]["status"], 403);
+    let d = cost_details(&refused);
+    assert_eq!(d["exceeded"][0]["measure"], "cost", "{d}");
+    assert_eq!(d["exceeded"][0]["limit"], 10000);
+    assert_eq!(
+        d["exceeded"][0]["rule"],
+        "policy cost: max_cost 10000 [rule reads]"
+    );
+    assert!(d["estimate"]["cost"].as_f64().unwrap() > 10000.0, "{d}");
+    let scan = d["expensive_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "Seq Scan")
+        .unwrap_or_else(|| panic!("no sequential scan listed: {d}"));
+    assert_eq!(scan["relation"], "public.events");
+    assert!(
+        scan["filter"].as_str().unwrap().contains("~~ '%ab%'"),
+        "{scan}"
+    );
+    assert!(
+        d["expensive_steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["step"] == "Sort" && s["sort_key"].is_array()),
+        "the sort is listed: {d}"
+    );
+    let events = &d["relations"][0];
+    assert_eq!(events["relation"], "public.events");
+    assert!(
+        events["indexes"][0]
+            .as_str()
+            .unwrap()
+            .contains("events_pkey"),
+        "{events}"
+    );
+    assert!(events["estimated_rows"].as_f64().unwrap() > 900_000.0);
+    assert!(events["statistics"]["analyzed_at"].is_string(), "{events}");
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Seq Scan of public.events") && message.contains("limit of 10000"),
+        "{message}"
+    );
+
+    // The audit record keeps the decision and the estimate.
+    let record = env.last_audit().await;
+    assert_eq!(record["decision"]["code"], "cost_exceeded");
+    assert_eq!(record["decision"]["step"], "cost");
+    assert_eq!(record["decision"]["cost"]["outcome"], "refused");
+    assert!(
+        record["decision"]["cost"]["estimate"]["cost"]
+            .as_f64()
+            .unwrap()
+            > 10000.0
+    );
+
+    // The indexed lookup is admitted, and its record says so.
+    let admitted = query(&env, &lookup(42)).await;
+    assert_eq!(outcome(&admitted), "ok", "{:?}", admitted.body);
+    assert_eq!(rows(&admitted)[0]["id"], 42);
+    let record = env.last_audit().await;
+    assert_eq!(record["decision"]["cost"]["outcome"], "admitted");
+    assert!(
+        record["decision"]["cost"]["estimate"]["cost"]
+            .as_f64()
+            .unwrap()
+            < 100.0
+    );
+
+    // A step's rows: the scan of a million rows counts whatever a LIMIT above it stops.
+    rule(&env, r#"{ kind = "max_plan_rows", value = 100000 }"#).await;
+    let many = query(&env, "SELECT id FROM public.events LIMIT 5").await;
+    assert_eq!(outcome(&many), "cost_exceeded", "{:?}", many.body);
+    assert_eq!(cost_details(&many)["exceeded"][0]["measure"], "rows");
+    assert_eq!(outcome(&query(&env, &lookup(7)).await), "ok");
+
+    // Metrics per source and identity.
+    let metrics = common::http::client()
+        .get(env.gateway.url("/metrics"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for outcome in ["admitted", "refused"] {
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("interlock_cost_admissions_total")
+                    && l.contains("identity=\"demo-agent\"")
+                    && l.contains("source=\"shop\"")
+                    && l.contains(&format!("outcome=\"{outcome}\""))),
+            "no {outcome} count in /metrics"
+        );
+    }
+}
+
+#[tokio::test]
+async fn nothing_about_a_relation_the_caller_cannot_see_reaches_the_summary() {
+    let env = costed_env(|_| {}).await;
+    rule(&env, r#"{ kind = "max_cost", value = 1000 }"#).await;
+    // The view's underlying table is in hr, which the role denies.
+    let refused = query(
+        &env,
+        "SELECT id, note FROM public.event_notes ORDER BY note",
+    )
+    .await;
+    assert_eq!(outcome(&refused), "cost_exceeded", "{:?}", refused.body);
+    let text = refused.body.to_string();
+    for secret in ["event_log", "hr.", "secret"] {
+        assert!(!text.contains(secret), "{secret:?} leaked: {text}");
+    }
+    let d = cost_details(&refused);
+    assert!(d["steps_not_shown"].as_u64().unwrap() >= 1, "{d}");
+    assert_eq!(d["relations"], json!([]));
+}
+
+#[tokio::test]
+async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
+    let env = costed_env(|_| {}).await;
+    rule(
+        &env,
+        r#"{ kind = "max_cost", value = 10000, on_exceed = "queue", approvals = 1 }"#,
+    )
+    .await;
+    let queued = query(&env, SCAN).await;
+    assert_eq!(outcome(&queued), "queued", "{:?}", queued.body);
+    let id = queued.body["result"]["structuredContent"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The approver sees the plan that was over the limit.
+    let approval: Value = common::http::client()
+        .get(env.gateway.url(&format!("/admin/approvals/{id}")))
+        .bearer_auth(&env.approver_key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let plan = &approval["touches"]["cost"];
+    assert_eq!(plan["exceeded"][0]["limit"], 10000, "{approval}");
+    assert_eq!(plan["relations"][0]["relation"], "public.events");
+    // Under the limit it runs at once.
+    assert_eq!(outcome(&query(&env, &lookup(3)).await), "ok");
+    // With parameters it cannot be held (it would run later without them): refused, saying
+    // how it could be queued.
+    let with_params = query_at(
+        &env.gateway,
+        &env.agent_key,
+        "SELECT id, note FROM public.events WHERE note LIKE $1 ORDER BY note",
+        Some(json!(["%ab%"])),
+    )
+    .await;
+    assert_eq!(
+        outcome(&with_params),
+        "cost_exceeded",
+        "{:?}",
+        with_params.body
+    );
+    assert!(with_params.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("literals"));
+}
+
+/// Reads admitted in a row until the budget refuses, on `gateways` in turn.
+async fn drain(gateways: &[&TestGateway], key: &str, from: u32) -> (usize, Answer) {
+    for i in 0..200 {
+        let gw = gateways[i % gateways.len()];
+        let a = query_at(gw, key, &lookup(from + i as u32), None).await;
+        if outcome(&a) != "ok" {
+            return (i, a);
+        }
+    }
+    panic!("the budget never ran out");
+}
+
+#[tokio::test]
+async fn a_cost_budget_drains_by_estimate_and_refills_with_the_clock() {
+    let env = costed_env(|_| {}).await;
+    access(
+        &env,
+        "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"100000/s\"\nburst = 100000\ncost_budget = \"10/s\"\ncost_burst = 50\n",
+    )
+    .await;
+    let first = query(&env, &lookup(1)).await;
+    assert_eq!(outcome(&first), "ok", "{:?}", first.body);
+    let units = env.last_audit().await["decision"]["cost"]["budget"]["units"]
+        .as_f64()
+        .unwrap();
+    assert!((1.0..50.0).contains(&units), "{units}");
+    let (admitted, refused) = drain(&[&env.gateway], &env.agent_key, 2).await;
+    // The burst holds floor(50 / units) reads, the first included.
+    assert_eq!(
+        admitted + 1,
+        (50.0 / units).floor() as usize,
+        "units {units}"
+    );
+    assert_eq!(
+        outcome(&refused),
+        "cost_budget_exhausted",
+        "{:?}",
+        refused.body
+    );
+    assert_eq!(refused.body["error"]["data"]["status"], 429);
+    let retry = refused.body["error"]["data"]["retry_after_secs"]
+        .as_u64()
+        .unwrap();
+    assert!((1..=5).contains(&retry), "{retry}");
+    assert!(refused.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("retry after"));
+    // Ten seconds later (on the budgets' clock) the whole burst is back.
+    env.gateway
+        .state
+        .rate
+        .budget_clock()
+        .advance(Duration::from_secs(10));
+    let (again, _) = drain(&[&env.gateway], &env.agent_key, 500).await;
+    assert_eq!(again, (50.0 / units).floor() as usize);
+
+    // A read costlier than the whole burst is refused for good, not told to wait.
+    rule(&env, r#"{ kind = "max_cost", value = 100000000 }"#).await;
+    let huge = query(&env, SCAN).await;
+    assert_eq!(outcome(&huge), "cost_exceeded", "{:?}", huge.body);
+    assert!(huge.body["error"]["data"]["retry_after_secs"].is_null());
+}
+
+#[tokio::test]
+async fn two_gateways_share_one_cost_budget_through_redis() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let env = costed_env(|s| {
+        s.rate_limit.backend = RateLimitBackend::Redis;
+        s.rate_limit.redis_url = url.clone();
+    })
+    .await;
+    let b = TestGateway::start(env.gateway.settings.clone());
+    b.state
+        .sources
+        .refresh_catalog("shop")
+        .await
+        .expect("catalog");
+    // A burst for a few lookups and no refill to speak of during the test.
+    access(
+        &env,
+        "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"100000/s\"\nburst = 100000\ncost_budget = \"1/h\"\ncost_burst = 60\n",
+    )
+    .await;
+    b.state.identities.invalidate_all();
+    b.state.profiles.invalidate_all();
+    let first = query(&env, &lookup(1)).await;
+    assert_eq!(outcome(&first), "ok", "{:?}", first.body);
+    let units = env.last_audit().await["decision"]["cost"]["budget"]["units"]
+        .as_f64()
+        .unwrap();
+    let (admitted, refused) = drain(&[&b, &env.gateway], &env.agent_key, 2).await;
+    assert_eq!(
+        admitted + 1,
+        (60.0 / units).floor() as usize,
+        "one budget for both gateways (units {units})"
+    );
+    assert_eq!(outcome(&refused), "cost_budget_exhausted");
+    // Spent on both.
+    for gw in [&env.gateway, &b] {
+        let a = query_at(gw, &env.agent_key, &lookup(999), None).await;
+        assert_eq!(outcome(&a), "cost_budget_exhausted", "{:?}", a.body);
+    }
+    drop(redis);
+}
+
+#[tokio::test]
+async fn a_source_that_cannot_plan_fails_closed() {
+    let env = costed_env(|_| {}).await;
+    rule(&env, r#"{ kind = "max_cost", value = 10000 }"#).await;
+    assert_eq!(outcome(&query(&env, &lookup(5)).await), "ok");
+    // A lock held elsewhere keeps the planner from the table past the statement timeout.
+    let locker = common::admin(&env.shop_db).await;
+    locker
+        .batch_execute("BEGIN; LOCK TABLE public.events IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let blocked = query(&env, &lookup(6)).await;
+    assert_eq!(
+        blocked.body["error"]["data"]["status"], 503,
+        "{:?}",
+        blocked.body
+    );
+    let reason = blocked.body["error"]["message"].as_str().unwrap();
+    assert!(reason.contains("cost admission could not plan"), "{reason}");
+    let record = env.last_audit().await;
+    assert_eq!(record["decision"]["code"], "cost_estimate_unavailable");
+    locker.batch_execute("ROLLBACK").await.unwrap();
+    assert_eq!(outcome(&query(&env, &lookup(6)).await), "ok");
+
+    // A statement PostgreSQL refuses to plan is refused as its execution would be.
+    let bad = query(&env, "SELECT id FROM public.events WHERE id = 1 / 0").await;
+    assert_ne!(outcome(&bad), "ok", "{:?}", bad.body);
+}
