@@ -13,12 +13,15 @@
 //!   cells run with the source carrying no identity;
 //! - **cache hit**: the param query with the result cache on and warm (every hit still
 //!   writes a durable audit record); baseline: the prepared statement;
+//! - **agent, cost admitted**: the agent cell with cost admission on (every read planned
+//!   first, as its caller, then run), against the same baseline as the agent cell;
 //! - **tools/list**, against `/healthz` (no database, no audit);
 //! - **memory**: gateway and source-backend private memory after the first 20 s and at the
 //!   end of 60 s of agent-style load at 32 connections.
 //!
 //! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60 --workers 0`;
-//! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`).
+//! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`;
+//! `--cost-only 1` runs only the agent cells, with cost admission off and on).
 //! See BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -515,6 +518,25 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Turns cost admission on shop on (a `max_cost` rule far above any agent read's estimate)
+/// or off (no cost rule).
+async fn cost_admission(state: &interlock::state::AppState, on: bool) {
+    let rules = if on {
+        "rules = [{ kind = \"max_cost\", value = 1000000000 }]"
+    } else {
+        "rules = []"
+    };
+    let text = format!("[[policies]]\nsource = \"shop\"\nname = \"bench-cost\"\n{rules}\n");
+    interlock::control::policy_file::apply(
+        &state.control,
+        &interlock::control::policy_file::AccessFile::parse(&text).expect("file"),
+    )
+    .await
+    .expect("apply");
+    state.profiles.invalidate_all();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
 /// Sets how the shop source carries the caller's identity.
 async fn propagate(control: &interlock::control::ControlPool, how: Propagation) {
     let changes = interlock::control::sources::SourceChanges {
@@ -531,6 +553,7 @@ fn main() {
     let memory_secs = arg("--memory-seconds", 60);
     let workers = arg("--workers", 0); // HTTP workers; 0: one per core, as in production
     let profile_secs = arg("--profile-seconds", 0); // > 0: only the profiling window
+    let cost_only = arg("--cost-only", 0) > 0; // only the agent cells, admission off and on
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -572,6 +595,7 @@ fn main() {
             gateway.state().sources.refresh_catalog("shop").await.expect("catalog");
             let base = format!("http://{}", gateway.addr());
             let control = gateway.state().control.clone();
+            let gateway_state = gateway.state().clone();
             let _handle = gateway.spawn();
             let key = keys.agent_key.clone();
             let op = keys.operator_key.clone();
@@ -592,12 +616,31 @@ fn main() {
             println!("{:<6} {:>22} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}", "conns", "cell", "req/s", "ratio", "p50 ms", "p99 ms", "+p50 ms", "errors");
             interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");
             tokio::time::sleep(Duration::from_millis(1200)).await;
+            let mut simple = BTreeMap::new();
             for conns in LEVELS {
+                if cost_only && conns == 8 {
+                    continue;
+                }
                 let d = direct(&cl, Direct::Simple, conns, secs).await;
+                simple.insert(conns, d);
                 let before = stages(&base, &op).await;
                 let g = governed(&base, &key, Governed::Agent, conns, secs).await;
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
+            }
+            // The same agent reads with cost admission on (a max_cost rule every one of them
+            // passes: each is planned first, as the caller, then run), against the same
+            // baseline; the difference to the cell above is what admission adds.
+            cost_admission(&gateway_state, true).await;
+            for conns in [1, 32] {
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Agent, conns, secs).await;
+                let after = stages(&base, &op).await;
+                print_pair("agent, cost admitted", conns, simple[&conns], g, &breakdown(&before, &after));
+            }
+            cost_admission(&gateway_state, false).await;
+            if cost_only {
+                return;
             }
             let mut prepared = BTreeMap::new();
             for conns in [1, 32] {

@@ -10,8 +10,9 @@ mod common;
 
 use std::time::Duration;
 
+use common::approvals;
 use common::env::{demo_env_with, DemoEnv};
-use common::mcp::{call, rows, Answer, MODERN};
+use common::mcp::{call, rows, Answer, HANDSHAKE, MODERN};
 use common::redis::Redis;
 use common::TestGateway;
 use interlock::config::RateLimitBackend;
@@ -57,7 +58,7 @@ async fn costed_env(adjust: impl FnOnce(&mut interlock::Settings)) -> DemoEnv {
 [[roles]]
 source = "shop"
 name = "events"
-allow = ["read public.events", "read public.event_notes"]
+allow = ["read public.events", "read public.event_notes", "write public.events"]
 
 [[grants]]
 identity = "demo-agent"
@@ -113,6 +114,12 @@ fn outcome(a: &Answer) -> String {
         Some("queued") => "queued".into(),
         _ => "ok".into(),
     }
+}
+
+/// The audit record of the call `a` answered (waiting for it to land).
+async fn record_of(env: &DemoEnv, a: &Answer) -> Value {
+    let id = a.headers["x-request-id"].to_str().unwrap();
+    env.audit_of(id).await
 }
 
 fn cost_details(a: &Answer) -> &Value {
@@ -171,12 +178,52 @@ async fn a_scan_over_the_limit_is_refused_with_a_plan_an_agent_can_act_on() {
     assert!(events["statistics"]["analyzed_at"].is_string(), "{events}");
     let message = refused.body["error"]["message"].as_str().unwrap();
     assert!(
-        message.contains("Seq Scan of public.events") && message.contains("limit of 10000"),
+        message.contains("costliest scan is a Seq Scan of public.events")
+            && message.contains("limit of 10000"),
         "{message}"
     );
 
+    // The same summary in the handshake dialect and on the HTTP proxy API.
+    let handshake = call(
+        &env.gateway.url(""),
+        Some(&env.agent_key),
+        HANDSHAKE,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": SCAN}),
+    )
+    .await;
+    let structured = &handshake.body["result"]["structuredContent"];
+    assert_eq!(structured["code"], "cost_exceeded", "{:?}", handshake.body);
+    assert_eq!(structured["details"]["cost"]["exceeded"][0]["limit"], 10000);
+    let proxied = common::http::client()
+        .post(env.gateway.url("/v1/sources/shop/query"))
+        .bearer_auth(&env.agent_key)
+        .json(&json!({"sql": SCAN}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(proxied.status(), 403);
+    let body: Value = proxied.json().await.unwrap();
+    assert_eq!(body["code"], "cost_exceeded", "{body}");
+    assert_eq!(body["details"]["cost"]["exceeded"][0]["measure"], "cost");
+
+    // Literals decide the estimate: one shape, one statement admitted and one refused (why
+    // plans are never reused by shape).
+    let narrow = query(
+        &env,
+        "SELECT id, note FROM public.events WHERE id > 999990 ORDER BY note",
+    )
+    .await;
+    assert_eq!(outcome(&narrow), "ok", "{:?}", narrow.body);
+    let wide = query(
+        &env,
+        "SELECT id, note FROM public.events WHERE id > 0 ORDER BY note",
+    )
+    .await;
+    assert_eq!(outcome(&wide), "cost_exceeded", "{:?}", wide.body);
+
     // The audit record keeps the decision and the estimate.
-    let record = env.last_audit().await;
+    let record = record_of(&env, &wide).await;
     assert_eq!(record["decision"]["code"], "cost_exceeded");
     assert_eq!(record["decision"]["step"], "cost");
     assert_eq!(record["decision"]["cost"]["outcome"], "refused");
@@ -191,8 +238,25 @@ async fn a_scan_over_the_limit_is_refused_with_a_plan_an_agent_can_act_on() {
     let admitted = query(&env, &lookup(42)).await;
     assert_eq!(outcome(&admitted), "ok", "{:?}", admitted.body);
     assert_eq!(rows(&admitted)[0]["id"], 42);
-    let record = env.last_audit().await;
+    let record = record_of(&env, &admitted).await;
     assert_eq!(record["decision"]["cost"]["outcome"], "admitted");
+    assert_eq!(
+        record["decision"]["steps"],
+        json!([
+            "identity",
+            "audit_gate",
+            "source",
+            "source_role",
+            "policy",
+            "rate_limit",
+            "write_safety",
+            "breaker",
+            "cost",
+            "execution",
+            "redaction",
+            "audit"
+        ])
+    );
     assert!(
         record["decision"]["cost"]["estimate"]["cost"]
             .as_f64()
@@ -277,6 +341,19 @@ async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
     let plan = &approval["touches"]["cost"];
     assert_eq!(plan["exceeded"][0]["limit"], 10000, "{approval}");
     assert_eq!(plan["relations"][0]["relation"], "public.events");
+    // Approved, it runs as its requester, and only the requester reads its rows.
+    let gw = &env.gateway;
+    approvals::approve(gw, &env.approver_key, &id, json!({"reason": "one-off"})).await;
+    let done = approvals::wait(gw, &env.approver_key, &id, approvals::ran).await;
+    assert_eq!(done["state"], "executed", "{done}");
+    let status = approvals::status(gw, &env.agent_key, &id).await;
+    assert!(
+        !status["result"]["returning"]["rows"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{status}"
+    );
     // Under the limit it runs at once.
     assert_eq!(outcome(&query(&env, &lookup(3)).await), "ok");
     // With parameters it cannot be held (it would run later without them): refused, saying
@@ -298,6 +375,45 @@ async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
         .as_str()
         .unwrap()
         .contains("literals"));
+}
+
+#[tokio::test]
+async fn a_write_the_planner_estimates_above_a_cost_needs_more_approvals() {
+    let env = costed_env(|_| {}).await;
+    rule(
+        &env,
+        r#"{ kind = "approvals_above_cost", value = 10000, approvals = 2 }"#,
+    )
+    .await;
+    let gw = &env.gateway;
+    let key = &env.agent_key;
+    let big = approvals::queue(
+        gw,
+        key,
+        "shop",
+        "UPDATE public.events SET kind = 1 WHERE note LIKE '%ab%'",
+    )
+    .await;
+    let small = approvals::queue(
+        gw,
+        key,
+        "shop",
+        "UPDATE public.events SET kind = 1 WHERE id = 5",
+    )
+    .await;
+    let big = approvals::wait(gw, &env.approver_key, &big, approvals::previewed).await;
+    let small = approvals::wait(gw, &env.approver_key, &small, approvals::previewed).await;
+    assert_eq!(big["approvals_required"], 2, "{big}");
+    assert_eq!(small["approvals_required"], 1, "{small}");
+    assert!(big["touches"]["cost"]["estimate"]["cost"].as_f64().unwrap() > 10000.0);
+    assert_eq!(big["touches"]["cost"]["approvals"], 2);
+    // The approvers' preview shows the planner's cost too.
+    assert!(
+        big["preview"]["estimated_cost"].as_f64().unwrap() > 10000.0,
+        "{}",
+        big["preview"]
+    );
+    assert!(small["preview"]["estimated_cost"].as_f64().unwrap() < 100.0);
 }
 
 /// Reads admitted in a row until the budget refuses, on `gateways` in turn.
@@ -322,7 +438,7 @@ async fn a_cost_budget_drains_by_estimate_and_refills_with_the_clock() {
     .await;
     let first = query(&env, &lookup(1)).await;
     assert_eq!(outcome(&first), "ok", "{:?}", first.body);
-    let units = env.last_audit().await["decision"]["cost"]["budget"]["units"]
+    let units = record_of(&env, &first).await["decision"]["cost"]["budget"]["units"]
         .as_f64()
         .unwrap();
     assert!((1.0..50.0).contains(&units), "{units}");
@@ -389,7 +505,7 @@ async fn two_gateways_share_one_cost_budget_through_redis() {
     b.state.profiles.invalidate_all();
     let first = query(&env, &lookup(1)).await;
     assert_eq!(outcome(&first), "ok", "{:?}", first.body);
-    let units = env.last_audit().await["decision"]["cost"]["budget"]["units"]
+    let units = record_of(&env, &first).await["decision"]["cost"]["budget"]["units"]
         .as_f64()
         .unwrap();
     let (admitted, refused) = drain(&[&b, &env.gateway], &env.agent_key, 2).await;
@@ -426,7 +542,7 @@ async fn a_source_that_cannot_plan_fails_closed() {
     );
     let reason = blocked.body["error"]["message"].as_str().unwrap();
     assert!(reason.contains("cost admission could not plan"), "{reason}");
-    let record = env.last_audit().await;
+    let record = record_of(&env, &blocked).await;
     assert_eq!(record["decision"]["code"], "cost_estimate_unavailable");
     locker.batch_execute("ROLLBACK").await.unwrap();
     assert_eq!(outcome(&query(&env, &lookup(6)).await), "ok");

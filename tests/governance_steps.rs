@@ -282,10 +282,12 @@ async fn an_allowed_read_passes_every_step_of_its_tool_in_order() {
     let record = audited(&env, "interlock_query", None).await;
     let steps = steps_of(&record);
     // Every step interlock_query declares, in its order; the cache only when the source
-    // caches results.
+    // caches results, cost admission only where it applies (not here: no cost rule, no
+    // budget; tests/cost_admission.rs has the reads it applies to).
     let expected: Vec<&str> = declared(ToolKind::Query)
         .iter()
         .filter(|s| **s != GovernanceStep::Cache || steps.iter().any(|t| t == "cache"))
+        .filter(|s| **s != GovernanceStep::Cost)
         .map(|s| s.name())
         .collect();
     assert_eq!(steps, expected);

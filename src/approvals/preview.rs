@@ -24,10 +24,6 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
-
 use super::images::{self, WriteKind};
 use super::recheck::{allowed_now, Now, Queued};
 use super::side_effects;
@@ -142,7 +138,7 @@ impl Previewer {
     ) -> (Value, Option<i64>) {
         let mode = PreviewMode::Explain;
         let never = CancellationToken::new();
-        let planned = match explained_write(&now.allowed.statement) {
+        let planned = match crate::sql::explained::explained(&now.allowed.statement) {
             Ok(planned) => planned,
             Err(why) => return (failed(Some(mode), &why), None),
         };
@@ -154,12 +150,18 @@ impl Previewer {
             Err(e) => return (failed(Some(mode), &e.to_string()), None),
         };
         let estimate = estimated_rows(&plan);
+        let cost = plan
+            .get(0)
+            .and_then(|d| d.get("Plan"))
+            .and_then(|p| p.get("Total Cost"))
+            .and_then(Value::as_f64);
         let also = match side_effects::of(pools, &now.allowed.tables_written).await {
             Ok(also) => also,
             Err(e) => return (failed(Some(mode), &e.to_string()), None),
         };
         (
-            json!({"mode": "explain", "ok": true, "estimated_rows": estimate, "plan": plan,
+            json!({"mode": "explain", "ok": true, "estimated_rows": estimate,
+                   "estimated_cost": cost, "plan": plan,
                    "may_also_change": also, "computed_at": Utc::now()}),
             estimate,
         )
@@ -325,18 +327,6 @@ pub async fn primary_key(
                 .collect()
         })
         .unwrap_or_default())
-}
-
-/// The statement whose plan estimates a queued write: the write itself, or the write inside
-/// `EXPLAIN (ANALYSE)` (whose own plan cannot be explained).
-fn explained_write(statement: &str) -> Result<String, String> {
-    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, statement)
-        .map_err(|e| format!("the statement could not be re-read: {e}"))?;
-    match parsed.as_slice() {
-        [Statement::Explain { statement, .. }] => Ok(statement.to_string()),
-        [_] => Ok(statement.to_string()),
-        _ => Err("not a single statement".into()),
-    }
 }
 
 /// How the imaged dry run went.

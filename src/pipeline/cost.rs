@@ -23,9 +23,14 @@ use super::ports::{Ports, Read};
 use super::query::{exec_failure, ReadPlan};
 use super::refusal::Refusal;
 use crate::call::{AuditDraft, Outcome};
-use crate::governance::cost::{summary, Admission, CostLimit, PlanEstimate, Summary};
+use crate::governance::cost::{
+    summary, Admission, CostApprovals, CostLimit, PlanEstimate, Summary,
+};
+use crate::governance::Allowed;
 use crate::limits::CostBudgetRefusal;
-use crate::sources::postgres::execute::{ExecError, Limits, Mode, TextParam};
+use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam};
+use crate::sources::registry::SourceRuntime;
+use crate::sources::stats::CostOutcome;
 
 /// What admission decided, when the read may go on.
 pub(super) enum Admitted {
@@ -51,7 +56,7 @@ pub(super) async fn admit(
     let source = rt.source.id.as_str();
     let identity = plan.identity_name();
     if a.explain.is_some_and(|e| e.analyze) {
-        count(source, identity, "refused", 0.0);
+        count(rt, identity, "refused", 0.0);
         return Err((
             Refusal::denied(
                 "cost",
@@ -82,13 +87,13 @@ pub(super) async fn admit(
             .and_then(|r| r.first())
             .ok_or_else(|| "the source returned no plan".to_string())
             .and_then(PlanEstimate::from_explain),
-        Err(e) => return Err(plan_failed(draft, source, identity, e)),
+        Err(e) => return Err(plan_failed(draft, rt, identity, e)),
     };
     let estimate = match estimate {
         Ok(e) => e,
         Err(why) => {
             draft.error = Some(format!("cost plan: {why}"));
-            count(source, identity, "unavailable", 0.0);
+            count(rt, identity, "unavailable", 0.0);
             return Err((unavailable(draft, &why), SourceReport::Answered));
         }
     };
@@ -118,7 +123,7 @@ pub(super) async fn admit(
         if let Some(approvals) = queue {
             set(&mut record, "outcome", json!("queued"));
             draft.cost = Some(record);
-            count(source, identity, "queued", estimate.total_cost);
+            count(rt, identity, "queued", estimate.total_cost);
             return Ok(Admitted::Queue {
                 approvals,
                 plan: shown.0,
@@ -126,7 +131,7 @@ pub(super) async fn admit(
         }
         set(&mut record, "outcome", json!("refused"));
         draft.cost = Some(record);
-        count(source, identity, "refused", estimate.total_cost);
+        count(rt, identity, "refused", estimate.total_cost);
         let mut reason = shown.1;
         if exceeded
             .iter()
@@ -171,21 +176,92 @@ pub(super) async fn admit(
             set(&mut record, "outcome", json!("budget_refused"));
             draft.cost = Some(record);
             return Err((
-                budget_refusal(draft, &request, &estimate, identity, refusal),
+                budget_refusal(draft, rt, &request, &estimate, identity, refusal),
                 SourceReport::Answered,
             ));
         }
     }
     set(&mut record, "outcome", json!("admitted"));
     draft.cost = Some(record);
-    count(source, identity, "admitted", estimate.total_cost);
+    count(rt, identity, "admitted", estimate.total_cost);
     Ok(Admitted::Run)
+}
+
+/// The approvals `approvals_above_cost` rules ask of a write, from its estimate (planned as
+/// its caller; nothing runs), and what the approvers are shown of it. A write that cannot be
+/// planned gets the most approvals any of the rules asks (fail closed).
+pub(super) async fn write_approvals(
+    ports: &impl Ports,
+    draft: &mut AuditDraft,
+    rt: &SourceRuntime,
+    a: &Allowed,
+    caller: Option<&Caller>,
+) -> (u32, Value) {
+    let planned = match crate::sql::explained::explained(&a.statement) {
+        Ok(s) => s,
+        Err(why) => return unplanned(draft, a, &why),
+    };
+    let read = Read {
+        mode: Mode::Estimate,
+        statement: &planned,
+        params: &[],
+        limits: Limits {
+            max_rows: 1,
+            max_bytes: rt.source.max_bytes,
+        },
+        caller,
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let estimate = match ports.read(rt, read, &cancel).await {
+        Ok(rows) => rows
+            .rows
+            .first()
+            .and_then(|r| r.first())
+            .ok_or_else(|| "the source returned no plan".to_string())
+            .and_then(PlanEstimate::from_explain),
+        Err(e) => Err(e.to_string()),
+    };
+    let estimate = match estimate {
+        Ok(e) => e,
+        Err(why) => return unplanned(draft, a, &why),
+    };
+    let asked = CostApprovals::required(&a.cost_approvals, estimate.total_cost);
+    let shown = json!({
+        "estimate": {"cost": estimate.total_cost},
+        "approvals_above_cost": a.cost_approvals,
+        "approvals": asked,
+    });
+    draft.cost = Some(shown.clone());
+    (asked, shown)
+}
+
+/// A write whose estimate could not be had: the most approvals any rule asks.
+fn unplanned(draft: &mut AuditDraft, a: &Allowed, why: &str) -> (u32, Value) {
+    let most = a
+        .cost_approvals
+        .iter()
+        .map(|r| r.approvals)
+        .max()
+        .unwrap_or(0);
+    let shown = json!({
+        "estimate": null,
+        "error": format!("the write could not be planned ({why}): it needs the most approvals any rule asks"),
+        "approvals_above_cost": a.cost_approvals,
+        "approvals": most,
+    });
+    draft.cost = Some(shown.clone());
+    (most, shown)
 }
 
 /// A plan that did not come back: the source's failure answers 503 (never "admitted
 /// because the estimate was missing"); a statement PostgreSQL refuses is refused as its
 /// execution would be.
-fn plan_failed(draft: &mut AuditDraft, source: &str, identity: &str, e: ExecError) -> NotAdmitted {
+fn plan_failed(
+    draft: &mut AuditDraft,
+    rt: &SourceRuntime,
+    identity: &str,
+    e: ExecError,
+) -> NotAdmitted {
     let report = if e.is_upstream_failure() {
         SourceReport::UpstreamFailure(e.to_string())
     } else if matches!(e, ExecError::Cancelled | ExecError::Unusable(_)) {
@@ -202,11 +278,11 @@ fn plan_failed(draft: &mut AuditDraft, source: &str, identity: &str, e: ExecErro
         | ExecError::Driver
         | ExecError::Unusable(_) => {
             draft.error = Some(format!("cost plan: {e}"));
-            count(source, identity, "unavailable", 0.0);
+            count(rt, identity, "unavailable", 0.0);
             (unavailable(draft, &e.to_string()), report)
         }
         _ => {
-            count(source, identity, "refused", 0.0);
+            count(rt, identity, "refused", 0.0);
             (exec_failure(draft, e), report)
         }
     }
@@ -278,6 +354,7 @@ fn describe_exceeded(estimate: &PlanEstimate, exceeded: &[CostLimit]) -> String 
 
 fn budget_refusal(
     draft: &mut AuditDraft,
+    rt: &SourceRuntime,
     request: &CostRequest,
     estimate: &PlanEstimate,
     identity: &str,
@@ -290,7 +367,7 @@ fn budget_refusal(
     });
     match refusal {
         CostBudgetRefusal::Refused(CostRefused::Exhausted { retry_after }) => {
-            count(source, identity, "budget_exhausted", estimate.total_cost);
+            count(rt, identity, "budget_exhausted", estimate.total_cost);
             let secs = retry_after.as_secs_f64().max(0.001);
             let mut details = budget;
             set(&mut details, "retry_after_secs", json!(secs));
@@ -313,7 +390,7 @@ fn budget_refusal(
             .apply(draft)
         }
         CostBudgetRefusal::Refused(CostRefused::OverBurst { burst }) => {
-            count(source, identity, "refused", estimate.total_cost);
+            count(rt, identity, "refused", estimate.total_cost);
             Refusal::denied(
                 "cost",
                 403,
@@ -332,7 +409,7 @@ fn budget_refusal(
             .apply(draft)
         }
         CostBudgetRefusal::Unavailable => {
-            count(source, identity, "unavailable", estimate.total_cost);
+            count(rt, identity, "unavailable", estimate.total_cost);
             Refusal::unavailable(
                 "cost",
                 "cost_budgets_unavailable",
@@ -353,10 +430,19 @@ fn set(v: &mut Value, key: &str, value: Value) {
 }
 
 /// `interlock_cost_admissions_total` and `interlock_cost_units_total`, per source, identity
-/// and outcome.
-fn count(source: &str, identity: &str, outcome: &'static str, units: f64) {
+/// and outcome, and the source's own counts (the console's).
+fn count(rt: &SourceRuntime, identity: &str, outcome: &'static str, units: f64) {
+    let counted = match outcome {
+        "admitted" => Some(CostOutcome::Admitted),
+        "queued" => Some(CostOutcome::Queued),
+        "refused" | "budget_exhausted" => Some(CostOutcome::Refused),
+        _ => None,
+    };
+    if let Some(c) = counted {
+        rt.stats.cost(identity, c, units);
+    }
     let labels = [
-        ("source", source.to_string()),
+        ("source", rt.source.id.clone()),
         ("identity", identity.to_string()),
         ("outcome", outcome.to_string()),
     ];

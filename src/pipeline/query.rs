@@ -92,6 +92,7 @@ impl ReadPlan {
             requester: self.identity.0,
             facts: self.facts,
             cost: Some(plan),
+            caller: self.caller,
         }
     }
 }
@@ -104,6 +105,8 @@ pub struct WritePlan {
     facts: Option<CallFacts>,
     /// For a read queued by a cost rule: the plan summary approvers see.
     cost: Option<Value>,
+    /// Who it runs for in the source (a write's estimate is planned as its caller).
+    caller: Option<Caller>,
 }
 
 /// Source resolution: the source must be registered and enabled.
@@ -356,6 +359,7 @@ pub async fn prepare(
             requester: identity.id,
             facts,
             cost: None,
+            caller,
         })));
     }
     draft.enter(GovernanceStep::Breaker);
@@ -470,8 +474,18 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         // What it changes may differ between the preview and the execution.
         "depends_on_clock": a.reads_clock,
     });
-    if let (Some(cost), Some(t)) = (&plan.cost, touches.as_object_mut()) {
-        t.insert("cost".into(), cost.clone());
+    // A write an `approvals_above_cost` rule applies to is planned now: its approvals are
+    // set before anyone can approve it.
+    let mut cost_approvals = 0;
+    let mut cost = plan.cost.clone();
+    if write && !a.cost_approvals.is_empty() {
+        let (asked, shown) =
+            super::cost::write_approvals(ports, draft, &plan.rt, a, plan.caller.as_ref()).await;
+        cost_approvals = asked;
+        cost = Some(shown);
+    }
+    if let (Some(cost), Some(t)) = (cost, touches.as_object_mut()) {
+        t.insert("cost".into(), cost);
     }
     let new = NewApproval {
         source_id: plan.rt.source.id.clone(),
@@ -481,7 +495,9 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         touches,
         // The source's approvals are for writes; a read needs what its rule asks.
         approvals_required: if write {
-            a.approvals_required.max(plan.rt.source.approvals_required)
+            a.approvals_required
+                .max(plan.rt.source.approvals_required)
+                .max(cost_approvals)
         } else {
             a.approvals_required
         },

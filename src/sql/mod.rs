@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod classify;
 pub mod depth;
 pub mod error;
+pub mod explained;
 pub mod forbidden;
 pub mod functions;
 pub mod ident;

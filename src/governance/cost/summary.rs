@@ -195,8 +195,19 @@ impl Summary<'_> {
             .collect();
         s.push_str(&parts.join("; "));
         s.push('.');
-        if let Some(top) = self.steps().first() {
-            s.push_str(&format!(" The costliest step is a {}", top.node_type));
+        // The costliest scan is what a narrower read changes; any step where none is shown.
+        let steps = self.steps();
+        let top = steps
+            .iter()
+            .find(|n| n.relation.is_some())
+            .or_else(|| steps.first());
+        if let Some(top) = top {
+            let what = if top.relation.is_some() {
+                "scan"
+            } else {
+                "step"
+            };
+            s.push_str(&format!(" The costliest {what} is a {}", top.node_type));
             if let Some(r) = &top.relation {
                 s.push_str(&format!(" of {}.{}", r.0, r.1));
             }

@@ -622,7 +622,7 @@
     if (!state.pages.has("sources")) return;
     if (sourcesLoading) return sourcesLoading;
     const tbody = $("sources-body");
-    if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 8 } }, "Loading sources…")));
+    if (!state.sources.size && !quiet) replaceChildren(tbody, h("tr", { className: "loading-row" }, h("td", { attrs: { colspan: 9 } }, "Loading sources…")));
     sourcesLoading = (async () => {
       try {
         const [data, actors, replicas, hooks] = await Promise.all([api("/admin/sources"), api("/admin/actors"), api("/admin/replicas"), api("/admin/webhooks")]);
@@ -645,7 +645,7 @@
         if (e.status === 401) return;
         const msg = describeError(e, "Loading sources");
         if (!quiet) announce(msg, "error");
-        if (!state.sources.size) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "error-cell" }, msg)));
+        if (!state.sources.size) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 9 }, className: "error-cell" }, msg)));
       } finally {
         sourcesLoading = null;
       }
@@ -680,7 +680,7 @@
       if (tbody.children[i] !== refs.tr) tbody.insertBefore(refs.tr, tbody.children[i] || null);
       fillSourceRow(refs, state.sources.get(id));
     });
-    if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 8 }, className: "empty-cell" }, "No sources are registered.")));
+    if (!ids.length) replaceChildren(tbody, h("tr", {}, h("td", { attrs: { colspan: 9 }, className: "empty-cell" }, "No sources are registered.")));
     renderSourcesSummary();
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
   }
@@ -730,8 +730,9 @@
   }
 
   function buildSourceRow(id) {
-    const cells = Array.from({ length: 7 }, (_, i) => h(i === 0 ? "th" : "td", i === 0 ? { attrs: { scope: "row" } } : {}));
-    for (const i of [3, 4, 5]) cells[i].className = "num";
+    const cells = Array.from({ length: 8 }, (_, i) => h(i === 0 ? "th" : "td", i === 0 ? { attrs: { scope: "row" } } : {}));
+    for (const i of [3, 4, 5, 6]) cells[i].className = "num";
+    cells[6].dataset.role = "cost";
     cells[2].dataset.role = "last-error";
     const mk = (action, text, verb) => h("button", { type: "button", className: `btn btn-small btn-${action}`, dataset: { action }, title: `${verb} the circuit of ${id}`, attrs: { "aria-label": `${verb} the circuit of ${id}` }, onclick: (e) => openCircuitDialog(id, action, e.currentTarget) }, text);
     const buttons = { open: mk("open", "Open", "Force open"), close: mk("close", "Close", "Force close"), reset: mk("reset", "Reset", "Reset") };
@@ -768,8 +769,14 @@
     const st = s.stats || {};
     replaceChildren(c[4], h("div", {}, `${ms(st.p50_ms)} / ${ms(st.p99_ms)}`), h("div", { className: "small muted", dataset: { role: "runs" } }, `${st.executions_last_minute ?? 0} runs/min`));
     replaceChildren(c[5], pct(st.cache_hit_ratio), h("div", { className: "small muted" }, `${st.cache_hits ?? 0} hit · ${st.cache_misses ?? 0} miss`));
+    const cost = st.cost;
+    replaceChildren(c[6], cost
+      ? [h("div", {}, `${cost.admitted} / ${cost.refused}`, cost.queued ? ` · ${cost.queued}` : ""),
+         h("div", { className: "small muted", title: (cost.by_identity || []).map(([who, n]) => `${who}: ${n.admitted} admitted, ${n.refused} refused, ${n.queued} queued`).join("\n") },
+           `${Math.round(cost.units_admitted).toLocaleString()} units admitted`)]
+      : h("span", { className: "muted", title: "No read on this source has been planned by cost admission" }, "—"));
     const cat = s.catalog;
-    replaceChildren(c[6], cat ? [h("div", {}, timeEl(cat.scanned_at, "ago")), h("div", { className: "small muted" }, plural(cat.relations, "relation"), cat.truncated ? " (truncated)" : "")] : h("span", { className: "muted" }, s.type === "documents" ? "n/a" : "not scanned"));
+    replaceChildren(c[7], cat ? [h("div", {}, timeEl(cat.scanned_at, "ago")), h("div", { className: "small muted" }, plural(cat.relations, "relation"), cat.truncated ? " (truncated)" : "")] : h("span", { className: "muted" }, s.type === "documents" ? "n/a" : "not scanned"));
     refs.buttons.open.disabled = circuit.state === "open" && circuit.forced;
     refs.buttons.close.disabled = circuit.state === "closed" && !circuit.forced;
   }
@@ -968,7 +975,21 @@
       h("div", {}, h("dt", {}, "Writes tables"), h("dd", {}, chips(t.tables_written, "none"))),
       h("div", {}, h("dt", {}, "Writes columns"), h("dd", {}, chips(t.columns_written, "none"))),
       h("div", {}, h("dt", {}, "Reads tables"), h("dd", {}, chips(t.tables_read, "none"))),
-      t.depends_on_clock ? h("div", { dataset: { role: "clock" } }, h("dt", {}, "Depends on"), h("dd", {}, h("span", { className: "chip warn" }, "the clock: it may change other rows when it runs than when previewed"))) : null);
+      t.depends_on_clock ? h("div", { dataset: { role: "clock" } }, h("dt", {}, "Depends on"), h("dd", {}, h("span", { className: "chip warn" }, "the clock: it may change other rows when it runs than when previewed"))) : null,
+      t.cost ? h("div", { dataset: { role: "cost" } }, h("dt", {}, "Planner's cost"), h("dd", {}, costEl(t.cost))) : null);
+  }
+
+  /** Cost admission's view of a queued call: the estimate, the limits it is over, the costliest steps. */
+  function costEl(c) {
+    const est = c.estimate || {};
+    const over = (c.exceeded || []).map((l) => `${l.measure} ${Math.round(l.estimate)} over ${l.limit} (${displaySafe(l.rule)})`);
+    const steps = (c.expensive_steps || []).map((st) => `${displaySafe(st.step)}${st.relation ? " of " + displaySafe(st.relation) : ""} ≈${Math.round(st.rows)} rows`);
+    return h("div", {},
+      h("span", { className: "chip" }, est.cost == null ? "not estimated" : `${Math.round(est.cost).toLocaleString()} units`),
+      c.approvals ? h("span", { className: "small muted" }, ` · asks ${c.approvals} approval${c.approvals === 1 ? "" : "s"}`) : null,
+      c.error ? h("p", { className: "small warn-text" }, displaySafe(c.error)) : null,
+      over.length ? h("p", { className: "small" }, `Over its limit: ${over.join("; ")}.`) : null,
+      steps.length ? h("p", { className: "small muted" }, `Costliest steps: ${steps.join(", ")}.`) : null);
   }
 
   /** Rows changed per table, when PostgreSQL counted more than one table. */
