@@ -551,3 +551,181 @@ async fn a_source_that_cannot_plan_fails_closed() {
     let bad = query(&env, "SELECT id FROM public.events WHERE id = 1 / 0").await;
     assert_ne!(outcome(&bad), "ok", "{:?}", bad.body);
 }
+
+/// With `identity_propagation = "role"` the plan runs as the caller's mapped role: a role
+/// that may read the table is shown its plan, one that may not is refused by PostgreSQL
+/// before any estimate exists, so nothing of the table's size reaches it.
+#[tokio::test]
+async fn the_plan_runs_as_the_callers_mapped_role() {
+    let env = costed_env(|_| {}).await;
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute(
+            "CREATE ROLE cost_login LOGIN NOINHERIT PASSWORD 'cost_login-password';
+             CREATE ROLE events_reader NOLOGIN;
+             CREATE ROLE no_reader NOLOGIN;
+             GRANT events_reader, no_reader TO cost_login;
+             GRANT USAGE ON SCHEMA public TO cost_login, events_reader, no_reader;
+             GRANT SELECT ON public.events TO events_reader;",
+        )
+        .await
+        .expect("roles");
+    let dir = tempfile::tempdir().expect("dir");
+    let password_file = dir.path().join("login.pw");
+    std::fs::write(&password_file, "cost_login-password").expect("password file");
+    interlock::control::sources::add_source(
+        &env.pool,
+        &interlock::control::sources::NewSource {
+            id: "shop_roles".into(),
+            host: Some("127.0.0.1".into()),
+            port: Some(common::cluster().port),
+            dbname: Some(env.shop_db.clone()),
+            user: Some("cost_login".into()),
+            password_file: Some(password_file.to_string_lossy().into_owned()),
+            search_path: Some(vec!["public".into()]),
+            cache_ttl_ms: Some(0),
+            identity_propagation: Some(interlock::control::sources::Propagation::Role),
+            identity_roles: Some(
+                [("demo-agent", "events_reader"), ("cost-other", "no_reader")]
+                    .iter()
+                    .map(|(i, r)| ((*i).to_string(), (*r).to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("register");
+    let other = env.new_agent("cost-other", None).await;
+    access(
+        &env,
+        r#"
+[[roles]]
+source = "shop_roles"
+name = "events"
+allow = ["read public.events"]
+
+[[grants]]
+identity = "demo-agent"
+source = "shop_roles"
+roles = ["events"]
+
+[[grants]]
+identity = "cost-other"
+source = "shop_roles"
+roles = ["events"]
+
+[[policies]]
+source = "shop_roles"
+name = "cost"
+rules = [{ kind = "max_cost", value = 10000 }]
+"#,
+    )
+    .await;
+    let on = |key: &str, sql: &str| {
+        let (url, key, sql) = (env.gateway.url(""), key.to_string(), sql.to_string());
+        async move {
+            // The gateway picks the new source up within its reload interval.
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let a = call(
+                    &url,
+                    Some(&key),
+                    MODERN,
+                    "interlock_query",
+                    json!({"source_id": "shop_roles", "sql": sql}),
+                )
+                .await;
+                let unknown = a.body["error"]["data"]["code"] == "not_found";
+                if !unknown || std::time::Instant::now() > deadline {
+                    return a;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    let mine = on(&env.agent_key, SCAN).await;
+    assert_eq!(outcome(&mine), "cost_exceeded", "{:?}", mine.body);
+    assert_eq!(
+        cost_details(&mine)["relations"][0]["relation"],
+        "public.events"
+    );
+    assert_eq!(outcome(&on(&env.agent_key, &lookup(3)).await), "ok");
+
+    for sql in [SCAN.to_string(), lookup(3)] {
+        let theirs = on(&other, &sql).await;
+        assert_ne!(outcome(&theirs), "ok", "{:?}", theirs.body);
+        assert_ne!(outcome(&theirs), "cost_exceeded", "{:?}", theirs.body);
+        let text = theirs.body.to_string();
+        for leak in ["estimate", "events_pkey", "1000000", "Seq Scan"] {
+            assert!(
+                !text.contains(leak),
+                "{leak:?} reached a role without SELECT: {text}"
+            );
+        }
+    }
+}
+
+/// Conditions over the planner's estimate (`plan.…`): decided in the cost step, denying or
+/// holding a read by its plan, recorded like every conditional rule, and refused at apply
+/// time for effects that belong to the statement's decision.
+#[tokio::test]
+async fn conditions_read_the_plan() {
+    let env = costed_env(|_| {}).await;
+    rule(
+        &env,
+        r#"{ kind = "deny", name = "no-big-scans", when = "'public.events' in plan.seq_scans && plan.cost > 5000", message = "Scans of public.events over 5000 units are refused: filter on id." }"#,
+    )
+    .await;
+    let refused = query(&env, SCAN).await;
+    assert_eq!(outcome(&refused), "policy_denied", "{:?}", refused.body);
+    assert_eq!(
+        refused.body["error"]["message"],
+        "Scans of public.events over 5000 units are refused: filter on id."
+    );
+    assert!(cost_details(&refused)["estimate"]["cost"].as_f64().unwrap() > 5000.0);
+    let record = record_of(&env, &refused).await;
+    assert_eq!(
+        record["decision"]["rule"],
+        "policy cost: deny the call [rule no-big-scans]"
+    );
+    assert_eq!(record["decision"]["policy"][0]["rule"], "no-big-scans");
+    assert_eq!(record["decision"]["policy"][0]["result"], "matched");
+    // An index lookup scans nothing sequentially.
+    let lookup_answer = query(&env, &lookup(9)).await;
+    assert_eq!(outcome(&lookup_answer), "ok", "{:?}", lookup_answer.body);
+    let record = record_of(&env, &lookup_answer).await;
+    assert_eq!(record["decision"]["cost"]["outcome"], "admitted");
+
+    rule(
+        &env,
+        r#"{ kind = "require_approval", when = "plan.rows > 500000" }"#,
+    )
+    .await;
+    assert_eq!(
+        outcome(&query(&env, "SELECT id FROM public.events LIMIT 5").await),
+        "queued"
+    );
+    assert_eq!(outcome(&query(&env, &lookup(10)).await), "ok");
+
+    // Report-only: recorded with what it would have done, never enforced.
+    rule(
+        &env,
+        r#"{ kind = "deny", mode = "report", when = "plan.cost > 0" }"#,
+    )
+    .await;
+    let reported = query(&env, &lookup(11)).await;
+    assert_eq!(outcome(&reported), "ok", "{:?}", reported.body);
+    let record = record_of(&env, &reported).await;
+    assert_eq!(
+        record["decision"]["policy"][0]["would"]["refuse"]["code"],
+        "policy_denied"
+    );
+
+    // Effects that belong to the statement's decision cannot wait for its plan.
+    let text = "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_rows\", value = 5, when = \"plan.cost > 1\" }]\n";
+    let err = apply(&env.pool, &AccessFile::parse(text).unwrap())
+        .await
+        .expect_err("a max_rows over the plan is refused");
+    assert!(err.to_string().contains("plan"), "{err}");
+}

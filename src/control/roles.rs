@@ -543,6 +543,19 @@ impl PolicyRuleRow {
             )),
             None => None,
         };
+        let reads_plan = when.as_ref().is_some_and(|c| c.reads_plan());
+        let decides_call = matches!(
+            effect,
+            PolicyRule::DenyCall | PolicyRule::RequireApproval(_)
+        );
+        if reads_plan && !decides_call {
+            return Err(format!(
+                "a condition over plan.… is decided once the source has planned the read, \
+                 after the statement's decision: it may only deny the call (a deny rule \
+                 without action and resource) or require approval, not a {} rule",
+                kind.as_str()
+            ));
+        }
         Ok(crate::governance::Rule {
             name,
             effect,

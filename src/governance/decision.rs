@@ -226,15 +226,22 @@ fn decide_inner(
     if !policy::needs_facts(profile) {
         return (govern(profile, &understood, &statement), Vec::new());
     }
-    let facts = match call {
-        Some(call) => {
+    let statement_facts = call.map(|call| statement_facts(&understood, profile, call));
+    let facts = match (call, &statement_facts) {
+        (Some(call), Some(s)) => {
             let roles: Vec<String> = profile.roles.iter().map(|r| r.name.clone()).collect();
-            FactValues::new(call, &roles, &statement_facts(&understood, profile, call))
+            FactValues::new(call, &roles, s)
         }
-        None => FactValues::missing("the call's facts are not known here"),
+        _ => FactValues::missing("the call's facts are not known here"),
     };
     let mut applicable = policy::applicable(profile, &facts);
-    let decided = govern(&applicable.profile, &understood, &statement);
+    let mut decided = govern(&applicable.profile, &understood, &statement);
+    // Rules over the plan are decided in the cost step, over these facts and the plan's.
+    if let Ok(a) = decided.as_mut() {
+        if !a.plan_rules.is_empty() {
+            a.statement_facts = statement_facts;
+        }
+    }
     // Each report-only rule that matched: what enforcing it, alone, would have changed.
     for &(pi, ri, oi) in &applicable.reported {
         let tried = policy::with_reported(&applicable.profile, profile, pi, ri);
@@ -493,6 +500,11 @@ fn govern(
             AllowedClass::Read => Vec::new(),
             AllowedClass::Write => cost_approvals(profile),
         },
+        plan_rules: match class {
+            AllowedClass::Read => policy::plan_rules(profile),
+            AllowedClass::Write => Vec::new(),
+        },
+        statement_facts: None,
     })
 }
 

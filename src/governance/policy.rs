@@ -91,6 +91,92 @@ impl Rule {
     pub fn always_applies(&self) -> bool {
         self.mode == RuleMode::Enforce && self.when.is_none()
     }
+
+    /// Its condition reads the planner's estimate: decided in the cost step, once the
+    /// source planned the read, not with the statement.
+    pub fn reads_plan(&self) -> bool {
+        self.when.as_ref().is_some_and(|c| c.reads_plan())
+    }
+}
+
+/// A rule decided once the source planned the read, with its policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanRule {
+    pub policy: String,
+    pub rule: Rule,
+}
+
+/// What the rules over `plan.…` make of one planned read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlanDecision {
+    /// The first enforced deny that applies: the rule as a refusal names it, and the
+    /// operator's message.
+    pub denied: Option<(String, Option<String>)>,
+    /// The most approvals an applying enforced `require_approval` asks (0: none).
+    pub approvals: u32,
+    pub outcomes: Vec<RuleOutcome>,
+}
+
+/// The rules of `profile` whose conditions read the plan, in order.
+pub fn plan_rules(profile: &AccessProfile) -> Vec<PlanRule> {
+    profile
+        .policies
+        .iter()
+        .flat_map(|p| {
+            p.rules.iter().filter(|r| r.reads_plan()).map(|r| PlanRule {
+                policy: p.name.clone(),
+                rule: r.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Decides `rules` over `facts` (which carry the plan): an enforced rule applies when its
+/// condition holds or cannot be evaluated (fail closed); a report-only one is recorded with
+/// what enforcing it would have done.
+pub fn decide_planned(rules: &[PlanRule], facts: &FactValues) -> PlanDecision {
+    let mut out = PlanDecision::default();
+    for PlanRule { policy, rule } in rules {
+        let evaluated = rule.when.as_ref().map_or(Ok(true), |c| c.evaluate(facts));
+        let (result, error) = match &evaluated {
+            Ok(true) => ("matched", None),
+            Ok(false) => ("not_matched", None),
+            Err(e) => ("error", Some(e.clone())),
+        };
+        let applies = result != "not_matched";
+        let named = format!("policy {policy}: {rule}");
+        let would = match (&rule.effect, applies) {
+            (PolicyRule::DenyCall, true) => {
+                Some(serde_json::json!({"refuse": {"code": "policy_denied", "rule": named}}))
+            }
+            (PolicyRule::RequireApproval(n), true) => {
+                Some(serde_json::json!({ "approvals_required": n }))
+            }
+            _ => None,
+        };
+        if applies && rule.mode == RuleMode::Enforce {
+            match &rule.effect {
+                PolicyRule::DenyCall if out.denied.is_none() => {
+                    out.denied = Some((named, rule.message.clone()));
+                }
+                PolicyRule::RequireApproval(n) => out.approvals = out.approvals.max(*n),
+                _ => {}
+            }
+        }
+        out.outcomes.push(RuleOutcome {
+            policy: policy.clone(),
+            rule: rule.name.clone(),
+            mode: rule.mode,
+            effect: rule.effect.to_string(),
+            result,
+            error,
+            would: match rule.mode {
+                RuleMode::Report if applies => would,
+                _ => None,
+            },
+        });
+    }
+    out
 }
 
 impl fmt::Display for Rule {
@@ -168,7 +254,8 @@ pub fn applicable<'a>(profile: &'a AccessProfile, facts: &FactValues) -> Applica
     for (pi, policy) in effective.policies.iter_mut().enumerate() {
         let mut kept = Vec::with_capacity(policy.rules.len());
         for (ri, mut rule) in std::mem::take(&mut policy.rules).into_iter().enumerate() {
-            if rule.always_applies() {
+            // Conditions over the plan are decided once the source planned the read.
+            if rule.always_applies() || rule.reads_plan() {
                 kept.push(rule);
                 continue;
             }

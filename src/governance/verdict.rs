@@ -5,7 +5,9 @@
 
 use serde::Serialize;
 
+use crate::governance::condition::StatementFacts;
 use crate::governance::cost::{CostApprovals, CostLimits};
+use crate::governance::policy::PlanRule;
 use crate::governance::redaction::RedactionRule;
 use crate::sql::cap::CapForm;
 use crate::sql::classify::ExplainMode;
@@ -111,6 +113,12 @@ pub struct Allowed {
     /// For a write: more approvals above an estimated cost.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub cost_approvals: Vec<CostApprovals>,
+    /// For a read: the rules whose conditions read `plan.…`, decided once it is planned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan_rules: Vec<PlanRule>,
+    /// The statement's facts, kept for those rules.
+    #[serde(skip)]
+    pub statement_facts: Option<StatementFacts>,
 }
 
 /// Allowed or refused.

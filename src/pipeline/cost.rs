@@ -20,12 +20,13 @@ use interlock_actors::ratelimit::{CostQuota, CostRefused, CostRequest};
 use serde_json::{json, Value};
 
 use super::ports::{Ports, Read};
-use super::query::{exec_failure, ReadPlan};
+use super::query::{exec_failure, record_rules, ReadPlan};
 use super::refusal::Refusal;
 use crate::call::{AuditDraft, Outcome};
 use crate::governance::cost::{
     summary, Admission, CostApprovals, CostLimit, PlanEstimate, Summary,
 };
+use crate::governance::policy::decide_planned;
 use crate::governance::Allowed;
 use crate::limits::CostBudgetRefusal;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam};
@@ -156,6 +157,67 @@ pub(super) async fn admit(
             .apply(draft),
             SourceReport::Answered,
         ));
+    }
+    // Rules whose conditions read the plan: a deny refuses, a require_approval holds it.
+    if !a.plan_rules.is_empty() {
+        let decided = decide_planned(&a.plan_rules, &plan.facts_with(&estimate.facts()));
+        record_rules(ports, draft, &decided.outcomes);
+        if let Some((rule, message)) = decided.denied {
+            set(&mut record, "outcome", json!("refused"));
+            draft.cost = Some(record);
+            count(rt, identity, "refused", estimate.total_cost);
+            let shown = summary_of(ports, plan, &estimate, &[]).await;
+            let reason = message.unwrap_or_else(|| {
+                format!(
+                    "Refused before it ran by {rule}, a rule over the planner's estimate \
+                     (cost {:.0}); narrow the read (a predicate on an indexed column, a \
+                     smaller LIMIT) or ask the policy owner.",
+                    estimate.total_cost
+                )
+            });
+            return Err((
+                Refusal::denied(
+                    "policy",
+                    403,
+                    "policy_denied",
+                    rule,
+                    "denied by its plan",
+                    reason,
+                )
+                .with_details(json!({ "cost": shown.0 }))
+                .apply(draft),
+                SourceReport::Answered,
+            ));
+        }
+        if decided.approvals > 0 {
+            if !params.is_empty() {
+                set(&mut record, "outcome", json!("refused"));
+                draft.cost = Some(record);
+                count(rt, identity, "refused", estimate.total_cost);
+                return Err((
+                    Refusal::denied(
+                        "policy",
+                        400,
+                        "approval_needs_literals",
+                        "require_approval over the plan",
+                        "a held read with parameters",
+                        "A rule over the planner's estimate holds this read for a human \
+                         approval, and a held read runs later from its text, without \
+                         parameters: send the values as literals.",
+                    )
+                    .apply(draft),
+                    SourceReport::Answered,
+                ));
+            }
+            let shown = summary_of(ports, plan, &estimate, &[]).await;
+            set(&mut record, "outcome", json!("queued"));
+            draft.cost = Some(record);
+            count(rt, identity, "queued", estimate.total_cost);
+            return Ok(Admitted::Queue {
+                approvals: decided.approvals,
+                plan: shown.0,
+            });
+        }
     }
     if let Some(budget) = plan.budget() {
         let request = CostRequest {

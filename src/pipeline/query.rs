@@ -24,7 +24,7 @@ use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
 use crate::control::identities::{CostBudget, Identity};
 use crate::control::sources::SourceKind;
-use crate::governance::condition::CallFacts;
+use crate::governance::condition::{CallFacts, FactValues, PlanFacts};
 use crate::governance::decision::decide_call;
 use crate::governance::effect::CallEffect;
 use crate::governance::policy::{needs_facts, RuleMode, RuleOutcome};
@@ -75,11 +75,29 @@ impl ReadPlan {
         self.budget
     }
 
+    /// The facts conditions over the plan read with it: the call's, the caller's roles and
+    /// the statement's (fail closed without them: every such rule then applies).
+    pub(super) fn facts_with(&self, plan: &PlanFacts) -> FactValues {
+        let roles: Vec<String> = self
+            .profile
+            .profile
+            .roles
+            .iter()
+            .map(|r| r.name.clone())
+            .collect();
+        match (&self.facts, &self.allowed.statement_facts) {
+            (Some(call), Some(statement)) => FactValues::planned(call, &roles, statement, plan),
+            _ => FactValues::missing("the call's facts were not kept for rules over the plan"),
+        }
+    }
+
     /// Whether the read is planned and admitted by its estimate first: it has cost limits,
     /// or its identity a cost budget. A plain `EXPLAIN` runs nothing and is not.
     fn costed(&self) -> bool {
         let plain_explain = self.allowed.explain.is_some_and(|e| !e.analyze);
-        !plain_explain && (!self.allowed.cost_limits.is_empty() || self.budget.is_some())
+        let a = &self.allowed;
+        !plain_explain
+            && (!a.cost_limits.is_empty() || !a.plan_rules.is_empty() || self.budget.is_some())
     }
 
     /// The read held for `approvals` approvers, with the plan that was over its limit.
@@ -421,7 +439,7 @@ fn call_facts(
 /// The outcomes of conditional and report-only rules: in the audit record (those that
 /// matched or failed), in `/metrics` (all), and on the event stream (report-only rules
 /// that would have changed the answer).
-fn record_rules(ports: &impl Ports, draft: &mut AuditDraft, outcomes: &[RuleOutcome]) {
+pub(super) fn record_rules(ports: &impl Ports, draft: &mut AuditDraft, outcomes: &[RuleOutcome]) {
     if outcomes.is_empty() {
         return;
     }
@@ -456,8 +474,13 @@ fn record_rules(ports: &impl Ports, draft: &mut AuditDraft, outcomes: &[RuleOutc
         .iter()
         .filter(|o| o.result != "not_matched")
         .collect();
-    if !kept.is_empty() {
-        draft.policy = Some(json!(kept));
+    if kept.is_empty() {
+        return;
+    }
+    // The cost step adds the outcomes of rules over the plan to the decision's.
+    match draft.policy.as_mut().and_then(Value::as_array_mut) {
+        Some(all) => all.extend(kept.iter().map(|o| json!(o))),
+        None => draft.policy = Some(json!(kept)),
     }
 }
 

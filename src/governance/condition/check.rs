@@ -36,6 +36,8 @@ fn err<T>(node: &IdedExpr, message: impl Into<String>) -> Result<T, CheckError> 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checked {
     pub cost: u64,
+    /// The condition reads `plan.…` (known only once the source planned the read).
+    pub reads_plan: bool,
 }
 
 /// Checks a parsed condition.
@@ -43,6 +45,7 @@ pub fn check(root: &IdedExpr) -> Result<Checked, CheckError> {
     let mut checker = Checker {
         scopes: Vec::new(),
         depth: 0,
+        reads_plan: false,
     };
     let (ty, cost) = checker.expr(root)?;
     match ty {
@@ -63,13 +66,17 @@ pub fn check(root: &IdedExpr) -> Result<Checked, CheckError> {
             ),
         );
     }
-    Ok(Checked { cost })
+    Ok(Checked {
+        cost,
+        reads_plan: checker.reads_plan,
+    })
 }
 
 struct Checker {
     /// Comprehension variables in scope, innermost last.
     scopes: Vec<(String, Ty)>,
     depth: usize,
+    reads_plan: bool,
 }
 
 type Typed = (Ty, u64);
@@ -143,16 +150,19 @@ impl Checker {
         }
     }
 
-    fn ident(&self, e: &IdedExpr, name: &str) -> Result<Typed, CheckError> {
+    fn ident(&mut self, e: &IdedExpr, name: &str) -> Result<Typed, CheckError> {
         if let Some((_, ty)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
             return Ok((ty.clone(), 1));
         }
         match schema::root(name) {
-            Some(object) => Ok((Ty::Object(object), 1)),
+            Some(object) => {
+                self.reads_plan |= std::ptr::eq(object, &schema::PLAN);
+                Ok((Ty::Object(object), 1))
+            }
             None => err(
                 e,
                 format!(
-                    "unknown fact {name:?}; a condition reads caller.…, request.… and statement.…"
+                    "unknown fact {name:?}; a condition reads caller.…, request.…, statement.… and plan.…"
                 ),
             ),
         }

@@ -79,6 +79,17 @@ pub struct StatementFacts {
     pub row_cap: u64,
 }
 
+/// What the planner estimated of a read, for conditions over `plan.…` (evaluated in the
+/// cost step, once the source has planned it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PlanFacts {
+    pub cost: u64,
+    pub rows: u64,
+    pub bytes: u64,
+    pub result_rows: u64,
+    pub seq_scans: Vec<String>,
+}
+
 /// The three fact objects as CEL values, or why this call's facts exceed the schema's
 /// bounds (every condition then fails to evaluate, which fails closed).
 #[derive(Debug, Clone)]
@@ -88,13 +99,15 @@ pub struct FactValues {
     /// conditions).
     pub(super) bound: Result<Arc<Bound>, String>,
     #[cfg(test)]
-    pub(super) roots: Result<[Value; 3], String>,
+    pub(super) roots: Result<Vec<Value>, String>,
 }
 
-/// `caller`, `request` and `statement`, ready for evaluation.
+/// `caller`, `request` and `statement` (and, once the source planned the read, `plan`),
+/// ready for evaluation.
 #[derive(Debug)]
 pub struct Bound {
     vals: [Box<dyn Val>; 3],
+    plan: Option<Box<dyn Val>>,
 }
 
 impl VariableResolver for Bound {
@@ -103,19 +116,21 @@ impl VariableResolver for Bound {
             "caller" => 0,
             "request" => 1,
             "statement" => 2,
+            "plan" => return self.plan.as_deref().map(CowVal::Borrowed),
             _ => return None,
         };
         Some(CowVal::Borrowed(self.vals[i].as_ref()))
     }
 }
 
-fn bind(roots: &Result<[Value; 3], String>) -> Result<Arc<Bound>, String> {
+fn bind(roots: &Result<[Value; 3], String>, plan: Option<Value>) -> Result<Arc<Bound>, String> {
     let [caller, request, statement] = roots.as_ref().map_err(Clone::clone)?;
     let convert = |v: &Value| {
         Box::<dyn Val>::try_from(v.clone()).map_err(|e| format!("the facts of the call: {e:?}"))
     };
     Ok(Arc::new(Bound {
         vals: [convert(caller)?, convert(request)?, convert(statement)?],
+        plan: plan.as_ref().map(convert).transpose()?,
     }))
 }
 
@@ -171,9 +186,41 @@ impl FactValues {
     pub fn new(call: &CallFacts, roles: &[String], statement: &StatementFacts) -> Self {
         let roots = Self::build(call, roles, statement);
         FactValues {
-            bound: bind(&roots),
+            bound: bind(&roots, None),
             #[cfg(test)]
-            roots,
+            roots: roots.map(|r| r.to_vec()),
+        }
+    }
+
+    /// As [`FactValues::new`], with the planner's estimate as `plan`.
+    pub fn planned(
+        call: &CallFacts,
+        roles: &[String],
+        statement: &StatementFacts,
+        plan: &PlanFacts,
+    ) -> Self {
+        let roots = Self::build(call, roles, statement);
+        let plan = strings("plan.seq_scans", &plan.seq_scans, MAX_TABLES).map(|scans| {
+            map(vec![
+                ("cost", int(plan.cost)),
+                ("rows", int(plan.rows)),
+                ("bytes", int(plan.bytes)),
+                ("result_rows", int(plan.result_rows)),
+                ("seq_scans", scans),
+            ])
+        });
+        let bound = match &plan {
+            Ok(plan) => bind(&roots, Some(plan.clone())),
+            Err(why) => Err(why.clone()),
+        };
+        FactValues {
+            bound,
+            #[cfg(test)]
+            roots: roots.and_then(|r| {
+                let mut all = r.to_vec();
+                all.push(plan?);
+                Ok(all)
+            }),
         }
     }
 

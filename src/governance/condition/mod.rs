@@ -19,7 +19,7 @@ use std::sync::{Arc, LazyLock};
 
 use cel::{Context, Env, Program, Value};
 
-pub use facts::{CallFacts, FactValues, StatementFacts};
+pub use facts::{CallFacts, FactValues, PlanFacts, StatementFacts};
 
 /// The longest condition text accepted.
 pub const MAX_CONDITION_BYTES: usize = 4096;
@@ -51,6 +51,7 @@ pub struct Condition {
     text: String,
     program: Program,
     cost: u64,
+    reads_plan: bool,
 }
 
 impl fmt::Debug for Condition {
@@ -142,11 +143,17 @@ impl Condition {
             text: text.to_string(),
             program,
             cost: checked.cost,
+            reads_plan: checked.reads_plan,
         })
     }
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Whether it reads `plan.…`: evaluated only once the source planned the read.
+    pub fn reads_plan(&self) -> bool {
+        self.reads_plan
     }
 
     /// The checker's bound on evaluation steps.

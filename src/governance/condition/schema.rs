@@ -174,8 +174,43 @@ pub static STATEMENT: Object = Object {
     ],
 };
 
-/// The three roots, by name.
-pub static ROOTS: [&Object; 3] = [&CALLER, &REQUEST, &STATEMENT];
+/// The planner's estimate of a read (cost admission, docs/cost-admission.md): known only
+/// once the source has planned the statement, after the decision, so a rule whose
+/// condition reads it is evaluated then, in the cost step, and may only deny the call or
+/// hold it for approval.
+pub static PLAN: Object = Object {
+    name: "plan",
+    fields: &[
+        field(
+            "cost",
+            T::Int,
+            "the planner's total cost of the read as it runs (row cap included), rounded up",
+        ),
+        field(
+            "rows",
+            T::Int,
+            "the most rows any step of the plan is estimated to produce",
+        ),
+        field(
+            "bytes",
+            T::Int,
+            "the most bytes (rows × width) any step of the plan is estimated to produce",
+        ),
+        field(
+            "result_rows",
+            T::Int,
+            "the rows the read is estimated to return",
+        ),
+        field(
+            "seq_scans",
+            T::Strings(MAX_TABLES),
+            "every relation the plan scans sequentially, `schema.table`",
+        ),
+    ],
+};
+
+/// The roots, by name.
+pub static ROOTS: [&Object; 4] = [&CALLER, &REQUEST, &STATEMENT, &PLAN];
 
 pub fn root(name: &str) -> Option<&'static Object> {
     ROOTS.iter().copied().find(|o| o.name == name)

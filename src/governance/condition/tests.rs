@@ -45,7 +45,14 @@ fn statement() -> StatementFacts {
 }
 
 fn facts() -> FactValues {
-    FactValues::new(&call(), &["analyst".to_string()], &statement())
+    let plan = PlanFacts {
+        cost: 18_441,
+        rows: 1_000_000,
+        bytes: 40_000_000,
+        result_rows: 1_001,
+        seq_scans: vec!["public.events".into()],
+    };
+    FactValues::planned(&call(), &["analyst".to_string()], &statement(), &plan)
 }
 
 #[test]
@@ -240,6 +247,7 @@ fn missing_claims_and_oversized_facts_fail_to_evaluate() {
 fn the_values_carry_exactly_the_schema_fields() {
     let values = facts();
     let roots = values.roots.as_ref().unwrap();
+    assert_eq!(roots.len(), schema::ROOTS.len());
     for (object, value) in schema::ROOTS.iter().zip(roots) {
         let Value::Map(map) = value else {
             panic!("{} is not a map", object.name)

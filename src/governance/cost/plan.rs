@@ -14,6 +14,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::governance::condition::PlanFacts;
+
 /// The deepest plan tree read; deeper nodes are not listed (their costs are in their
 /// parents' totals).
 const MAX_DEPTH: usize = 64;
@@ -89,6 +91,27 @@ impl PlanEstimate {
             super::CostMeasure::Cost => self.total_cost,
             super::CostMeasure::Rows => self.max_rows,
             super::CostMeasure::Bytes => self.max_bytes,
+        }
+    }
+
+    /// The estimate as policy conditions read it (`plan.…`).
+    pub fn facts(&self) -> PlanFacts {
+        let whole = |v: f64| v.ceil().clamp(0.0, u64::MAX as f64) as u64;
+        let mut seq_scans: Vec<String> = Vec::new();
+        for n in self.nodes.iter().filter(|n| n.node_type == "Seq Scan") {
+            if let Some((schema, name)) = &n.relation {
+                let r = format!("{schema}.{name}");
+                if !seq_scans.contains(&r) {
+                    seq_scans.push(r);
+                }
+            }
+        }
+        PlanFacts {
+            cost: whole(self.total_cost),
+            rows: whole(self.max_rows),
+            bytes: whole(self.max_bytes),
+            result_rows: whole(self.result_rows),
+            seq_scans,
         }
     }
 
@@ -193,6 +216,12 @@ mod tests {
             Some(("public".to_string(), "events".to_string()))
         );
         assert_eq!(e.nodes[1].sort_key, ["e.note"]);
+        let facts = e.facts();
+        assert_eq!(
+            (facts.cost, facts.rows, facts.bytes),
+            (121, 1_000_000, 40_000_000)
+        );
+        assert_eq!(facts.seq_scans, ["public.events"]);
     }
 
     #[test]
