@@ -91,8 +91,9 @@ impl ReadPlan {
         }
     }
 
-    /// Whether the read is planned and admitted by its estimate first: it has cost limits,
-    /// or its identity a cost budget. A plain `EXPLAIN` runs nothing and is not.
+    /// Whether the read is planned and admitted by its estimate first: it has cost limits or
+    /// rules over the plan, or its identity a cost budget. A plain `EXPLAIN` runs nothing
+    /// and is not.
     fn costed(&self) -> bool {
         let plain_explain = self.allowed.explain.is_some_and(|e| !e.analyze);
         let a = &self.allowed;
