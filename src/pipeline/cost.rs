@@ -80,19 +80,10 @@ pub(super) async fn admit(
         limits,
         caller: plan.caller(),
     };
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let estimate = match ports.read(rt, read, &cancel).await {
-        Ok(rows) => rows
-            .rows
-            .first()
-            .and_then(|r| r.first())
-            .ok_or_else(|| "the source returned no plan".to_string())
-            .and_then(PlanEstimate::from_explain),
-        Err(e) => return Err(plan_failed(draft, rt, identity, e)),
-    };
-    let estimate = match estimate {
+    let estimate = match plan_of(ports, rt, read).await {
         Ok(e) => e,
-        Err(why) => {
+        Err(Unplanned::Source(e)) => return Err(plan_failed(draft, rt, identity, e)),
+        Err(Unplanned::Unreadable(why)) => {
             draft.error = Some(format!("cost plan: {why}"));
             count(rt, identity, "unavailable", 0.0);
             return Err((unavailable(draft, &why), SourceReport::Answered));
@@ -273,19 +264,10 @@ pub(super) async fn write_approvals(
         },
         caller,
     };
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let estimate = match ports.read(rt, read, &cancel).await {
-        Ok(rows) => rows
-            .rows
-            .first()
-            .and_then(|r| r.first())
-            .ok_or_else(|| "the source returned no plan".to_string())
-            .and_then(PlanEstimate::from_explain),
-        Err(e) => Err(e.to_string()),
-    };
-    let estimate = match estimate {
+    let estimate = match plan_of(ports, rt, read).await {
         Ok(e) => e,
-        Err(why) => return unplanned(draft, a, &why),
+        Err(Unplanned::Source(e)) => return unplanned(draft, a, &e.to_string()),
+        Err(Unplanned::Unreadable(why)) => return unplanned(draft, a, &why),
     };
     let asked = CostApprovals::required(&a.cost_approvals, estimate.total_cost);
     let shown = json!({
@@ -313,6 +295,33 @@ fn unplanned(draft: &mut AuditDraft, a: &Allowed, why: &str) -> (u32, Value) {
     });
     draft.cost = Some(shown.clone());
     (most, shown)
+}
+
+/// Why there is no estimate.
+enum Unplanned {
+    /// The source did not plan it (refused, timed out, unreachable).
+    Source(ExecError),
+    /// It answered something that is not a plan this module can read.
+    Unreadable(String),
+}
+
+/// The source's plan of `read` (an `EXPLAIN (FORMAT JSON …)`), read as an estimate.
+async fn plan_of(
+    ports: &impl Ports,
+    rt: &SourceRuntime,
+    read: Read<'_>,
+) -> Result<PlanEstimate, Unplanned> {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let rows = ports
+        .read(rt, read, &cancel)
+        .await
+        .map_err(Unplanned::Source)?;
+    rows.rows
+        .first()
+        .and_then(|r| r.first())
+        .ok_or_else(|| "the source returned no plan".to_string())
+        .and_then(PlanEstimate::from_explain)
+        .map_err(Unplanned::Unreadable)
 }
 
 /// A plan that did not come back: the source's failure answers 503 (never "admitted
