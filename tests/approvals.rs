@@ -520,3 +520,60 @@ async fn the_cli_lists_shows_and_decides_through_the_admin_api() {
     let (ok, _, err) = cli(&env.agent_key, &["sources", "status"]);
     assert!(!ok && err.contains("403"), "{err}");
 }
+
+/// A queued write runs later from its text alone: one with `$n` parameters is refused at
+/// once, saying to send literals, instead of being queued to fail once approved; nothing is
+/// queued for it.
+#[tokio::test]
+async fn a_write_with_parameters_is_refused_before_it_is_queued() {
+    let env = demo_env().await;
+    let before = client()
+        .get(env.gateway.url("/admin/approvals"))
+        .bearer_auth(&env.approver_key)
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    for args in [
+        json!({"source_id": "shop", "sql": "UPDATE public.orders SET status = $1 WHERE id = 1", "params": ["shipped"]}),
+        json!({"source_id": "shop", "sql": "DELETE FROM public.orders WHERE id = $1", "params": [2]}),
+    ] {
+        let a = call(
+            &env.gateway.url(""),
+            Some(&env.agent_key),
+            MODERN,
+            "interlock_query",
+            args,
+        )
+        .await;
+        assert_eq!(
+            a.body["error"]["data"]["code"], "approval_needs_literals",
+            "{:?}",
+            a.body
+        );
+        assert!(a.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("literals"));
+    }
+    let after = client()
+        .get(env.gateway.url("/admin/approvals"))
+        .bearer_auth(&env.approver_key)
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_eq!(before, after, "nothing was queued");
+    // Written with literals, the same write is queued as always.
+    let id = queue(
+        &env,
+        &env.agent_key,
+        "UPDATE public.orders SET status = 'shipped' WHERE id = 1",
+    )
+    .await;
+    assert!(!id.is_empty());
+}

@@ -166,16 +166,24 @@ pub fn decide_call(
         stacker::grow(DECISION_STACK_BYTES, guarded)
     };
     match outcome {
-        Ok((Ok(allowed), rules)) if held_with_params(&allowed, param_count) => Decision {
-            verdict: Verdict::Refused(Refusal {
-                step: Step::Policy,
-                status: 400,
-                code: "approval_needs_literals",
-                rule: "require_approval (read)".to_string(),
-                reason: "This read needs a human approval, and a statement queued for approval runs without parameters: send the values as literals in the SQL.".to_string(),
-            }),
-            rules,
-        },
+        Ok((Ok(allowed), rules)) if held_with_params(&allowed, param_count) => {
+            let (rule, what) = match allowed.class {
+                AllowedClass::Write => ("approval queue (write)", "Every write"),
+                AllowedClass::Read => ("require_approval (read)", "This read"),
+            };
+            Decision {
+                verdict: Verdict::Refused(Refusal {
+                    step: Step::Policy,
+                    status: 400,
+                    code: "approval_needs_literals",
+                    rule: rule.to_string(),
+                    reason: format!(
+                        "{what} needs a human approval, and a statement queued for approval runs later from its text, without parameters: send the values as literals in the SQL (the approver then sees exactly what will run)."
+                    ),
+                }),
+                rules,
+            }
+        }
         Ok((Ok(allowed), rules)) => Decision {
             verdict: Verdict::Allowed(Box::new(allowed)),
             rules,
@@ -197,9 +205,11 @@ pub fn decide_call(
     }
 }
 
-/// A read held for approval runs later from its stored text, which carries no parameters.
+/// A call held for approval (every write; a read a `require_approval` rule holds) runs
+/// later from its stored text, which carries no parameters.
 fn held_with_params(allowed: &Allowed, param_count: usize) -> bool {
-    allowed.class == AllowedClass::Read && allowed.approvals_required > 0 && param_count > 0
+    let held = allowed.class == AllowedClass::Write || allowed.approvals_required > 0;
+    held && param_count > 0
 }
 
 fn decide_inner(

@@ -8,7 +8,8 @@ use crate::common::{client, client_with, Via};
 const READ: &str =
     r#"{"source_id":"shop","sql":"SELECT id FROM public.customers ORDER BY id LIMIT 2"}"#;
 const REFUSED: &str = r#"{"source_id":"shop","sql":"SELECT * FROM hr.salaries LIMIT 1"}"#;
-const WRITE: &str = r#"{"source_id":"shop","sql":"UPDATE public.orders SET status = $1 WHERE id = 1","params":["shipped"]}"#;
+const WRITE: &str =
+    r#"{"source_id":"shop","sql":"UPDATE public.orders SET status = 'shipped' WHERE id = 1"}"#;
 
 fn call(via: Via, version: &str, tool: &str, arguments: &str, output: &str) -> crate::common::Run {
     client(
