@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::env::{demo_env, demo_env_with, DemoEnv};
-use common::http::client;
+use common::http::{client, get_json};
 use common::mcp::{call, MODERN};
 use serde_json::{json, Value};
 
@@ -527,15 +527,7 @@ async fn the_cli_lists_shows_and_decides_through_the_admin_api() {
 #[tokio::test]
 async fn a_write_with_parameters_is_refused_before_it_is_queued() {
     let env = demo_env().await;
-    let before = client()
-        .get(env.gateway.url("/admin/approvals"))
-        .bearer_auth(&env.approver_key)
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let before = get_json(&env.gateway.url("/admin/approvals"), &env.approver_key).await;
     for args in [
         json!({"source_id": "shop", "sql": "UPDATE public.orders SET status = $1 WHERE id = 1", "params": ["shipped"]}),
         json!({"source_id": "shop", "sql": "DELETE FROM public.orders WHERE id = $1", "params": [2]}),
@@ -558,15 +550,7 @@ async fn a_write_with_parameters_is_refused_before_it_is_queued() {
             .unwrap()
             .contains("literals"));
     }
-    let after = client()
-        .get(env.gateway.url("/admin/approvals"))
-        .bearer_auth(&env.approver_key)
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let after = get_json(&env.gateway.url("/admin/approvals"), &env.approver_key).await;
     assert_eq!(before, after, "nothing was queued");
     // Written with literals, the same write is queued as always.
     let id = queue(

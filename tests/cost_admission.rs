@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use common::approvals;
 use common::env::{demo_env_with, DemoEnv};
+use common::http::get_text;
 use common::mcp::{call, rows, Answer, HANDSHAKE, MODERN};
 use common::redis::Redis;
 use common::TestGateway;
@@ -272,15 +273,7 @@ async fn a_scan_over_the_limit_is_refused_with_a_plan_an_agent_can_act_on() {
     assert_eq!(outcome(&query(&env, &lookup(7)).await), "ok");
 
     // Metrics per source and identity.
-    let metrics = common::http::client()
-        .get(env.gateway.url("/metrics"))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = get_text(&env.gateway.url("/metrics"), &env.operator_key).await;
     for outcome in ["admitted", "refused"] {
         assert!(
             metrics
@@ -329,15 +322,7 @@ async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
         .unwrap()
         .to_string();
     // The approver sees the plan that was over the limit.
-    let approval: Value = common::http::client()
-        .get(env.gateway.url(&format!("/admin/approvals/{id}")))
-        .bearer_auth(&env.approver_key)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let approval = approvals::show(&env.gateway, &env.approver_key, &id).await;
     let plan = &approval["touches"]["cost"];
     assert_eq!(plan["exceeded"][0]["limit"], 10000, "{approval}");
     assert_eq!(plan["relations"][0]["relation"], "public.events");
@@ -356,8 +341,8 @@ async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
     );
     // Under the limit it runs at once.
     assert_eq!(outcome(&query(&env, &lookup(3)).await), "ok");
-    // With parameters it cannot be held (it would run later without them): refused, saying
-    // how it could be queued.
+    // With parameters it cannot be held (it would run later without them): refused as every
+    // held call with parameters is, saying to send literals, with the plan that held it.
     let with_params = query_at(
         &env.gateway,
         &env.agent_key,
@@ -367,7 +352,7 @@ async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
     .await;
     assert_eq!(
         outcome(&with_params),
-        "cost_exceeded",
+        "approval_needs_literals",
         "{:?}",
         with_params.body
     );
@@ -375,6 +360,7 @@ async fn an_over_limit_read_is_queued_when_the_rule_says_so() {
         .as_str()
         .unwrap()
         .contains("literals"));
+    assert_eq!(cost_details(&with_params)["exceeded"][0]["limit"], 10000);
 }
 
 #[tokio::test]
@@ -549,7 +535,15 @@ async fn a_source_that_cannot_plan_fails_closed() {
 
     // A statement PostgreSQL refuses to plan is refused as its execution would be.
     let bad = query(&env, "SELECT id FROM public.events WHERE id = 1 / 0").await;
-    assert_ne!(outcome(&bad), "ok", "{:?}", bad.body);
+    assert_eq!(outcome(&bad), "tool_execution_failed", "{:?}", bad.body);
+    let record = record_of(&env, &bad).await;
+    assert!(
+        record["decision"]["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("22012"),
+        "{record}"
+    );
 }
 
 /// With `identity_propagation = "role"` the plan runs as the caller's mapped role: a role
@@ -654,8 +648,22 @@ rules = [{ kind = "max_cost", value = 10000 }]
 
     for sql in [SCAN.to_string(), lookup(3)] {
         let theirs = on(&other, &sql).await;
-        assert_ne!(outcome(&theirs), "ok", "{:?}", theirs.body);
-        assert_ne!(outcome(&theirs), "cost_exceeded", "{:?}", theirs.body);
+        // PostgreSQL refused the plan itself, as it would the read: opaque to the caller,
+        // the privilege in the audit record, and nothing ran after the cost step.
+        assert_eq!(
+            outcome(&theirs),
+            "tool_execution_failed",
+            "{:?}",
+            theirs.body
+        );
+        let record = record_of(&env, &theirs).await;
+        let error = record["decision"]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("42501"), "{record}");
+        let steps = record["decision"]["steps"].as_array().unwrap();
+        assert!(
+            steps.contains(&json!("cost")) && !steps.contains(&json!("execution")),
+            "{record}"
+        );
         let text = theirs.body.to_string();
         for leak in ["estimate", "events_pkey", "1000000", "Seq Scan"] {
             assert!(

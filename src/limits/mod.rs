@@ -83,26 +83,35 @@ impl RateLimits {
         };
         match shared.check(request).await {
             Ok(answer) => {
-                if self.falling_back.swap(false, Ordering::AcqRel) {
-                    tracing::warn!("shared rate limits answer again; fallback ended");
-                }
+                self.answered();
                 answer.map_err(RateRefusal::Limited)
             }
-            Err(e) => {
-                metrics::counter!("interlock_rate_limit_fallback_total", "mode" => self.when_unavailable.as_str())
-                    .increment(1);
-                if !self.falling_back.swap(true, Ordering::AcqRel) {
-                    tracing::error!(error = %e, mode = self.when_unavailable.as_str(), "shared rate limits unavailable; falling back");
+            Err(e) => match self.unreachable(&e) {
+                RedisUnavailable::Refuse => Err(RateRefusal::Unavailable),
+                RedisUnavailable::Divide => {
+                    let share = divided(request, self.fleet.live_replicas());
+                    self.local.check(&share).map_err(RateRefusal::Limited)
                 }
-                match self.when_unavailable {
-                    RedisUnavailable::Refuse => Err(RateRefusal::Unavailable),
-                    RedisUnavailable::Divide => {
-                        let share = divided(request, self.fleet.live_replicas());
-                        self.local.check(&share).map_err(RateRefusal::Limited)
-                    }
-                }
-            }
+            },
         }
+    }
+
+    /// The shared store answered: a fallback in progress ends.
+    fn answered(&self) {
+        if self.falling_back.swap(false, Ordering::AcqRel) {
+            tracing::warn!("shared rate limits answer again; fallback ended");
+        }
+    }
+
+    /// The shared store did not answer: counted, logged when the fallback starts, and what
+    /// the settings say to do.
+    fn unreachable(&self, e: &redis::Unreachable) -> RedisUnavailable {
+        metrics::counter!("interlock_rate_limit_fallback_total", "mode" => self.when_unavailable.as_str())
+            .increment(1);
+        if !self.falling_back.swap(true, Ordering::AcqRel) {
+            tracing::error!(error = %e, mode = self.when_unavailable.as_str(), "shared rate limits unavailable; falling back");
+        }
+        self.when_unavailable
     }
 }
 
@@ -119,6 +128,13 @@ impl RateLimits {
     /// process, or in Redis for the fleet (with the same fallback as calls: the budget
     /// divided among the live replicas, or refused).
     pub async fn charge_cost(&self, request: &CostRequest) -> Result<(), CostBudgetRefusal> {
+        // No wait lets a read costlier than the whole burst run: refused here, for both
+        // backends, without asking either.
+        if request.units.ceil().max(1.0) > request.quota.burst.max(1.0).floor() {
+            return Err(CostBudgetRefusal::Refused(CostRefused::OverBurst {
+                burst: request.quota.burst,
+            }));
+        }
         let Some(shared) = &self.shared else {
             return self
                 .local
@@ -127,34 +143,25 @@ impl RateLimits {
         };
         match shared.charge_cost(request).await {
             Ok(answer) => {
-                if self.falling_back.swap(false, Ordering::AcqRel) {
-                    tracing::warn!("shared rate limits answer again; fallback ended");
-                }
+                self.answered();
                 answer.map_err(CostBudgetRefusal::Refused)
             }
-            Err(e) => {
-                metrics::counter!("interlock_rate_limit_fallback_total", "mode" => self.when_unavailable.as_str())
-                    .increment(1);
-                if !self.falling_back.swap(true, Ordering::AcqRel) {
-                    tracing::error!(error = %e, mode = self.when_unavailable.as_str(), "shared cost budgets unavailable; falling back");
+            Err(e) => match self.unreachable(&e) {
+                RedisUnavailable::Refuse => Err(CostBudgetRefusal::Unavailable),
+                RedisUnavailable::Divide => {
+                    let n = self.fleet.live_replicas().max(1) as f64;
+                    let share = CostRequest {
+                        quota: CostQuota {
+                            per_second: request.quota.per_second / n,
+                            burst: (request.quota.burst / n).max(1.0),
+                        },
+                        ..request.clone()
+                    };
+                    self.local
+                        .charge_cost(&share)
+                        .map_err(CostBudgetRefusal::Refused)
                 }
-                match self.when_unavailable {
-                    RedisUnavailable::Refuse => Err(CostBudgetRefusal::Unavailable),
-                    RedisUnavailable::Divide => {
-                        let n = self.fleet.live_replicas().max(1) as f64;
-                        let share = CostRequest {
-                            quota: CostQuota {
-                                per_second: request.quota.per_second / n,
-                                burst: (request.quota.burst / n).max(1.0),
-                            },
-                            ..request.clone()
-                        };
-                        self.local
-                            .charge_cost(&share)
-                            .map_err(CostBudgetRefusal::Refused)
-                    }
-                }
-            }
+            },
         }
     }
 

@@ -69,18 +69,13 @@ impl RedisLimits {
     }
 
     /// Takes a read's estimated cost from its identity's cost budget on its source, shared
-    /// by the fleet. A read costlier than the whole burst is refused without asking Redis.
+    /// by the fleet (the caller has refused a read costlier than the whole burst).
     pub async fn charge_cost(
         &self,
         request: &CostRequest,
     ) -> Result<Result<(), CostRefused>, Unreachable> {
         let burst = request.quota.burst.max(1.0).floor();
         let units = request.units.ceil().max(1.0);
-        if units > burst {
-            return Ok(Err(CostRefused::OverBurst {
-                burst: request.quota.burst,
-            }));
-        }
         let key = format!("interlock:rl:c:{}:{}", request.identity, request.source);
         let share = Share {
             key: &key,

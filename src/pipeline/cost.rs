@@ -18,6 +18,7 @@
 use interlock_actors::breaker::SourceReport;
 use interlock_actors::ratelimit::{CostQuota, CostRefused, CostRequest};
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::ports::{Ports, Read};
 use super::query::{exec_failure, record_rules, ReadPlan};
@@ -51,6 +52,7 @@ pub(super) async fn admit(
     plan: &ReadPlan,
     params: &[TextParam],
     limits: Limits,
+    cancel: &CancellationToken,
 ) -> Result<Admitted, NotAdmitted> {
     let a = plan.allowed();
     let rt = plan.runtime();
@@ -80,7 +82,7 @@ pub(super) async fn admit(
         limits,
         caller: plan.caller(),
     };
-    let estimate = match plan_of(ports, rt, read).await {
+    let estimate = match plan_of(ports, rt, read, cancel).await {
         Ok(e) => e,
         Err(Unplanned::Source(e)) => return Err(plan_failed(draft, rt, identity, e)),
         Err(Unplanned::Unreadable(why)) => {
@@ -98,66 +100,44 @@ pub(super) async fn admit(
         },
         "limits": a.cost_limits,
     });
-    let admission = a.cost_limits.admit(&estimate);
-    let outcome = match admission {
-        Admission::Admitted => None,
-        Admission::Refused { exceeded } => Some((exceeded, None)),
-        // A held read runs later from its text alone: with parameters it cannot be held.
-        Admission::Queued { exceeded, .. } if !params.is_empty() => Some((exceeded, None)),
-        Admission::Queued {
-            approvals,
-            exceeded,
-        } => Some((exceeded, Some(approvals))),
-    };
-    if let Some((exceeded, queue)) = outcome {
-        let shown = summary_of(ports, plan, &estimate, &exceeded).await;
-        set(&mut record, "exceeded", json!(exceeded));
-        if let Some(approvals) = queue {
-            set(&mut record, "outcome", json!("queued"));
-            draft.cost = Some(record);
-            count(rt, identity, "queued", estimate.total_cost);
-            return Ok(Admitted::Queue {
-                approvals,
-                plan: shown.0,
-            });
-        }
-        set(&mut record, "outcome", json!("refused"));
-        draft.cost = Some(record);
-        count(rt, identity, "refused", estimate.total_cost);
-        let mut reason = shown.1;
-        if exceeded
-            .iter()
-            .any(|l| matches!(l.on_exceed, crate::governance::cost::OnExceed::Queue { .. }))
-        {
-            reason.push_str(
-                " Written with literals instead of parameters, it would be queued for \
-                 approval instead (a held read runs later from its text alone).",
-            );
-        }
-        let first = exceeded.first().map_or("cost limit", |l| l.rule.as_str());
-        return Err((
-            Refusal::denied(
+    match a.cost_limits.admit(&estimate) {
+        Admission::Admitted => {}
+        Admission::Refused { exceeded } => {
+            let (shown, reason) = summary_of(ports, plan, &estimate, &exceeded).await;
+            set(&mut record, "exceeded", json!(exceeded));
+            settle(draft, rt, identity, record, "refused", estimate.total_cost);
+            let first = exceeded.first().map_or("cost limit", |l| l.rule.as_str());
+            let refusal = Refusal::denied(
                 "cost",
                 403,
                 "cost_exceeded",
                 first,
                 describe_exceeded(&estimate, &exceeded),
                 reason,
+            );
+            return Err((
+                refusal.with_details(json!({ "cost": shown })).apply(draft),
+                SourceReport::Answered,
+            ));
+        }
+        Admission::Queued {
+            approvals,
+            exceeded,
+        } => {
+            set(&mut record, "exceeded", json!(exceeded));
+            return hold(
+                ports, draft, plan, params, &estimate, &exceeded, record, approvals,
             )
-            .with_details(json!({ "cost": shown.0 }))
-            .apply(draft),
-            SourceReport::Answered,
-        ));
+            .await;
+        }
     }
     // Rules whose conditions read the plan: a deny refuses, a require_approval holds it.
     if !a.plan_rules.is_empty() {
         let decided = decide_planned(&a.plan_rules, &plan.facts_with(&estimate.facts()));
         record_rules(ports, draft, &decided.outcomes);
         if let Some((rule, message)) = decided.denied {
-            set(&mut record, "outcome", json!("refused"));
-            draft.cost = Some(record);
-            count(rt, identity, "refused", estimate.total_cost);
-            let shown = summary_of(ports, plan, &estimate, &[]).await;
+            let (shown, _) = summary_of(ports, plan, &estimate, &[]).await;
+            settle(draft, rt, identity, record, "refused", estimate.total_cost);
             let reason = message.unwrap_or_else(|| {
                 format!(
                     "Refused before it ran by {rule}, a rule over the planner's estimate \
@@ -166,48 +146,32 @@ pub(super) async fn admit(
                     estimate.total_cost
                 )
             });
+            let refusal = Refusal::denied(
+                "policy",
+                403,
+                "policy_denied",
+                rule,
+                "denied by its plan",
+                reason,
+            );
             return Err((
-                Refusal::denied(
-                    "policy",
-                    403,
-                    "policy_denied",
-                    rule,
-                    "denied by its plan",
-                    reason,
-                )
-                .with_details(json!({ "cost": shown.0 }))
-                .apply(draft),
+                refusal.with_details(json!({ "cost": shown })).apply(draft),
                 SourceReport::Answered,
             ));
         }
         if decided.approvals > 0 {
-            if !params.is_empty() {
-                set(&mut record, "outcome", json!("refused"));
-                draft.cost = Some(record);
-                count(rt, identity, "refused", estimate.total_cost);
-                return Err((
-                    Refusal::denied(
-                        "policy",
-                        400,
-                        "approval_needs_literals",
-                        "require_approval over the plan",
-                        "a held read with parameters",
-                        "A rule over the planner's estimate holds this read for a human \
-                         approval, and a held read runs later from its text, without \
-                         parameters: send the values as literals.",
-                    )
-                    .apply(draft),
-                    SourceReport::Answered,
-                ));
-            }
-            let shown = summary_of(ports, plan, &estimate, &[]).await;
-            set(&mut record, "outcome", json!("queued"));
-            draft.cost = Some(record);
-            count(rt, identity, "queued", estimate.total_cost);
-            return Ok(Admitted::Queue {
-                approvals: decided.approvals,
-                plan: shown.0,
-            });
+            let approvals = decided.approvals;
+            return hold(
+                ports,
+                draft,
+                plan,
+                params,
+                &estimate,
+                &[],
+                record,
+                approvals,
+            )
+            .await;
         }
     }
     if let Some(budget) = plan.budget() {
@@ -226,18 +190,68 @@ pub(super) async fn admit(
             json!({"per_second": budget.per_second, "burst": budget.burst, "units": request.units}),
         );
         if let Err(refusal) = ports.charge_cost(&request).await {
-            set(&mut record, "outcome", json!("budget_refused"));
-            draft.cost = Some(record);
-            return Err((
-                budget_refusal(draft, rt, &request, &estimate, identity, refusal),
-                SourceReport::Answered,
-            ));
+            let (outcome, label) = budget_refusal(draft, &request, &estimate, identity, refusal);
+            settle(draft, rt, identity, record, label, estimate.total_cost);
+            return Err((outcome, SourceReport::Answered));
         }
     }
-    set(&mut record, "outcome", json!("admitted"));
-    draft.cost = Some(record);
-    count(rt, identity, "admitted", estimate.total_cost);
+    settle(draft, rt, identity, record, "admitted", estimate.total_cost);
     Ok(Admitted::Run)
+}
+
+/// Holds a read for `approvals` approvers by its plan, the summary shown to them. A held
+/// read runs later from its text alone: one with parameters is refused instead, as every
+/// held call is (`approval_needs_literals`).
+#[allow(clippy::too_many_arguments)]
+async fn hold(
+    ports: &impl Ports,
+    draft: &mut AuditDraft,
+    plan: &ReadPlan,
+    params: &[TextParam],
+    estimate: &PlanEstimate,
+    exceeded: &[CostLimit],
+    record: Value,
+    approvals: u32,
+) -> Result<Admitted, NotAdmitted> {
+    let (rt, identity) = (plan.runtime(), plan.identity_name());
+    let (shown, _) = summary_of(ports, plan, estimate, exceeded).await;
+    if !params.is_empty() {
+        settle(draft, rt, identity, record, "refused", estimate.total_cost);
+        let refusal = Refusal::denied(
+            "cost",
+            400,
+            "approval_needs_literals",
+            "held for approval by its plan",
+            "a held read with parameters",
+            "The planner's estimate holds this read for a human approval, and a held read \
+             runs later from its text, without parameters: send the values as literals in \
+             the SQL (the approver then sees exactly what will run).",
+        );
+        return Err((
+            refusal.with_details(json!({ "cost": shown })).apply(draft),
+            SourceReport::Answered,
+        ));
+    }
+    settle(draft, rt, identity, record, "queued", estimate.total_cost);
+    Ok(Admitted::Queue {
+        approvals,
+        plan: shown,
+    })
+}
+
+/// Ends a planned read's admission: `outcome` into its audit record (`decision.cost`) and
+/// the counts.
+fn settle(
+    draft: &mut AuditDraft,
+    rt: &SourceRuntime,
+    identity: &str,
+    mut record: Value,
+    outcome: &'static str,
+    units: f64,
+) {
+    set(&mut record, "outcome", json!(outcome));
+    draft.cost = Some(record);
+    count(rt, identity, outcome, units);
 }
 
 /// The approvals `approvals_above_cost` rules ask of a write, from its estimate (planned as
@@ -264,7 +278,8 @@ pub(super) async fn write_approvals(
         },
         caller,
     };
-    let estimate = match plan_of(ports, rt, read).await {
+    // Planned while the write is queued; nothing cancels that.
+    let estimate = match plan_of(ports, rt, read, &CancellationToken::new()).await {
         Ok(e) => e,
         Err(Unplanned::Source(e)) => return unplanned(draft, a, &e.to_string()),
         Err(Unplanned::Unreadable(why)) => return unplanned(draft, a, &why),
@@ -310,10 +325,10 @@ async fn plan_of(
     ports: &impl Ports,
     rt: &SourceRuntime,
     read: Read<'_>,
+    cancel: &CancellationToken,
 ) -> Result<PlanEstimate, Unplanned> {
-    let cancel = tokio_util::sync::CancellationToken::new();
     let rows = ports
-        .read(rt, read, &cancel)
+        .read(rt, read, cancel)
         .await
         .map_err(Unplanned::Source)?;
     rows.rows
@@ -352,6 +367,8 @@ fn plan_failed(
             count(rt, identity, "unavailable", 0.0);
             (unavailable(draft, &e.to_string()), report)
         }
+        // The caller went away: nothing was decided.
+        ExecError::Cancelled => (exec_failure(draft, e), report),
         _ => {
             count(rt, identity, "refused", 0.0);
             (exec_failure(draft, e), report)
@@ -423,14 +440,14 @@ fn describe_exceeded(estimate: &PlanEstimate, exceeded: &[CostLimit]) -> String 
         .join(", ")
 }
 
+/// The answer to a read its budget refuses, and its outcome label.
 fn budget_refusal(
     draft: &mut AuditDraft,
-    rt: &SourceRuntime,
     request: &CostRequest,
     estimate: &PlanEstimate,
     identity: &str,
     refusal: CostBudgetRefusal,
-) -> Outcome {
+) -> (Outcome, &'static str) {
     let source = request.source.as_str();
     let budget = json!({
         "estimate": {"cost": estimate.total_cost},
@@ -438,30 +455,31 @@ fn budget_refusal(
     });
     match refusal {
         CostBudgetRefusal::Refused(CostRefused::Exhausted { retry_after }) => {
-            count(rt, identity, "budget_exhausted", estimate.total_cost);
             let secs = retry_after.as_secs_f64().max(0.001);
             let mut details = budget;
             set(&mut details, "retry_after_secs", json!(secs));
-            Refusal::denied(
-                "cost",
-                429,
-                "cost_budget_exhausted",
-                format!("identity {identity}: cost budget"),
-                format!("budget holds less than {:.0} units", request.units),
-                format!(
+            (
+                Refusal::denied(
+                    "cost",
+                    429,
+                    "cost_budget_exhausted",
+                    format!("identity {identity}: cost budget"),
+                    format!("budget holds less than {:.0} units", request.units),
+                    format!(
                     "Your cost budget on source {source} ({:.0} units per second, burst {:.0}) \
                      holds less than this read's estimated cost of {:.0}; retry after \
                      {secs:.3} s, or send cheaper reads (a predicate on an indexed column, a \
                      smaller LIMIT).",
                     request.quota.per_second, request.quota.burst, request.units
                 ),
+                )
+                .retry_after(retry_after)
+                .with_details(json!({ "cost": details }))
+                .apply(draft),
+                "budget_exhausted",
             )
-            .retry_after(retry_after)
-            .with_details(json!({ "cost": details }))
-            .apply(draft)
         }
-        CostBudgetRefusal::Refused(CostRefused::OverBurst { burst }) => {
-            count(rt, identity, "refused", estimate.total_cost);
+        CostBudgetRefusal::Refused(CostRefused::OverBurst { burst }) => (
             Refusal::denied(
                 "cost",
                 403,
@@ -477,10 +495,10 @@ fn budget_refusal(
                 ),
             )
             .with_details(json!({ "cost": budget }))
-            .apply(draft)
-        }
-        CostBudgetRefusal::Unavailable => {
-            count(rt, identity, "unavailable", estimate.total_cost);
+            .apply(draft),
+            "refused",
+        ),
+        CostBudgetRefusal::Unavailable => (
             Refusal::unavailable(
                 "cost",
                 "cost_budgets_unavailable",
@@ -489,8 +507,9 @@ fn budget_refusal(
                 "shared cost budgets are unavailable (rate_limit.redis_unavailable = refuse); \
                  retry shortly",
             )
-            .apply(draft)
-        }
+            .apply(draft),
+            "unavailable",
+        ),
     }
 }
 

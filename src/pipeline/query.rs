@@ -631,7 +631,7 @@ pub async fn run_read(
         max_bytes: rt.source.max_bytes,
     };
     if costed {
-        match super::cost::admit(ports, draft, &plan, &params, limits).await {
+        match super::cost::admit(ports, draft, &plan, &params, limits, cancel).await {
             Ok(super::cost::Admitted::Run) => {}
             Ok(super::cost::Admitted::Queue {
                 approvals,

@@ -100,7 +100,13 @@ impl SourceStats {
         } else {
             OTHER_IDENTITIES
         };
-        let c = all.entry(key.to_string()).or_default();
+        // A known identity is counted without a new key.
+        if !all.contains_key(key) {
+            all.insert(key.to_string(), CostCounts::default());
+        }
+        let Some(c) = all.get_mut(key) else {
+            return;
+        };
         match outcome {
             CostOutcome::Admitted => {
                 c.admitted += 1;

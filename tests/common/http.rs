@@ -24,6 +24,24 @@ pub fn client() -> reqwest::Client {
         .expect("client")
 }
 
+/// The body of `GET url` with the bearer `key` (fails the test on a transport error).
+pub async fn get_text(url: &str, key: &str) -> String {
+    client()
+        .get(url)
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("GET")
+        .text()
+        .await
+        .expect("body")
+}
+
+/// As [`get_text`], the body read as JSON.
+pub async fn get_json(url: &str, key: &str) -> serde_json::Value {
+    serde_json::from_str(&get_text(url, key).await).expect("json")
+}
+
 /// Reads a streaming response (server-sent events) until its text contains `needle`;
 /// returns everything read. Fails the test after `within`.
 pub async fn read_until(

@@ -82,13 +82,7 @@ pub(super) struct CostBuckets {
 
 impl CostBuckets {
     pub(super) fn charge(&self, r: &CostRequest) -> Result<(), CostRefused> {
-        let burst = r.quota.burst.clamp(1.0, MAX_UNITS).floor();
-        let units = r.units.ceil().max(1.0);
-        if units > burst {
-            return Err(CostRefused::OverBurst {
-                burst: r.quota.burst,
-            });
-        }
+        let units = r.units.ceil().clamp(1.0, MAX_UNITS);
         let now = self.clock.now();
         let mut bucket = self
             .buckets
@@ -109,6 +103,7 @@ impl CostBuckets {
             Ok(Err(not_until)) => Err(CostRefused::Exhausted {
                 retry_after: not_until.wait_time_from(self.clock.now()),
             }),
+            // More units than the burst holds: no wait helps.
             Err(_) => Err(CostRefused::OverBurst {
                 burst: r.quota.burst,
             }),
