@@ -55,6 +55,7 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     pub policy: PolicySettings,
     pub oauth: crate::oauth::settings::OAuthSettings,
+    pub telemetry: crate::telemetry::traces::TelemetrySettings,
 }
 
 /// Policy conditions (see `governance::condition`).
@@ -388,6 +389,9 @@ impl Settings {
         }
         self.listen_addr()?;
         self.oauth.validate()?;
+        self.telemetry
+            .validate()
+            .map_err(|e| invalid("telemetry", e.to_string()))?;
         if self.policy.time_zone.parse::<chrono_tz::Tz>().is_err() {
             return Err(invalid(
                 "policy.time_zone",

@@ -59,10 +59,12 @@ impl Gateway {
 
     /// Serves until the server stops: SIGINT/SIGTERM (handled by actix) or [`Gateway::stop`].
     pub async fn wait(mut self) -> std::io::Result<()> {
-        match self.server.take() {
+        let served = match self.server.take() {
             Some(server) => server.await,
             None => Ok(()),
-        }
+        };
+        self.flush_traces().await;
+        served
     }
 
     /// Spawns the server onto the current actix system and returns a handle to stop it.
@@ -76,5 +78,15 @@ impl Gateway {
     /// Graceful stop: in-flight requests get `server.shutdown_timeout_secs` to finish.
     pub async fn stop(&self) {
         self.handle.stop(true).await;
+        self.flush_traces().await;
+    }
+
+    /// Sends the spans still queued and stops their export, off the async workers (it waits
+    /// at most `telemetry.export_timeout_ms`).
+    async fn flush_traces(&self) {
+        let traces = self.state.tracing.clone();
+        if traces.is_on() {
+            let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+        }
     }
 }

@@ -712,6 +712,7 @@ async fn every_tool_stops_at_the_step_that_answers_and_runs_nothing_after_it() {
             dialect: None,
             bearer: (c.make != Make::NoKey).then(|| "a key".to_string()),
             cancel: CancellationToken::new(),
+            trace: Default::default(),
         };
         let args = ToolArgs::parse(c.tool, c.args.clone()).unwrap();
         let outcome = interlock::pipeline::call(&fake, &ctx, &args).await;

@@ -23,6 +23,9 @@ pub struct Desk<'a> {
     pub events: &'a EventBus,
     /// The approval queue, which runs a write once it is approved.
     pub queue: &'a approval::ApprovalHandle,
+    /// The W3C traceparent of the decision's request span, when it was traced (the
+    /// execution's span links to it).
+    pub trace_context: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +106,15 @@ pub async fn decide(
         ApproverChoice::Approve => "approve",
         ApproverChoice::Reject => "reject",
     };
-    lifecycle::record_decision(&tx, id, approver.id, decision, reason).await?;
+    lifecycle::record_decision(
+        &tx,
+        id,
+        approver.id,
+        decision,
+        reason,
+        state.trace_context.as_deref(),
+    )
+    .await?;
     let bound = max_rows.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
     if let (ApproverChoice::Approve, Some(bound)) = (verdict, bound) {
         lifecycle::set_bound(&tx, id, bound).await?;

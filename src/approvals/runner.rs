@@ -13,14 +13,16 @@ use uuid::Uuid;
 
 use super::images;
 use super::recheck::{allowed_now, Queued};
-use crate::call::{audit, mask, AuditDraft, Outcome};
+use crate::call::{audit, mask, source_span, AuditDraft, Outcome};
 use crate::control::approval_lifecycle::{self as lifecycle, Ended, LostExecution};
 use crate::control::{instances, ControlError, ControlPool};
 use crate::governance::{AllowedClass, SqlLimits};
 use crate::sources::postgres::changes::Changes;
-use crate::sources::postgres::execute::{self, Limits, Mode};
+use crate::sources::postgres::execute::{self, Limits, Mode, Statement};
 use crate::sources::postgres::pool::SourcePools;
 use crate::sources::registry::SourceRegistry;
+use crate::telemetry::traces::propagation::parse_traceparent;
+use crate::telemetry::traces::{names, CallTrace, KeyValue, SpanContext, Tracing};
 
 /// Everything execution needs, cloned out of the gateway state (no cycle through it).
 #[derive(Clone)]
@@ -36,6 +38,8 @@ pub struct GatewayRunner {
     /// Tells the other replicas which tables an approved write changed.
     pub fleet: crate::fleet::Fleet,
     pub sql_limits: SqlLimits,
+    /// Traces: an execution's span links to the call that queued it and to each decision.
+    pub tracing: Tracing,
 }
 
 struct Claimed {
@@ -48,6 +52,8 @@ struct Claimed {
     call_facts: Option<Value>,
     /// `write`, or `read` for a read a policy held for approval (in the audit record).
     action: &'static str,
+    /// The spans the execution follows from: the queuing call's, each decision's.
+    links: Vec<SpanContext>,
 }
 
 impl GatewayRunner {
@@ -87,11 +93,16 @@ impl GatewayRunner {
             } else {
                 "write"
             },
+            links: r
+                .trace_contexts
+                .iter()
+                .filter_map(|t| parse_traceparent(t))
+                .collect(),
         }))
     }
 
     /// Re-checks grants and policy as they are now, then runs the write.
-    async fn run(&self, c: &Claimed) -> Ended {
+    async fn run(&self, c: &Claimed, trace: &CallTrace) -> Ended {
         let failed = |reason: String| Ended {
             state: "failed",
             rows_affected: None,
@@ -115,7 +126,7 @@ impl GatewayRunner {
         };
         if now.allowed.class == AllowedClass::Read {
             let bound = c.max_rows.and_then(|m| u64::try_from(m).ok());
-            return read(&now, pools, bound).await;
+            return read(&now, pools, bound, trace).await;
         }
         // Where the preview showed the rows by key, the write must change exactly those.
         let (statement, keys) = match &c.preview_keys {
@@ -131,17 +142,30 @@ impl GatewayRunner {
             max_bytes: now.rt.source.max_bytes,
         };
         let bound = c.max_rows.and_then(|m| u64::try_from(m).ok());
+        let sent = source_span::open(
+            trace,
+            &now.rt,
+            &now.allowed,
+            &source_span::operation(&statement),
+        );
         // The write runs as the requester (`caller`), not as the approver.
         let result = execute::run(
             pools,
             Mode::Write { bound, keys },
-            &statement,
+            Statement {
+                text: &statement,
+                comment: sent.comment.as_deref(),
+            },
             &[],
             limits,
             &never,
             now.caller.as_ref(),
         )
         .await;
+        if let Err(e) = &result {
+            source_span::failed(&sent.span, e);
+        }
+        drop(sent);
         match result {
             Ok(rows) => {
                 let affected = rows.affected.and_then(|n| i64::try_from(n).ok());
@@ -192,7 +216,12 @@ impl GatewayRunner {
 /// An approved read, run as its requester under the row cap and masks it is decided with
 /// now (and the approver's `max_rows`, when given); its rows (masked) are kept as the
 /// approval's result, for the requester only.
-async fn read(now: &super::recheck::Now, pools: &SourcePools, bound: Option<u64>) -> Ended {
+async fn read(
+    now: &super::recheck::Now,
+    pools: &SourcePools,
+    bound: Option<u64>,
+    trace: &CallTrace,
+) -> Ended {
     let a = &now.allowed;
     let limits = Limits {
         max_rows: u64::from(now.rt.source.max_rows)
@@ -203,17 +232,25 @@ async fn read(now: &super::recheck::Now, pools: &SourcePools, bound: Option<u64>
     };
     let never = CancellationToken::new();
     let mode = Mode::read(a.explain, a.cap_form);
-    match execute::run(
+    let sent = source_span::open(trace, &now.rt, a, &source_span::operation(&a.statement));
+    let result = execute::run(
         pools,
         mode,
-        &a.statement,
+        Statement {
+            text: &a.statement,
+            comment: sent.comment.as_deref(),
+        },
         &[],
         limits,
         &never,
         now.caller.as_ref(),
     )
-    .await
-    {
+    .await;
+    if let Err(e) = &result {
+        source_span::failed(&sent.span, e);
+    }
+    drop(sent);
+    match result {
         Ok(rows) => {
             let count = i64::try_from(rows.rows.len()).ok();
             let truncated = rows.truncated.map(|t| t.label());
@@ -252,6 +289,17 @@ impl ApprovalRunner for GatewayRunner {
                     return;
                 }
             };
+            // A trace of its own, linked to the call that queued it and to each decision.
+            let span = this
+                .tracing
+                .linked_root(names::EXECUTE_SPAN, claimed.links.clone(), || {
+                    vec![
+                        KeyValue::new(names::APPROVAL_ID, id.to_string()),
+                        KeyValue::new(names::SOURCE, claimed.source_id.clone()),
+                        KeyValue::new(names::IDENTITY, claimed.requester.clone()),
+                    ]
+                });
+            let trace = span.call();
             this.audit_event(
                 id,
                 &claimed.source_id,
@@ -261,7 +309,8 @@ impl ApprovalRunner for GatewayRunner {
                 json!({"step": "execution started"}),
             )
             .await;
-            let ended = this.run(&claimed).await;
+            let ended = this.run(&claimed, &trace).await;
+            span.set(|| vec![KeyValue::new(names::OUTCOME, ended.state)]);
             if let Err(e) = lifecycle::finish(&this.control, id, &ended).await {
                 tracing::error!(%id, error = %e, "storing an approval outcome failed");
             }
@@ -270,14 +319,18 @@ impl ApprovalRunner for GatewayRunner {
             } else {
                 Outcome::Failed
             };
+            let mut detail = json!({"state": ended.state, "rows_affected": ended.rows_affected,
+                                    "rows_changed": ended.rows_changed, "error": ended.error});
+            if let (Some(t), Some(d)) = (trace.trace_id(), detail.as_object_mut()) {
+                d.insert("trace_id".into(), json!(t));
+            }
             this.audit_event(
                 id,
                 &claimed.source_id,
                 claimed.action,
                 "approval.outcome",
                 outcome,
-                json!({"state": ended.state, "rows_affected": ended.rows_affected,
-                       "rows_changed": ended.rows_changed, "error": ended.error}),
+                detail,
             )
             .await;
             this.events.publish(Event::ApprovalExecuted {

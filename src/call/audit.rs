@@ -14,6 +14,7 @@ use super::outcome::Outcome;
 use super::replay_basis::ReplayBasis;
 use super::steps::Trail;
 use crate::stages::GovernanceStep;
+use crate::telemetry::traces::CallTrace;
 
 /// Longest statement text kept in an audit record (refused input can be long).
 const MAX_AUDITED_SQL: usize = 16 * 1024;
@@ -48,6 +49,8 @@ pub struct AuditDraft {
     pub replay: Option<ReplayBasis>,
     /// Cost admission: the estimate, the limits and budget, and what they made of it.
     pub cost: Option<Value>,
+    /// The call's trace: a span per step entered (off when the request is not traced).
+    pub trace: CallTrace,
 }
 
 impl AuditDraft {
@@ -79,13 +82,24 @@ impl AuditDraft {
             policy: None,
             replay: None,
             cost: None,
+            trace: CallTrace::default(),
         }
     }
 
     /// Records that the call entered governance step `step` (checked against its tool's
     /// declared order in debug builds).
     pub fn enter(&mut self, step: GovernanceStep) {
+        if self.trail.last() != Some(step) || !self.trail.is_timing() {
+            self.trace.enter(step.name());
+        }
         self.trail.enter(step);
+    }
+
+    /// The call waits outside governance (its adapter chooses the response form): the
+    /// current step stops being timed and its span ends.
+    pub fn pause(&mut self) {
+        self.trail.pause();
+        self.trace.pause();
     }
 
     /// Records the statement (capped) and its fingerprint.
@@ -112,6 +126,7 @@ impl AuditDraft {
             replay.effect = Some(crate::governance::effect::CallEffect::refused(code, rule));
         }
         let at = self.trail.last().map(GovernanceStep::name);
+        self.trace.refused(step, code, rule);
         self.decision = json!({"verdict": "refuse", "step": step, "refused_at": at, "code": code, "rule": rule, "reason": reason});
     }
 
@@ -136,6 +151,9 @@ impl AuditDraft {
         }
         if let (Some(c), Value::Object(m)) = (self.cost, &mut decision) {
             m.insert("cost".into(), c);
+        }
+        if let (Some(t), Value::Object(m)) = (self.trace.trace_id(), &mut decision) {
+            m.insert("trace_id".into(), Value::String(t));
         }
         if let (Some(r), Value::Object(m)) = (self.replay, &mut decision) {
             if let Ok(v) = serde_json::to_value(r) {

@@ -7,13 +7,16 @@
 //! - [`audit`]: the call's audit draft, turned into its canonical record at the end;
 //! - [`steps`]: the governance steps each tool runs, and the trail a call leaves;
 //! - [`mask`]: a decision's masks applied to a result, column by column;
-//! - [`replay_basis`]: what a query's record keeps so its decision can be replayed.
+//! - [`replay_basis`]: what a query's record keeps so its decision can be replayed;
+//! - [`source_span`]: a statement's database client span, and the comment that carries its
+//!   trace context to the source.
 
 pub mod audit;
 pub mod mask;
 pub mod outcome;
 pub mod render;
 pub mod replay_basis;
+pub mod source_span;
 pub mod steps;
 
 pub use audit::AuditDraft;

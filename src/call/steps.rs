@@ -148,6 +148,11 @@ impl Trail {
         }
     }
 
+    /// Whether the current step is being timed (entered and not paused).
+    pub fn is_timing(&self) -> bool {
+        self.since.is_some()
+    }
+
     /// The last step entered.
     pub fn last(&self) -> Option<GovernanceStep> {
         self.last

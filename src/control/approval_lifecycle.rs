@@ -69,10 +69,12 @@ pub async fn record_decision(
     approver: Uuid,
     decision: &str,
     reason: &str,
+    trace_context: Option<&str>,
 ) -> Result<(), ControlError> {
     tx.execute(
-        "INSERT INTO approval_decisions (approval_id, approver_id, decision, reason) VALUES ($1, $2, $3, $4)",
-        &[&id, &approver, &decision, &reason],
+        "INSERT INTO approval_decisions (approval_id, approver_id, decision, reason, trace_context)
+         VALUES ($1, $2, $3, $4, $5)",
+        &[&id, &approver, &decision, &reason, &trace_context],
     )
     .await?;
     Ok(())
@@ -104,6 +106,8 @@ pub struct ClaimedRow {
     pub call_facts: Option<serde_json::Value>,
     /// `write`, or `read` for a read a policy held for approval.
     pub action: Option<String>,
+    /// The traceparents of the queuing call and of each decision that had one.
+    pub trace_contexts: Vec<String>,
 }
 
 /// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
@@ -119,7 +123,10 @@ pub async fn claim(
               FROM identities i
              WHERE a.id = $1 AND a.state = 'approved' AND i.id = a.requester_id
              RETURNING a.source_id, a.requester_id, i.name, a.statement, a.max_rows, a.preview_keys,
-                       a.call_facts, a.touches ->> 'action'",
+                       a.call_facts, a.touches ->> 'action',
+                       array_remove(a.trace_context || ARRAY(
+                           SELECT d.trace_context FROM approval_decisions d
+                            WHERE d.approval_id = a.id ORDER BY d.decided_at), NULL)",
             &[&id, &instance],
         )
         .await?;
@@ -132,6 +139,7 @@ pub async fn claim(
         preview_keys: r.get(5),
         call_facts: r.get(6),
         action: r.get(7),
+        trace_contexts: r.get(8),
     }))
 }
 

@@ -19,6 +19,9 @@ pub struct NewApproval {
     pub ttl_secs: u32,
     /// The facts of the queuing call, when its source has conditional rules.
     pub call_facts: Option<Value>,
+    /// The W3C traceparent of the queuing call's span, when it was traced (the execution's
+    /// span links to it).
+    pub trace_context: Option<String>,
 }
 
 /// Records a pending approval; returns its id and expiry. The queue never deduplicates:
@@ -34,10 +37,10 @@ pub async fn enqueue(
     let row = client
         .query_one(
             "INSERT INTO approvals (id, source_id, requester_id, statement, fingerprint, touches, state,
-                                    approvals_required, expires_at, call_facts)
-             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + make_interval(secs => $8), $9)
+                                    approvals_required, expires_at, call_facts, trace_context)
+             VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7, now() + make_interval(secs => $8), $9, $10)
              RETURNING expires_at",
-            &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl, &a.call_facts],
+            &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl, &a.call_facts, &a.trace_context],
         )
         .await?;
     Ok((id, row.get(0)))

@@ -110,6 +110,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0018_cost_admission",
         sql: include_str!("../../migrations/0018_cost_admission.sql"),
     },
+    Migration {
+        version: 19,
+        name: "0019_trace_context",
+        sql: include_str!("../../migrations/0019_trace_context.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

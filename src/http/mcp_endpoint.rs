@@ -20,6 +20,7 @@ use super::sse::{event, SseBody};
 use crate::mcp::{self, Dispatch, Inbound, Reply, ToolCall};
 use crate::pipeline::{self, identity::bearer, CallContext};
 use crate::stages::CallStage;
+use crate::telemetry::traces::{KeyValue, ServerSpan};
 use crate::AppState;
 
 /// Seconds between SSE keep-alive comments (also how fast a vanished client is noticed).
@@ -54,24 +55,49 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
     {
         return challenge(&req, &state).await;
     }
-    let dispatched = mcp::dispatch(&inbound, &state.tool_catalog, &state.server_info);
+    let mut facts = mcp::MessageFacts::default();
+    let dispatched = mcp::dispatch_noting(
+        &inbound,
+        &state.tool_catalog,
+        &state.server_info,
+        &mut facts,
+    );
     CallStage::Decode.since(started);
+    let span = super::trace::server_span(&state, &req, started, "/mcp", Some(&facts));
     match dispatched {
         Dispatch::Reply(reply) => {
             audit_protocol_refusal(&req, &state, &body, auth, &reply).await;
+            traced(&span, &reply);
             to_http(reply)
         }
         Dispatch::Cancel { request_id, reply } => {
             let cancelled = state.inflight.cancel(bearer_key.as_deref(), &request_id);
             tracing::info!(request = %request_id, cancelled, "notifications/cancelled");
+            traced(&span, &reply);
             to_http(reply)
         }
         Dispatch::CallTool(call) => {
             // The governed pipeline audits the call, refused or not.
             super::refusal_trail::mark(&req);
             let request_id = crate::http::request_id::of(&req);
-            tool_call(state.into_inner(), call, request_id, bearer_key, "mcp").await
+            tool_call(
+                state.into_inner(),
+                call,
+                request_id,
+                bearer_key,
+                "mcp",
+                span,
+            )
+            .await
         }
+    }
+}
+
+/// A reply's status and, for a protocol error, its code on the request's span.
+fn traced(span: &ServerSpan, reply: &Reply) {
+    span.status(reply.status);
+    if let Some((code, _)) = reply.refusal() {
+        span.set(|| vec![KeyValue::new("error.type", code)]);
     }
 }
 
@@ -154,29 +180,31 @@ pub async fn tool_call(
     request_id: String,
     bearer_key: Option<String>,
     adapter: &'static str,
+    span: ServerSpan,
 ) -> HttpResponse {
     let token = CancellationToken::new();
     let registration = state
         .inflight
         .register(bearer_key.as_deref(), &call.id, token.clone());
-    let ctx = CallContext::for_tool_call(&call, adapter, request_id, bearer_key, token.clone());
+    let ctx = CallContext::for_tool_call(&call, adapter, request_id, bearer_key, token.clone())
+        .traced(span.call());
     let prepared = match pipeline::prepare(&*state, &ctx, &call.args).await {
         Ok(p) => p,
         Err(outcome) => {
-            return CallStage::Render.time(|| {
-                to_http(crate::call::render_governed(
-                    &outcome,
-                    &call,
-                    &state.server_info,
-                ))
-            });
+            let reply = CallStage::Render
+                .time(|| crate::call::render_governed(&outcome, &call, &state.server_info));
+            span.status(reply.status);
+            return to_http(reply);
         }
     };
+    // The stream answers 200; the request's span ends with the stream's work.
+    span.status(200);
     let (mut body, tx) = SseBody::new(token.clone(), KEEPALIVE);
     let st = state.clone();
     let progress = call.progress_token.is_some();
     actix_rt::spawn(async move {
         let _registration = registration;
+        let _span = span;
         if let Some(t) = &call.progress_token {
             let _ = tx
                 .send(event(&mcp::progress_notification(t, 0.0, Some("running"))))

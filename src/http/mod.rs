@@ -16,6 +16,7 @@ mod proxy;
 pub(crate) mod refusal_trail;
 pub mod request_id;
 pub(crate) mod sse;
+mod trace;
 
 use std::net::TcpListener;
 use std::sync::Arc;

@@ -26,6 +26,7 @@ fn context(req: &HttpRequest, token: CancellationToken) -> CallContext {
         )
         .map(str::to_string),
         cancel: token,
+        trace: Default::default(),
     }
 }
 

@@ -57,11 +57,38 @@ pub struct Inbound<'a> {
     pub body: &'a [u8],
 }
 
+/// What a trace of the request says of its message, as far as it could be read.
+#[derive(Debug, Clone, Default)]
+pub struct MessageFacts {
+    /// `mcp.method.name`.
+    pub method: Option<String>,
+    /// `jsonrpc.request.id` (absent for a notification).
+    pub id: Option<Value>,
+    /// `mcp.protocol.version`: the revision the message was served in.
+    pub protocol_version: Option<&'static str>,
+    /// The dialect it was served in: `modern` or `handshake`.
+    pub dialect: Option<&'static str>,
+    /// `gen_ai.tool.name`, for `tools/call`.
+    pub tool: Option<String>,
+    /// `params._meta.traceparent` and `params._meta.tracestate` (SEP-414), as sent.
+    pub trace_meta: Vec<(String, String)>,
+}
+
 /// Decide what to do with one `POST /mcp`.
 pub fn dispatch(
     inbound: &Inbound<'_>,
     tool_catalog: &ToolCatalog,
     server: &ServerInfo,
+) -> Dispatch {
+    dispatch_noting(inbound, tool_catalog, server, &mut MessageFacts::default())
+}
+
+/// [`dispatch`], noting in `facts` what a trace of the request says of its message.
+pub fn dispatch_noting(
+    inbound: &Inbound<'_>,
+    tool_catalog: &ToolCatalog,
+    server: &ServerInfo,
+    facts: &mut MessageFacts,
 ) -> Dispatch {
     let headers = Headers(inbound.headers);
     if !content_type_is_json(&headers) {
@@ -75,10 +102,17 @@ pub fn dispatch(
         Err(rejected) => return Dispatch::Reply(rejected.error.reply(&rejected.id, None)),
     };
     let id = message.reply_id();
+    note(facts, &message);
     let dialect = match dialect::choose(&headers, &message) {
         Ok(dialect) => dialect,
         Err(error) => return Dispatch::Reply(error.reply(&id, None)),
     };
+    facts.protocol_version = Some(dialect.protocol_version());
+    facts.dialect = Some(match dialect {
+        Dialect::Modern => "modern",
+        Dialect::Handshake(_) => "handshake",
+        Dialect::Legacy => "legacy",
+    });
     if message.is_notification() {
         return notification(&message, dialect);
     }
@@ -90,6 +124,26 @@ pub fn dispatch(
     match method.and_then(|method| serve(method, &message, dialect, tool_catalog, server)) {
         Ok(dispatch) => dispatch,
         Err(error) => Dispatch::Reply(error.reply(&id, Some(dialect))),
+    }
+}
+
+/// The message's facts for its trace (strings only as long as a trace keeps them).
+fn note(facts: &mut MessageFacts, message: &Message) {
+    facts.method = Some(message.method.chars().take(64).collect());
+    facts.id = message.id.clone();
+    if message.method == "tools/call" {
+        facts.tool = message
+            .params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(|n| n.chars().take(64).collect());
+    }
+    if let Some(meta) = message.meta() {
+        for key in ["traceparent", "tracestate"] {
+            if let Some(v) = meta.get(key).and_then(Value::as_str) {
+                facts.trace_meta.push((key.to_string(), v.to_string()));
+            }
+        }
     }
 }
 

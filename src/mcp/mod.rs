@@ -51,7 +51,7 @@ mod tests;
 
 pub use arguments::{parse as parse_arguments, ArgumentError, InvalidArguments};
 pub use challenge::for_refusal as bearer_challenge;
-pub use dispatch::{dispatch, Inbound};
+pub use dispatch::{dispatch, dispatch_noting, Inbound, MessageFacts};
 pub use envelope::{progress_notification, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
 pub use legacy::{

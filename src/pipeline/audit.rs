@@ -7,6 +7,7 @@ use super::ports::Ports;
 use crate::call::audit::{count, AuditDraft};
 use crate::call::Outcome;
 use crate::stages::GovernanceStep;
+use crate::telemetry::traces::{names, KeyValue, SpanKind};
 
 /// Appends the record and waits until it is durable. If the audit path cannot take it, the
 /// caller gets `unavailable: audit unavailable` instead of the outcome.
@@ -14,10 +15,33 @@ pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome)
     draft.enter(GovernanceStep::Audit);
     let started = Instant::now();
     let (tool, adapter) = (draft.tool.clone(), draft.adapter);
+    let mut trace = draft.trace.clone();
     let record = draft.into_record(&outcome);
     count(tool, adapter, &record);
+    let span = trace.child(names::AUDIT_SPAN, SpanKind::Internal, Vec::new);
+    let facts = (
+        record.outcome.as_str(),
+        record.identity.clone(),
+        record.source_id.clone(),
+    );
     let appended = ports.append_audit(record).await;
     crate::stages::record_step(GovernanceStep::Audit, started.elapsed());
+    let (ended, identity, source) = facts;
+    trace.annotate(|| {
+        let mut kv = vec![KeyValue::new(names::OUTCOME, ended)];
+        kv.extend(identity.map(|i| KeyValue::new(names::IDENTITY, i)));
+        kv.extend(source.map(|s| KeyValue::new(names::SOURCE, s)));
+        if let Ok(seq) = &appended {
+            kv.push(KeyValue::new(names::AUDIT_SEQ, *seq));
+        }
+        kv
+    });
+    match &appended {
+        Ok(seq) => span.set(|| vec![KeyValue::new(names::AUDIT_SEQ, *seq)]),
+        Err(_) => span.failed("audit_unavailable"),
+    }
+    drop(span);
+    trace.pause();
     match appended {
         Ok(_) => outcome,
         Err(e) => {

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::ports::{Ports, Read};
 use super::query::{exec_failure, record_rules, ReadPlan};
 use super::refusal::Refusal;
+use crate::call::source_span;
 use crate::call::{AuditDraft, Outcome};
 use crate::governance::cost::{
     summary, Admission, CostApprovals, CostLimit, PlanEstimate, Summary,
@@ -75,14 +76,21 @@ pub(super) async fn admit(
             SourceReport::NotAttempted,
         ));
     }
+    let sent = source_span::open(&draft.trace, rt, a, "EXPLAIN");
     let read = Read {
         mode: Mode::CostPlan(a.cap_form),
         statement: &a.statement,
         params,
         limits,
         caller: plan.caller(),
+        comment: sent.comment.as_deref(),
     };
-    let estimate = match plan_of(ports, rt, read, cancel).await {
+    let planned = plan_of(ports, rt, read, cancel).await;
+    if let Err(Unplanned::Source(e)) = &planned {
+        source_span::failed(&sent.span, e);
+    }
+    drop(sent);
+    let estimate = match planned {
         Ok(e) => e,
         Err(Unplanned::Source(e)) => return Err(plan_failed(draft, rt, identity, e)),
         Err(Unplanned::Unreadable(why)) => {
@@ -277,6 +285,7 @@ pub(super) async fn write_approvals(
             max_bytes: rt.source.max_bytes,
         },
         caller,
+        comment: None,
     };
     // Planned while the write is queued; nothing cancels that.
     let estimate = match plan_of(ports, rt, read, &CancellationToken::new()).await {

@@ -55,6 +55,8 @@ pub struct CallContext {
     pub dialect: Option<String>,
     pub bearer: Option<String>,
     pub cancel: CancellationToken,
+    /// The call's trace: its steps become spans of the request's (off without one).
+    pub trace: crate::telemetry::traces::CallTrace,
 }
 
 impl CallContext {
@@ -72,7 +74,14 @@ impl CallContext {
             dialect: Some(call.dialect.protocol_version().to_string()),
             bearer,
             cancel,
+            trace: Default::default(),
         }
+    }
+
+    /// The call traced as `trace` says.
+    pub fn traced(mut self, trace: crate::telemetry::traces::CallTrace) -> Self {
+        self.trace = trace;
+        self
     }
 }
 
@@ -123,6 +132,7 @@ pub async fn prepare(
         tool.name(),
     );
     draft.trail = crate::call::steps::Trail::of(tool);
+    draft.trace = ctx.trace.clone();
     draft.enter(GovernanceStep::Identity);
     let identity = match resolve_identity(ports, ctx, tool, &mut draft).await {
         Ok(i) => i,
@@ -163,7 +173,7 @@ pub async fn prepare(
     match work {
         Ok(work) => {
             // The adapter may now choose its response form: time outside the steps.
-            draft.trail.pause();
+            draft.pause();
             Ok(PreparedCall { draft, work })
         }
         Err(o) => Err(audit::finish(ports, draft, o).await),

@@ -34,6 +34,8 @@ pub struct Read<'a> {
     pub limits: Limits,
     /// Who it runs for in the source, when the source carries identities.
     pub caller: Option<&'a Caller>,
+    /// The trace context appended to the text sent (`call::source_span`).
+    pub comment: Option<&'a str>,
 }
 
 pub trait Ports: Send + Sync {

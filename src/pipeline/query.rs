@@ -20,6 +20,7 @@ use super::Work;
 use crate::call::audit::{fingerprint, AuditDraft};
 use crate::call::mask;
 use crate::call::replay_basis::ReplayBasis;
+use crate::call::source_span;
 use crate::call::Outcome;
 use crate::control::approvals::NewApproval;
 use crate::control::identities::{CostBudget, Identity};
@@ -34,6 +35,7 @@ use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
 use crate::stages::GovernanceStep;
+use crate::telemetry::traces::{names, KeyValue, SpanKind};
 
 pub struct ReadPlan {
     rt: Arc<SourceRuntime>,
@@ -530,8 +532,24 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
             .facts
             .as_ref()
             .and_then(|f| serde_json::to_value(f).ok()),
+        trace_context: draft
+            .trace
+            .span_context()
+            .map(|cx| crate::telemetry::traces::propagation::traceparent(&cx)),
     };
-    match ports.enqueue(&new).await {
+    let span = draft
+        .trace
+        .child(names::ENQUEUE_SPAN, SpanKind::Internal, Vec::new);
+    let queued = ports.enqueue(&new).await;
+    match &queued {
+        Ok(id) => {
+            span.set(|| vec![KeyValue::new(names::APPROVAL_ID, id.to_string())]);
+            draft.trace.outcome("queued");
+        }
+        Err(_) => span.failed("approval_queue_unavailable"),
+    }
+    drop(span);
+    match queued {
         Ok(id) => {
             draft.approval_id = Some(id);
             ports.preview(id);
@@ -595,6 +613,9 @@ pub async fn run_read(
         draft.enter(GovernanceStep::Cache);
         let hit = ports.cache_get(&key).await;
         rt.stats.cache(hit.is_some());
+        draft
+            .trace
+            .outcome(if hit.is_some() { "hit" } else { "miss" });
         if let Some(hit) = hit {
             draft.cache_hit = true;
             draft.row_count = i64::try_from(hit.row_count).ok();
@@ -649,15 +670,30 @@ pub async fn run_read(
     }
     let started = std::time::Instant::now();
     let mode = Mode::read(a.explain, a.cap_form);
+    let operation = match a.explain {
+        Some(_) => "EXPLAIN".to_string(),
+        None => source_span::operation(&a.statement),
+    };
+    let sent = source_span::open(&draft.trace, rt, a, &operation);
     let read = Read {
         mode,
         statement: &a.statement,
         params: &params,
         limits,
         caller: plan.caller.as_ref(),
+        comment: sent.comment.as_deref(),
     };
     let result = ports.read(rt, read, cancel).await;
     rt.stats.record(started.elapsed());
+    match &result {
+        Ok(rows) => {
+            let n = rows.rows.len() as i64;
+            sent.span
+                .set(|| vec![KeyValue::new("db.response.returned_rows", n)]);
+        }
+        Err(e) => source_span::failed(&sent.span, e),
+    }
+    drop(sent);
     let breaker_outcome = match &result {
         Ok(_) => SourceReport::Answered,
         Err(e) if e.is_upstream_failure() => SourceReport::UpstreamFailure(e.to_string()),

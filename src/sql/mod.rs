@@ -20,6 +20,7 @@ pub mod nesting;
 pub mod operators;
 pub mod parse;
 pub mod resolve;
+pub mod sanitized;
 pub mod shape;
 pub mod types;
 

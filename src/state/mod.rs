@@ -65,6 +65,8 @@ pub struct AppState {
     pub anchoring: crate::anchoring::AnchoringState,
     /// The clock policy conditions read (tests fix it).
     pub policy_clock: Arc<crate::governance::condition::clock::Clock>,
+    /// OpenTelemetry traces, or off (`[telemetry]`).
+    pub tracing: crate::telemetry::traces::Tracing,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +92,8 @@ pub enum StartError {
     OAuth(String),
     #[error("audit checkpoints cannot be set up: {0}")]
     CheckpointKey(String),
+    #[error("[telemetry] is unusable: {0}")]
+    Telemetry(String),
 }
 
 impl AppState {
@@ -98,6 +102,8 @@ impl AppState {
     pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
         crate::sources::postgres::budget::init(settings.sources.result_memory_budget_bytes);
         crate::telemetry::metrics::install();
+        let traces = crate::telemetry::traces::Tracing::start(&settings.telemetry)
+            .map_err(|e| StartError::Telemetry(e.to_string()))?;
         let control = control::connect_pool(&settings.control)?;
         if settings.control.migrate_on_start {
             let applied = control::migrate::migrate(&control)
@@ -155,6 +161,7 @@ impl AppState {
             instance_held: instance.flag(),
             fleet: fleet.clone(),
             sql_limits: settings.sql.limits(),
+            tracing: traces.clone(),
         };
         let approvals = ApprovalHandle::start(
             Arc::new(runner),
@@ -253,6 +260,7 @@ impl AppState {
             },
             inflight: InFlight::default(),
             policy_clock: Arc::default(),
+            tracing: traces,
             control,
             settings,
             supervision,

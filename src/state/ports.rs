@@ -147,7 +147,10 @@ impl Ports for AppState {
         execute::run(
             pools,
             read.mode,
-            read.statement,
+            execute::Statement {
+                text: read.statement,
+                comment: read.comment,
+            },
             read.params,
             read.limits,
             cancel,

@@ -2,6 +2,7 @@
 //! [`metrics`].
 
 pub mod metrics;
+pub mod traces;
 
 use serde::{Deserialize, Serialize};
 use tracing_subscriber::EnvFilter;

@@ -1,7 +1,7 @@
 //! Approvals for approvers: list, show, approve, reject.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::{DateTime, Utc};
 use interlock_actors::approval::ApproverChoice;
 use serde::Deserialize;
@@ -12,6 +12,8 @@ use uuid::Uuid;
 use super::auth::{error, path_id, Admin, AdminCaller, Approvers, Staff};
 use crate::approvals::{decide, escape_for_display, DecideError, Desk};
 use crate::control::approvals::{self as repo, Approval};
+use crate::telemetry::traces::propagation::traceparent;
+use crate::telemetry::traces::{names, KeyValue, ServerSpan};
 use crate::AppState;
 
 /// An approval as approvers see it.
@@ -167,21 +169,41 @@ pub struct DecisionBody {
 }
 
 pub async fn approve(
+    req: HttpRequest,
     caller: Admin<Approvers>,
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    decision(caller, path, body, state, ApproverChoice::Approve).await
+    let span = crate::http::trace::server_span(
+        &state,
+        &req,
+        std::time::Instant::now(),
+        "/admin/approvals/{id}/approve",
+        None,
+    );
+    let res = decision(caller, path, body, state, ApproverChoice::Approve, &span).await;
+    span.status(res.status().as_u16());
+    res
 }
 
 pub async fn reject(
+    req: HttpRequest,
     caller: Admin<Approvers>,
     path: web::Path<String>,
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    decision(caller, path, body, state, ApproverChoice::Reject).await
+    let span = crate::http::trace::server_span(
+        &state,
+        &req,
+        std::time::Instant::now(),
+        "/admin/approvals/{id}/reject",
+        None,
+    );
+    let res = decision(caller, path, body, state, ApproverChoice::Reject, &span).await;
+    span.status(res.status().as_u16());
+    res
 }
 
 async fn decision(
@@ -190,11 +212,13 @@ async fn decision(
     body: web::Bytes,
     state: web::Data<AppState>,
     verdict: ApproverChoice,
+    span: &ServerSpan,
 ) -> HttpResponse {
     let id = match path_id(&path, "approval") {
         Ok(id) => id,
         Err(res) => return res,
     };
+    span.set(|| vec![KeyValue::new(names::APPROVAL_ID, id.to_string())]);
     let body: DecisionBody = if body.is_empty() {
         DecisionBody::default()
     } else {
@@ -235,6 +259,7 @@ async fn decision(
         audit: &state.audit,
         events: &state.events,
         queue: &state.approvals,
+        trace_context: span.span_context().map(|cx| traceparent(&cx)),
     };
     match decide(
         desk,

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::exec_error::pool_error;
 pub use super::exec_error::{db_error, ExecError};
 use super::pool::{Purpose, SourcePools};
-pub use super::request::{Caller, CapForm, Limits, Mode, PreviewTimeouts, TextParam, Unmapped};
+pub use super::request::{
+    Caller, CapForm, Limits, Mode, PreviewTimeouts, Statement, TextParam, Unmapped,
+};
 pub use super::rows::{Rows, Truncation};
 use super::session::SessionObject;
 
@@ -28,12 +30,13 @@ const CANCEL_RETRY: Duration = Duration::from_millis(100);
 pub async fn run(
     pools: &SourcePools,
     mode: Mode,
-    statement: &str,
+    statement: impl Into<Statement<'_>>,
     params: &[TextParam],
     limits: Limits,
     cancel: &CancellationToken,
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
+    let statement = statement.into();
     let purpose = mode.purpose();
     // Result memory in flight is bounded for the whole process (released on return).
     let reserve = limits
@@ -113,7 +116,7 @@ async fn checkout(
 async fn statement_work(
     conn: &mut SessionObject,
     mode: Mode,
-    statement: &str,
+    statement: Statement<'_>,
     params: &[TextParam],
     limits: Limits,
     caller: Option<&Caller>,
@@ -154,7 +157,7 @@ async fn statement_work(
         // sends its one unnamed statement whole when first polled, as `estimate` and `plan`
         // do.
         Mode::Estimate => {
-            let estimate = super::flight::estimate(conn, statement);
+            let estimate = super::flight::estimate(conn, statement.text);
             match caller {
                 Some(_) => super::flight::read_as(conn, caller, false, estimate).await,
                 None => estimate.await,

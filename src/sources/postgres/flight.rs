@@ -31,7 +31,7 @@ use tokio_postgres::types::{Kind, ToSql, Type};
 
 use super::changes::Changes;
 use super::exec_error::{check_params, db_error, is_input_refusal, parameter_refusal, ExecError};
-use super::request::{Caller, CapForm, Limits, PreviewTimeouts, TextParam};
+use super::request::{Caller, CapForm, Limits, PreviewTimeouts, Statement, TextParam};
 use super::rows::{Rows, Truncation};
 use super::values;
 
@@ -48,19 +48,13 @@ fn typed(params: &[TextParam]) -> Vec<(&TextParam, Type)> {
 /// A read: the statement under a row cap, one unnamed statement, one flight.
 pub(super) async fn query(
     client: &tokio_postgres::Client,
-    statement: &str,
+    statement: Statement<'_>,
     cap: CapForm,
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
-    unnamed(
-        client,
-        &capped(statement, cap, limits.max_rows),
-        statement,
-        params,
-        limits,
-    )
-    .await
+    let sent = statement.commented(capped(statement.text, cap, limits.max_rows));
+    unnamed(client, &sent, statement.text, params, limits).await
 }
 
 /// A read's admission plan: `EXPLAIN (FORMAT JSON, VERBOSE)` of the statement exactly as
@@ -69,15 +63,16 @@ pub(super) async fn query(
 /// only plans.
 pub(super) async fn cost_plan(
     client: &tokio_postgres::Client,
-    statement: &str,
+    statement: Statement<'_>,
     cap: CapForm,
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
-    let sent = format!(
+    let sent = statement.commented(format!(
         "EXPLAIN (FORMAT JSON, VERBOSE) {}",
-        capped(statement, cap, limits.max_rows)
-    );
+        capped(statement.text, cap, limits.max_rows)
+    ));
+    let statement = statement.text;
     let plan_limits = Limits {
         max_rows: 1,
         max_bytes: PLAN_BYTES,
@@ -92,11 +87,12 @@ const PLAN_BYTES: u64 = 16 * 1024 * 1024;
 /// An `EXPLAIN`: one unnamed statement in its own implicit (read-only) transaction.
 pub(super) async fn plan(
     client: &tokio_postgres::Client,
-    statement: &str,
+    statement: Statement<'_>,
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
-    unnamed(client, statement, statement, params, limits).await
+    let sent = statement.commented(statement.text.to_string());
+    unnamed(client, &sent, statement.text, params, limits).await
 }
 
 /// Sends `sent` as one unnamed statement (Parse, Bind, Describe, Execute, Sync in one
@@ -237,14 +233,15 @@ pub(super) enum Ending {
 /// as `ending` says.
 pub(super) async fn write(
     client: &mut tokio_postgres::Client,
-    statement: &str,
+    statement: Statement<'_>,
     params: &[TextParam],
     limits: Limits,
     ending: Ending,
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
     // Named, and closed on the server when `stmt` is dropped at the end of this function.
-    let stmt = client.prepare(statement).await.map_err(db_error)?;
+    let sent = statement.commented(statement.text.to_string());
+    let stmt = client.prepare(&sent).await.map_err(db_error)?;
     let columns: Vec<String> = stmt
         .columns()
         .iter()

@@ -126,6 +126,40 @@ impl Mode {
 }
 
 /// Limits of one execution.
+/// A statement's text, and the comment the connector appends to what it sends: a trace's
+/// sqlcommenter comment (`call::source_span`), made by the gateway after the statement was
+/// decided. Everything else (a parameter's name, the preview) reads the text alone.
+#[derive(Debug, Clone, Copy)]
+pub struct Statement<'a> {
+    pub text: &'a str,
+    pub comment: Option<&'a str>,
+}
+
+impl Statement<'_> {
+    /// `sent` (the text as the connector sends it: capped, explained) with the comment last.
+    pub fn commented(&self, mut sent: String) -> String {
+        if let Some(c) = self.comment {
+            sent.push_str(c);
+        }
+        sent
+    }
+}
+
+impl<'a> From<&'a str> for Statement<'a> {
+    fn from(text: &'a str) -> Self {
+        Statement {
+            text,
+            comment: None,
+        }
+    }
+}
+
+impl<'a> From<&'a String> for Statement<'a> {
+    fn from(text: &'a String) -> Self {
+        Statement::from(text.as_str())
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     pub max_rows: u64,

@@ -1,0 +1,105 @@
+//! The server span of an HTTP request (RUNTIME.md, "Traces"): HTTP server attributes from
+//! the request, MCP and JSON-RPC ones from its message, and as parent the trace context the
+//! caller sent: `params._meta.traceparent` when the message carries one (it travels with
+//! the message through proxies and stdio bridges), else the `traceparent` header.
+
+use std::time::{Instant, SystemTime};
+
+use actix_web::HttpRequest;
+use serde_json::Value;
+
+use crate::mcp::MessageFacts;
+use crate::telemetry::traces::names;
+use crate::telemetry::traces::propagation::remote_parent;
+use crate::telemetry::traces::{KeyValue, ServerSpan};
+use crate::AppState;
+
+/// The span of `req`, begun when it arrived (`started`), named `name`, with `route` as
+/// `http.route`; `message` adds the MCP facts and may carry the parent.
+pub fn server_span(
+    state: &AppState,
+    req: &HttpRequest,
+    started: Instant,
+    route: &'static str,
+    message: Option<&MessageFacts>,
+) -> ServerSpan {
+    if !state.tracing.is_on() {
+        return ServerSpan::off();
+    }
+    let headers: Vec<(String, String)> = ["traceparent", "tracestate"]
+        .into_iter()
+        .filter_map(|k| {
+            req.headers()
+                .get(k)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    let parent = message
+        .and_then(|m| remote_parent(&m.trace_meta))
+        .or_else(|| remote_parent(&headers));
+    let began = SystemTime::now()
+        .checked_sub(started.elapsed())
+        .unwrap_or_else(SystemTime::now);
+    let name = match message {
+        Some(MessageFacts {
+            method: Some(method),
+            tool: Some(tool),
+            ..
+        }) => format!("{method} {tool}"),
+        Some(MessageFacts {
+            method: Some(method),
+            ..
+        }) => method.clone(),
+        _ => format!("{} {route}", req.method()),
+    };
+    state.tracing.server(name, began, parent, || {
+        let mut kv = vec![
+            KeyValue::new("http.request.method", req.method().to_string()),
+            KeyValue::new("http.route", route),
+            KeyValue::new("url.path", req.path().to_string()),
+            KeyValue::new("url.scheme", req.connection_info().scheme().to_string()),
+            KeyValue::new(names::REQUEST_ID, crate::http::request_id::of(req)),
+        ];
+        if let Some(peer) = req.peer_addr() {
+            kv.push(KeyValue::new("client.address", peer.ip().to_string()));
+        }
+        if let Some(agent) = req
+            .headers()
+            .get("user-agent")
+            .and_then(|v| v.to_str().ok())
+        {
+            kv.push(KeyValue::new(
+                "user_agent.original",
+                agent.chars().take(256).collect::<String>(),
+            ));
+        }
+        if let Some(m) = message {
+            mcp_attributes(m, &mut kv);
+        }
+        kv
+    })
+}
+
+/// The MCP semantic conventions' attributes of a message.
+fn mcp_attributes(m: &MessageFacts, kv: &mut Vec<KeyValue>) {
+    if let Some(method) = &m.method {
+        kv.push(KeyValue::new("mcp.method.name", method.clone()));
+    }
+    if let Some(version) = m.protocol_version {
+        kv.push(KeyValue::new("mcp.protocol.version", version));
+    }
+    if let Some(dialect) = m.dialect {
+        kv.push(KeyValue::new(names::DIALECT, dialect));
+    }
+    match &m.id {
+        Some(Value::String(id)) => kv.push(KeyValue::new("jsonrpc.request.id", id.clone())),
+        Some(Value::Number(id)) => kv.push(KeyValue::new("jsonrpc.request.id", id.to_string())),
+        _ => {}
+    }
+    if let Some(tool) = &m.tool {
+        kv.push(KeyValue::new("gen_ai.tool.name", tool.clone()));
+        kv.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
+    }
+    kv.push(KeyValue::new("jsonrpc.protocol.version", "2.0"));
+}
