@@ -51,6 +51,19 @@ pub async fn tools_call(
         Ok(c) => c,
         Err(reply) => return to_http(reply),
     };
+    let facts = crate::mcp::MessageFacts {
+        method: Some("tools/call".into()),
+        dialect: Some("legacy"),
+        tool: Some(call.called_as.clone()),
+        ..Default::default()
+    };
+    let span = super::trace::server_span(
+        &state,
+        &req,
+        std::time::Instant::now(),
+        "/mcp/tools/call",
+        Some(&facts),
+    );
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
     let ctx = CallContext::for_tool_call(
@@ -59,10 +72,13 @@ pub async fn tools_call(
         crate::http::request_id::of(&req),
         auth(&req),
         token,
-    );
+    )
+    .traced(span.call());
     let outcome = pipeline::call(&**state, &ctx, &call.args).await;
     super::refusal_trail::mark(&req);
-    to_http(crate::call::render_governed_legacy(&outcome))
+    let reply = crate::call::render_governed_legacy(&outcome);
+    span.status(reply.status);
+    to_http(reply)
 }
 
 /// `GET /mcp/sse`: opens the stream and announces where to POST messages.

@@ -5,11 +5,14 @@
 //!   200 `{"rows": [...], "truncated": bool}`; 202 for a queued write
 //!   `{"error", "approval_id", "approval_state"}`; 401/403/404/429/503 `{"error", "code"}`.
 
+use std::time::Instant;
+
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::trace::server_span;
 use crate::mcp::{ApprovalStatusArgs, ToolArgs, ToolKind};
 use crate::pipeline::{self, identity::bearer, CallContext, Outcome};
 use crate::AppState;
@@ -31,15 +34,18 @@ fn context(req: &HttpRequest, token: CancellationToken) -> CallContext {
 }
 
 pub async fn list_sources(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let span = server_span(&state, &req, Instant::now(), "/v1/sources", None);
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
-    let ctx = context(&req, token);
+    let ctx = context(&req, token).traced(span.call());
     let outcome = pipeline::call(&**state, &ctx, &ToolArgs::ListSources).await;
     super::refusal_trail::mark(&req);
-    match outcome {
+    let res = match outcome {
         Outcome::Json(sources) => HttpResponse::Ok().json(json!({"sources": sources})),
         other => render(other),
-    }
+    };
+    span.status(res.status().as_u16());
+    res
 }
 
 pub async fn query(
@@ -48,6 +54,7 @@ pub async fn query(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
+    let span = server_span(&state, &req, Instant::now(), "/v1/sources/{id}/query", None);
     let Ok(Value::Object(mut args)) = serde_json::from_slice::<Value>(&body) else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -78,10 +85,12 @@ pub async fn query(
     // Dropping this handler's future (client gone) cancels the work.
     let token = CancellationToken::new();
     let _guard = token.clone().drop_guard();
-    let ctx = context(&req, token);
+    let ctx = context(&req, token).traced(span.call());
     let outcome = pipeline::call(&**state, &ctx, &args).await;
     super::refusal_trail::mark(&req);
-    render(outcome)
+    let res = render(outcome);
+    span.status(res.status().as_u16());
+    res
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> HttpResponse {
