@@ -15,13 +15,17 @@
 //!   writes a durable audit record); baseline: the prepared statement;
 //! - **agent, cost admitted**: the agent cell with cost admission on (every read planned
 //!   first, as its caller, then run), against the same baseline as the agent cell;
+//! - **agent, traced 100 % / 1 %**: the agent cell on two more gateways of the same fleet
+//!   exporting OpenTelemetry traces (every call sampled, or one in a hundred) to an OTLP
+//!   sink in this process, against the same baseline as the agent cell (tracing off);
 //! - **tools/list**, against `/healthz` (no database, no audit);
 //! - **memory**: gateway and source-backend private memory after the first 20 s and at the
 //!   end of 60 s of agent-style load at 32 connections.
 //!
 //! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60 --workers 0`;
 //! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`;
-//! `--cost-only 1` runs only the agent cells, with cost admission off and on).
+//! `--cost-only 1` runs only the agent cells, with cost admission off and on;
+//! `--traces-only 1` runs only the agent cells, with tracing off, at 100 % and at 1 %).
 //! See BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -520,6 +524,70 @@ fn arg(name: &str, default: u64) -> u64 {
 
 /// Turns cost admission on shop on (a `max_cost` rule far above any agent read's estimate)
 /// or off (no cost rule).
+/// An OTLP/HTTP endpoint that takes every export and answers 200 (its URL).
+async fn otlp_sink() -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind sink");
+    let url = format!("http://{}/v1/traces", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 16 * 1024];
+                loop {
+                    // One request: its head, then Content-Length bytes of body.
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i;
+                        }
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < head_end + 4 + length {
+                        match socket.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    buf.drain(..head_end + 4 + length);
+                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                    if socket.write_all(ok).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+/// The sum of a counter's series in the gateway's `/metrics`.
+async fn metric(base: &str, key: &str, name: &str) -> f64 {
+    let text = reqwest::Client::new()
+        .get(format!("{base}/metrics"))
+        .bearer_auth(key)
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics body");
+    text.lines()
+        .filter(|l| l.starts_with(name))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
 async fn cost_admission(state: &interlock::state::AppState, on: bool) {
     let rules = if on {
         "rules = [{ kind = \"max_cost\", value = 1000000000 }]"
@@ -554,6 +622,7 @@ fn main() {
     let workers = arg("--workers", 0); // HTTP workers; 0: one per core, as in production
     let profile_secs = arg("--profile-seconds", 0); // > 0: only the profiling window
     let cost_only = arg("--cost-only", 0) > 0; // only the agent cells, admission off and on
+    let traces_only = arg("--traces-only", 0) > 0; // only the agent cells, tracing off and on
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -584,6 +653,7 @@ fn main() {
             settings.log.level = "warn".into();
             settings.sources.refresh_interval_ms = 500;
             let control_db = settings.control.dbname.clone();
+            let traced_settings = settings.clone();
             let gateway = interlock::Gateway::start(settings).await.expect("gateway");
             let admin = cl.connect("postgres").await.expect("admin");
             let _ = PROBE.set(Probe { admin, control_db });
@@ -618,7 +688,7 @@ fn main() {
             tokio::time::sleep(Duration::from_millis(1200)).await;
             let mut simple = BTreeMap::new();
             for conns in LEVELS {
-                if cost_only && conns == 8 {
+                if (cost_only || traces_only) && conns == 8 {
                     continue;
                 }
                 let d = direct(&cl, Direct::Simple, conns, secs).await;
@@ -627,6 +697,30 @@ fn main() {
                 let g = governed(&base, &key, Governed::Agent, conns, secs).await;
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
+            }
+            // The same agent reads through gateways that trace every call, or one in a hundred,
+            // to an OTLP sink that takes every export (its work runs on the load generator).
+            let sink = otlp_sink().await;
+            for (label, ratio) in [("agent, traced 100 %", 1.0), ("agent, traced 1 %", 0.01)] {
+                let mut s = traced_settings.clone();
+                s.telemetry.otlp_endpoint = sink.clone();
+                s.telemetry.sampling_ratio = ratio;
+                let traced = interlock::Gateway::start(s).await.expect("traced gateway");
+                let traced_base = format!("http://{}", traced.addr());
+                let _traced = traced.spawn();
+                governed(&traced_base, &key, Governed::Agent, 4, 1).await;
+                for conns in [1, 32] {
+                    let before = stages(&traced_base, &op).await;
+                    let g = governed(&traced_base, &key, Governed::Agent, conns, secs).await;
+                    let after = stages(&traced_base, &op).await;
+                    print_pair(label, conns, simple[&conns], g, &breakdown(&before, &after));
+                }
+                let dropped = metric(&traced_base, &op, "interlock_trace_spans_dropped_total").await;
+                let exported = metric(&traced_base, &op, "interlock_trace_spans_exported_total").await;
+                println!("       {label}: {exported:.0} spans exported, {dropped:.0} dropped");
+            }
+            if traces_only {
+                return;
             }
             // The same agent reads with cost admission on (a max_cost rule every one of them
             // passes: each is planned first, as the caller, then run), against the same

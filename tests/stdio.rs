@@ -180,3 +180,73 @@ async fn log_lines_on_a_captured_stderr_carry_no_colour_codes() {
         );
     }
 }
+
+// Multi-threaded: the receiver answers while this test blocks on the child's stdout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_over_stdio_is_traced_under_the_parent_its_meta_names() {
+    let env = demo_env().await;
+    let receiver = common::receiver::Receiver::start().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let config = common::control_config_file(
+        dir.path(),
+        &env.control_db,
+        &format!(
+            "[telemetry]\notlp_endpoint = \"{}\"\nschedule_delay_ms = 50\n",
+            receiver.url
+        ),
+    );
+    let mut s = Server::start(&config, Some(&env.agent_key));
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "interlock_list_sources", "arguments": {},
+                             "_meta": {"traceparent": parent}}}));
+    let answer = s.response(1);
+    assert!(answer["result"].is_object(), "{answer}");
+    drop(s.stdin.take());
+    let _ = s.child.wait();
+    // Flushed before the process exited: the span is there, under the host's trace.
+    let bodies: Vec<Vec<u8>> = receiver.received().into_iter().map(|r| r.body).collect();
+    let spans: Vec<_> = bodies
+        .iter()
+        .flat_map(|b| {
+            use prost::Message;
+            opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest::decode(
+                b.as_slice(),
+            )
+            .expect("OTLP protobuf")
+            .resource_spans
+        })
+        .flat_map(|rs| rs.scope_spans)
+        .flat_map(|ss| ss.spans)
+        .collect();
+    let root = spans
+        .iter()
+        .find(|s| s.name == "tools/call interlock_list_sources")
+        .unwrap_or_else(|| {
+            let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+            panic!(
+                "the call's span is not among {names:?} ({} exports)",
+                bodies.len()
+            )
+        });
+    assert_eq!(
+        hex::encode(&root.trace_id),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(hex::encode(&root.parent_span_id), "00f067aa0ba902b7");
+    let steps: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == root.span_id)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert!(
+        steps.contains(&"identity") && steps.contains(&"audit"),
+        "{steps:?}"
+    );
+    let audit = env.last_audit().await;
+    assert_eq!(audit["adapter"], "stdio");
+    assert_eq!(
+        audit["decision"]["trace_id"],
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+}

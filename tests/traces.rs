@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use common::env::{demo_env_with, DemoEnv};
 use common::mcp::{call, rpc, Answer, HANDSHAKE, MODERN};
 use common::receiver::Receiver;
+use interlock::control::policy_file::{apply, AccessFile};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use prost::Message;
@@ -126,6 +127,17 @@ async fn traced_env(adjust: impl FnOnce(&mut interlock::Settings)) -> (DemoEnv, 
     )
     .await;
     (env, receiver)
+}
+
+async fn access(env: &DemoEnv, text: &str) {
+    apply(
+        &env.pool,
+        &AccessFile::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}")),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    env.gateway.state.profiles.invalidate_all();
+    env.gateway.state.identities.invalidate_all();
 }
 
 fn request_id(a: &Answer) -> String {
@@ -335,6 +347,123 @@ async fn a_refusal_ends_the_tree_at_the_step_that_refused_with_its_code_and_rule
         assert_eq!(step_spans.last().unwrap().name, "audit");
         assert_eq!(root.attr("interlock.outcome"), Some("refused"));
     }
+
+    // Refused by its plan, in the cost step: the plan ran (its EXPLAIN is the one statement,
+    // inside cost) and nothing after it.
+    access(
+        &env,
+        "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_cost\", value = 1 }]\n",
+    )
+    .await;
+    let a = call(
+        &base,
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": "SELECT id FROM public.orders"}),
+    )
+    .await;
+    let rid = request_id(&a);
+    let record = env.audit_of(&rid).await;
+    assert_eq!(record["decision"]["code"], "cost_exceeded", "{record}");
+    let trace = trace_of(&receiver, &rid).await;
+    let step_spans = steps(&trace);
+    let cost = step_spans
+        .iter()
+        .find(|s| s.name == "cost")
+        .expect("cost step");
+    assert_eq!(cost.attr("interlock.refusal.code"), Some("cost_exceeded"));
+    assert!(!step_spans.iter().any(|s| s.name == "execution"));
+    let plan = trace.iter().find(|s| s.kind == 3).expect("the plan's span");
+    assert_eq!(plan.parent, cost.span_id);
+    assert_eq!(plan.attr("db.operation.name"), Some("EXPLAIN"));
+    access(
+        &env,
+        "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = []\n",
+    )
+    .await;
+
+    // Refused by the rate limit: the second call of a budget of one.
+    access(
+        &env,
+        "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"1/h\"\nburst = 1\n",
+    )
+    .await;
+    let list = || {
+        call(
+            &base,
+            Some(&env.agent_key),
+            MODERN,
+            "interlock_list_sources",
+            json!({}),
+        )
+    };
+    list().await;
+    let a = list().await;
+    let rid = request_id(&a);
+    let record = env.audit_of(&rid).await;
+    assert_eq!(record["decision"]["code"], "rate_limited", "{record}");
+    let trace = trace_of(&receiver, &rid).await;
+    let governance: Vec<String> = names(&steps(&trace))
+        .into_iter()
+        .filter(|n| n != "audit")
+        .collect();
+    assert_eq!(governance.last().map(String::as_str), Some("rate_limit"));
+    let limited = steps(&trace)
+        .into_iter()
+        .find(|s| s.name == "rate_limit")
+        .cloned()
+        .unwrap();
+    assert_eq!(limited.attr("interlock.refusal.code"), Some("rate_limited"));
+    assert_eq!(limited.status, 2);
+    access(
+        &env,
+        "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"100000/s\"\nburst = 100000\n",
+    )
+    .await;
+
+    // An open circuit leaves the call unanswered: its step ends `unavailable`, no statement.
+    let opened = common::http::client()
+        .post(env.gateway.url("/admin/sources/shop/circuit"))
+        .bearer_auth(&env.operator_key)
+        .json(&json!({"action": "open", "reason": "trace test"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let a = call(
+        &base,
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_query",
+        json!({"source_id": "shop", "sql": "SELECT id FROM public.orders WHERE id = 3"}),
+    )
+    .await;
+    let rid = request_id(&a);
+    let record = env.audit_of(&rid).await;
+    assert_eq!(record["outcome"], "error", "{record}");
+    let trace = trace_of(&receiver, &rid).await;
+    let last = steps(&trace)
+        .into_iter()
+        .rev()
+        .find(|s| s.name != "audit")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        last.attr("interlock.step.outcome"),
+        Some("unavailable"),
+        "{last:?}"
+    );
+    assert_eq!(last.status, 2);
+    assert_eq!(root(&trace).attr("error.type"), Some("unavailable"));
+    assert!(!trace.iter().any(|s| s.kind == 3));
+    common::http::client()
+        .post(env.gateway.url("/admin/sources/shop/circuit"))
+        .bearer_auth(&env.operator_key)
+        .json(&json!({"action": "reset", "reason": "trace test done"}))
+        .send()
+        .await
+        .unwrap();
 
     // A write is queued at execution: the queue's span carries the approval.
     let a = call(

@@ -6,7 +6,6 @@
 use std::time::{Instant, SystemTime};
 
 use actix_web::HttpRequest;
-use serde_json::Value;
 
 use crate::mcp::MessageFacts;
 use crate::telemetry::traces::names;
@@ -41,18 +40,9 @@ pub fn server_span(
     let began = SystemTime::now()
         .checked_sub(started.elapsed())
         .unwrap_or_else(SystemTime::now);
-    let name = match message {
-        Some(MessageFacts {
-            method: Some(method),
-            tool: Some(tool),
-            ..
-        }) => format!("{method} {tool}"),
-        Some(MessageFacts {
-            method: Some(method),
-            ..
-        }) => method.clone(),
-        _ => format!("{} {route}", req.method()),
-    };
+    let name = message
+        .and_then(MessageFacts::span_name)
+        .unwrap_or_else(|| format!("{} {route}", req.method()));
     state.tracing.server(name, began, parent, || {
         let mut kv = vec![
             KeyValue::new("http.request.method", req.method().to_string()),
@@ -75,31 +65,12 @@ pub fn server_span(
             ));
         }
         if let Some(m) = message {
-            mcp_attributes(m, &mut kv);
+            kv.extend(
+                m.span_attributes()
+                    .into_iter()
+                    .map(|(k, v)| KeyValue::new(k, v)),
+            );
         }
         kv
     })
-}
-
-/// The MCP semantic conventions' attributes of a message.
-fn mcp_attributes(m: &MessageFacts, kv: &mut Vec<KeyValue>) {
-    if let Some(method) = &m.method {
-        kv.push(KeyValue::new("mcp.method.name", method.clone()));
-    }
-    if let Some(version) = m.protocol_version {
-        kv.push(KeyValue::new("mcp.protocol.version", version));
-    }
-    if let Some(dialect) = m.dialect {
-        kv.push(KeyValue::new(names::DIALECT, dialect));
-    }
-    match &m.id {
-        Some(Value::String(id)) => kv.push(KeyValue::new("jsonrpc.request.id", id.clone())),
-        Some(Value::Number(id)) => kv.push(KeyValue::new("jsonrpc.request.id", id.to_string())),
-        _ => {}
-    }
-    if let Some(tool) = &m.tool {
-        kv.push(KeyValue::new("gen_ai.tool.name", tool.clone()));
-        kv.push(KeyValue::new("gen_ai.operation.name", "execute_tool"));
-    }
-    kv.push(KeyValue::new("jsonrpc.protocol.version", "2.0"));
 }

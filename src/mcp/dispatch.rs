@@ -74,6 +74,43 @@ pub struct MessageFacts {
     pub trace_meta: Vec<(String, String)>,
 }
 
+impl MessageFacts {
+    /// The OpenTelemetry MCP semantic conventions' attributes of the message (the span of
+    /// its request carries them), as far as they are known.
+    pub fn span_attributes(&self) -> Vec<(&'static str, String)> {
+        let mut kv = vec![("jsonrpc.protocol.version", "2.0".to_string())];
+        if let Some(method) = &self.method {
+            kv.push(("mcp.method.name", method.clone()));
+        }
+        if let Some(version) = self.protocol_version {
+            kv.push(("mcp.protocol.version", version.to_string()));
+        }
+        if let Some(dialect) = self.dialect {
+            kv.push(("interlock.dialect", dialect.to_string()));
+        }
+        match &self.id {
+            Some(Value::String(id)) => kv.push(("jsonrpc.request.id", id.clone())),
+            Some(Value::Number(id)) => kv.push(("jsonrpc.request.id", id.to_string())),
+            _ => {}
+        }
+        if let Some(tool) = &self.tool {
+            kv.push(("gen_ai.tool.name", tool.clone()));
+            kv.push(("gen_ai.operation.name", "execute_tool".to_string()));
+        }
+        kv
+    }
+
+    /// The span's name: `{mcp.method.name} {gen_ai.tool.name}` for a tool call, the method
+    /// alone otherwise.
+    pub fn span_name(&self) -> Option<String> {
+        match (&self.method, &self.tool) {
+            (Some(method), Some(tool)) => Some(format!("{method} {tool}")),
+            (Some(method), None) => Some(method.clone()),
+            _ => None,
+        }
+    }
+}
+
 /// Decide what to do with one `POST /mcp`.
 pub fn dispatch(
     inbound: &Inbound<'_>,

@@ -12,6 +12,16 @@ use crate::telemetry::traces::{names, KeyValue, SpanKind};
 /// Appends the record and waits until it is durable. If the audit path cannot take it, the
 /// caller gets `unavailable: audit unavailable` instead of the outcome.
 pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome) -> Outcome {
+    // A call that ended unanswered (unavailable, failed, cancelled) ends its step's span so.
+    let ended = match &outcome {
+        Outcome::Unavailable { .. } => Some("unavailable"),
+        Outcome::Failed => Some("failed"),
+        Outcome::Cancelled => Some("cancelled"),
+        _ => None,
+    };
+    if let Some(kind) = ended {
+        draft.trace.failed(kind);
+    }
     draft.enter(GovernanceStep::Audit);
     let started = Instant::now();
     let (tool, adapter) = (draft.tool.clone(), draft.adapter);
@@ -28,7 +38,10 @@ pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome)
     crate::stages::record_step(GovernanceStep::Audit, started.elapsed());
     let (ended, identity, source) = facts;
     trace.annotate(|| {
-        let mut kv = vec![KeyValue::new(names::OUTCOME, ended)];
+        let mut kv = vec![
+            KeyValue::new(names::OUTCOME, ended),
+            KeyValue::new(names::ADAPTER, adapter),
+        ];
         kv.extend(identity.map(|i| KeyValue::new(names::IDENTITY, i)));
         kv.extend(source.map(|s| KeyValue::new(names::SOURCE, s)));
         if let Ok(seq) = &appended {

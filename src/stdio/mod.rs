@@ -26,6 +26,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::mcp::{self, Dispatch, Inbound};
 use crate::pipeline::{self, CallContext};
+use crate::telemetry::traces::propagation::remote_parent;
+use crate::telemetry::traces::{names, KeyValue, ServerSpan};
 use crate::AppState;
 
 /// How long in-flight calls get to finish (cancelled) after EOF or SIGTERM.
@@ -91,6 +93,11 @@ pub async fn serve(state: Arc<AppState>, api_key: Option<String>) -> std::io::Re
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, tracker.wait()).await;
     drop(out_tx);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    // The spans still queued go to the collector (bounded by its export timeout).
+    if state.tracing.is_on() {
+        let traces = state.tracing.clone();
+        let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;
+    }
     Ok(())
 }
 
@@ -115,7 +122,13 @@ async fn handle_line(
         headers: &headers,
         body: line.as_bytes(),
     };
-    match mcp::dispatch(&inbound, &state.tool_catalog, &state.server_info) {
+    let mut facts = mcp::MessageFacts::default();
+    match mcp::dispatch_noting(
+        &inbound,
+        &state.tool_catalog,
+        &state.server_info,
+        &mut facts,
+    ) {
         Dispatch::Reply(reply) => {
             if let Some(body) = reply.body {
                 if let (Some(v), Some(req)) =
@@ -138,11 +151,14 @@ async fn handle_line(
                 .inflight
                 .register(api_key.as_deref(), &call.id, token.clone());
             let request_id = uuid::Uuid::new_v4().to_string();
+            let span = message_span(state, &facts, &request_id);
             let ctx =
-                CallContext::for_tool_call(&call, "stdio", request_id, api_key.clone(), token);
+                CallContext::for_tool_call(&call, "stdio", request_id, api_key.clone(), token)
+                    .traced(span.call());
             let (state, out) = (state.clone(), out.clone());
             tracker.spawn(async move {
                 let _registration = registration;
+                let _span = span;
                 if let Some(t) = &call.progress_token {
                     let _ = out
                         .send(mcp::progress_notification(t, 0.0, Some("running")))
@@ -156,6 +172,31 @@ async fn handle_line(
             });
         }
     }
+}
+
+/// The span of a tool call over stdio: a server span with the message's MCP attributes,
+/// child of the `params._meta.traceparent` the host sent (SEP-414; stdio has no headers).
+fn message_span(state: &AppState, facts: &mcp::MessageFacts, request_id: &str) -> ServerSpan {
+    if !state.tracing.is_on() {
+        return ServerSpan::off();
+    }
+    let name = facts.span_name().unwrap_or_else(|| "tools/call".into());
+    let parent = remote_parent(&facts.trace_meta);
+    state
+        .tracing
+        .server(name, std::time::SystemTime::now(), parent, || {
+            let mut kv = vec![
+                KeyValue::new("network.transport", "pipe"),
+                KeyValue::new(names::REQUEST_ID, request_id.to_string()),
+            ];
+            kv.extend(
+                facts
+                    .span_attributes()
+                    .into_iter()
+                    .map(|(k, v)| KeyValue::new(k, v)),
+            );
+            kv
+        })
 }
 
 /// The "headers" the protocol layer checks, derived from the message: stdio carries none,

@@ -313,6 +313,29 @@ impl CallTrace {
         }
     }
 
+    /// The current step ended the call without an answer (`unavailable`, `failed`,
+    /// `cancelled`): its outcome and `error.type` on the step and the request's span.
+    pub fn failed(&mut self, kind: &'static str) {
+        let Some(s) = self.0.as_deref_mut() else {
+            return;
+        };
+        let root = s.root.cx.span();
+        if root.is_recording() {
+            root.set_attribute(KeyValue::new("error.type", kind));
+        }
+        if let Some((cx, set)) = s.step.as_mut() {
+            let span = cx.span();
+            if span.is_recording() {
+                span.set_attributes([
+                    KeyValue::new("interlock.step.outcome", kind),
+                    KeyValue::new("error.type", kind),
+                ]);
+                span.set_status(Status::error(kind));
+            }
+            *set = true;
+        }
+    }
+
     /// Sets attributes on the request's span, when it records.
     pub fn annotate(&self, f: impl FnOnce() -> Vec<KeyValue>) {
         if let Some(s) = self.0.as_deref() {
