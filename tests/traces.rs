@@ -740,3 +740,50 @@ async fn an_approved_write_s_execution_links_to_the_call_that_queued_it_and_to_t
     let detail: serde_json::Value = row.get(0);
     assert_eq!(detail["trace_id"], json!(execute.trace_id), "{detail}");
 }
+
+#[tokio::test]
+async fn a_collector_that_hangs_fills_the_bounded_queue_and_spans_are_dropped_not_calls() {
+    // A collector that accepts connections and never answers.
+    let hole = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1/traces", hole.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = hole.accept().await {
+            held.push(socket);
+        }
+    });
+    let env = demo_env_with(
+        |s| {
+            s.telemetry.otlp_endpoint = url;
+            s.telemetry.max_queue_size = 2;
+            s.telemetry.max_export_batch_size = 1;
+            s.telemetry.schedule_delay_ms = 10;
+            s.telemetry.export_timeout_ms = 30_000;
+        },
+        |_| {},
+    )
+    .await;
+    let started = Instant::now();
+    for i in 0..5 {
+        let a = call(
+            &env.gateway.url(""),
+            Some(&env.agent_key),
+            MODERN,
+            "interlock_query",
+            json!({"source_id": "shop", "sql": format!("SELECT id FROM public.orders WHERE id = {i}")}),
+        )
+        .await;
+        assert_eq!(a.status, 200, "{:?}", a.body);
+        assert_eq!(a.body["result"]["isError"], json!(false), "{:?}", a.body);
+    }
+    // Answered while the one export in flight waits out its 30 s.
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let metrics = common::http::get_text(&env.gateway.url("/metrics"), &env.operator_key).await;
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("interlock_trace_spans_dropped_total") && l.contains("queue_full"))
+        .unwrap_or_else(|| panic!("no queue_full drops counted:\n{metrics}"));
+    // Five calls of a dozen spans each, at most two pending at a time.
+    let n: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(n >= 40.0, "{line}");
+}

@@ -142,12 +142,9 @@ impl GatewayRunner {
             max_bytes: now.rt.source.max_bytes,
         };
         let bound = c.max_rows.and_then(|m| u64::try_from(m).ok());
-        let sent = source_span::open(
-            trace,
-            &now.rt,
-            &now.allowed,
-            &source_span::operation(&statement),
-        );
+        let sent = source_span::open(trace, &now.rt, &now.allowed, || {
+            source_span::operation(&statement)
+        });
         // The write runs as the requester (`caller`), not as the approver.
         let result = execute::run(
             pools,
@@ -232,7 +229,7 @@ async fn read(
     };
     let never = CancellationToken::new();
     let mode = Mode::read(a.explain, a.cap_form);
-    let sent = source_span::open(trace, &now.rt, a, &source_span::operation(&a.statement));
+    let sent = source_span::open(trace, &now.rt, a, || source_span::operation(&a.statement));
     let result = execute::run(
         pools,
         mode,

@@ -24,12 +24,12 @@ pub struct SourceSpan {
 }
 
 /// Opens the client span of `allowed`'s statement on `rt`, sent as `operation` (`SELECT`,
-/// `EXPLAIN`, the write's verb).
+/// `EXPLAIN`, the write's verb; asked only when the call is traced).
 pub fn open(
     trace: &CallTrace,
     rt: &SourceRuntime,
     allowed: &Allowed,
-    operation: &str,
+    operation: impl FnOnce() -> String,
 ) -> SourceSpan {
     let Some(settings) = trace.settings() else {
         return SourceSpan {
@@ -37,6 +37,8 @@ pub fn open(
             comment: None,
         };
     };
+    let operation = operation();
+    let operation = operation.as_str();
     let source = &rt.source;
     let sensitive = allowed
         .tables_read

@@ -56,12 +56,9 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
         return challenge(&req, &state).await;
     }
     let mut facts = mcp::MessageFacts::default();
-    let dispatched = mcp::dispatch_noting(
-        &inbound,
-        &state.tool_catalog,
-        &state.server_info,
-        &mut facts,
-    );
+    let noting = state.tracing.is_on().then_some(&mut facts);
+    let dispatched =
+        mcp::dispatch_noting(&inbound, &state.tool_catalog, &state.server_info, noting);
     CallStage::Decode.since(started);
     let span = super::trace::server_span(&state, &req, started, "/mcp", Some(&facts));
     match dispatched {

@@ -117,15 +117,16 @@ pub fn dispatch(
     tool_catalog: &ToolCatalog,
     server: &ServerInfo,
 ) -> Dispatch {
-    dispatch_noting(inbound, tool_catalog, server, &mut MessageFacts::default())
+    dispatch_noting(inbound, tool_catalog, server, None)
 }
 
-/// [`dispatch`], noting in `facts` what a trace of the request says of its message.
+/// [`dispatch`], noting in `facts` (when the request is traced) what its span says of its
+/// message.
 pub fn dispatch_noting(
     inbound: &Inbound<'_>,
     tool_catalog: &ToolCatalog,
     server: &ServerInfo,
-    facts: &mut MessageFacts,
+    mut facts: Option<&mut MessageFacts>,
 ) -> Dispatch {
     let headers = Headers(inbound.headers);
     if !content_type_is_json(&headers) {
@@ -139,17 +140,21 @@ pub fn dispatch_noting(
         Err(rejected) => return Dispatch::Reply(rejected.error.reply(&rejected.id, None)),
     };
     let id = message.reply_id();
-    note(facts, &message);
+    if let Some(f) = facts.as_deref_mut() {
+        note(f, &message);
+    }
     let dialect = match dialect::choose(&headers, &message) {
         Ok(dialect) => dialect,
         Err(error) => return Dispatch::Reply(error.reply(&id, None)),
     };
-    facts.protocol_version = Some(dialect.protocol_version());
-    facts.dialect = Some(match dialect {
-        Dialect::Modern => "modern",
-        Dialect::Handshake(_) => "handshake",
-        Dialect::Legacy => "legacy",
-    });
+    if let Some(f) = facts {
+        f.protocol_version = Some(dialect.protocol_version());
+        f.dialect = Some(match dialect {
+            Dialect::Modern => "modern",
+            Dialect::Handshake(_) => "handshake",
+            Dialect::Legacy => "legacy",
+        });
+    }
     if message.is_notification() {
         return notification(&message, dialect);
     }

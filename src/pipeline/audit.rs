@@ -29,26 +29,34 @@ pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome)
     let record = draft.into_record(&outcome);
     count(tool, adapter, &record);
     let span = trace.child(names::AUDIT_SPAN, SpanKind::Internal, Vec::new);
-    let facts = (
-        record.outcome.as_str(),
-        record.identity.clone(),
-        record.source_id.clone(),
-    );
-    let appended = ports.append_audit(record).await;
-    crate::stages::record_step(GovernanceStep::Audit, started.elapsed());
-    let (ended, identity, source) = facts;
-    trace.annotate(|| {
+    // What the request's span says of the record (taken only when the call is traced).
+    let mut said = trace.is_on().then(|| {
         let mut kv = vec![
-            KeyValue::new(names::OUTCOME, ended),
+            KeyValue::new(names::OUTCOME, record.outcome.as_str()),
             KeyValue::new(names::ADAPTER, adapter),
         ];
-        kv.extend(identity.map(|i| KeyValue::new(names::IDENTITY, i)));
-        kv.extend(source.map(|s| KeyValue::new(names::SOURCE, s)));
-        if let Ok(seq) = &appended {
-            kv.push(KeyValue::new(names::AUDIT_SEQ, *seq));
-        }
+        kv.extend(
+            record
+                .identity
+                .clone()
+                .map(|i| KeyValue::new(names::IDENTITY, i)),
+        );
+        kv.extend(
+            record
+                .source_id
+                .clone()
+                .map(|s| KeyValue::new(names::SOURCE, s)),
+        );
         kv
     });
+    let appended = ports.append_audit(record).await;
+    crate::stages::record_step(GovernanceStep::Audit, started.elapsed());
+    if let (Some(kv), Ok(seq)) = (said.as_mut(), &appended) {
+        kv.push(KeyValue::new(names::AUDIT_SEQ, *seq));
+    }
+    if let Some(kv) = said {
+        trace.annotate(|| kv);
+    }
     match &appended {
         Ok(seq) => span.set(|| vec![KeyValue::new(names::AUDIT_SEQ, *seq)]),
         Err(_) => span.failed("audit_unavailable"),

@@ -76,7 +76,7 @@ pub(super) async fn admit(
             SourceReport::NotAttempted,
         ));
     }
-    let sent = source_span::open(&draft.trace, rt, a, "EXPLAIN");
+    let sent = source_span::open(&draft.trace, rt, a, || "EXPLAIN".to_string());
     let read = Read {
         mode: Mode::CostPlan(a.cap_form),
         statement: &a.statement,

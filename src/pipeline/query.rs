@@ -670,11 +670,10 @@ pub async fn run_read(
     }
     let started = std::time::Instant::now();
     let mode = Mode::read(a.explain, a.cap_form);
-    let operation = match a.explain {
+    let sent = source_span::open(&draft.trace, rt, a, || match a.explain {
         Some(_) => "EXPLAIN".to_string(),
         None => source_span::operation(&a.statement),
-    };
-    let sent = source_span::open(&draft.trace, rt, a, &operation);
+    });
     let read = Read {
         mode,
         statement: &a.statement,

@@ -123,12 +123,8 @@ async fn handle_line(
         body: line.as_bytes(),
     };
     let mut facts = mcp::MessageFacts::default();
-    match mcp::dispatch_noting(
-        &inbound,
-        &state.tool_catalog,
-        &state.server_info,
-        &mut facts,
-    ) {
+    let noting = state.tracing.is_on().then_some(&mut facts);
+    match mcp::dispatch_noting(&inbound, &state.tool_catalog, &state.server_info, noting) {
         Dispatch::Reply(reply) => {
             if let Some(body) = reply.body {
                 if let (Some(v), Some(req)) =

@@ -91,8 +91,7 @@ pub(super) async fn plan(
     params: &[TextParam],
     limits: Limits,
 ) -> Result<Rows, ExecError> {
-    let sent = statement.commented(statement.text.to_string());
-    unnamed(client, &sent, statement.text, params, limits).await
+    unnamed(client, &statement.sent(), statement.text, params, limits).await
 }
 
 /// Sends `sent` as one unnamed statement (Parse, Bind, Describe, Execute, Sync in one
@@ -240,8 +239,7 @@ pub(super) async fn write(
     caller: Option<&Caller>,
 ) -> Result<Rows, ExecError> {
     // Named, and closed on the server when `stmt` is dropped at the end of this function.
-    let sent = statement.commented(statement.text.to_string());
-    let stmt = client.prepare(&sent).await.map_err(db_error)?;
+    let stmt = client.prepare(&statement.sent()).await.map_err(db_error)?;
     let columns: Vec<String> = stmt
         .columns()
         .iter()

@@ -135,13 +135,21 @@ pub struct Statement<'a> {
     pub comment: Option<&'a str>,
 }
 
-impl Statement<'_> {
+impl<'a> Statement<'a> {
     /// `sent` (the text as the connector sends it: capped, explained) with the comment last.
     pub fn commented(&self, mut sent: String) -> String {
         if let Some(c) = self.comment {
             sent.push_str(c);
         }
         sent
+    }
+
+    /// The text itself with the comment last (borrowed when there is none).
+    pub fn sent(&self) -> std::borrow::Cow<'a, str> {
+        match self.comment {
+            Some(c) => format!("{}{c}", self.text).into(),
+            None => self.text.into(),
+        }
     }
 }
 

@@ -26,5 +26,3 @@ pub const ENQUEUE_SPAN: &str = "interlock.approval.enqueue";
 /// Root span of an approved write's execution, linked to the call that queued it and to
 /// each approver's decision.
 pub const EXECUTE_SPAN: &str = "interlock.approval.execute";
-/// Span of an approver's decision (`POST /admin/approvals/{id}/approve` or `/deny`).
-pub const DECIDE_SPAN: &str = "interlock.approval.decide";

@@ -151,13 +151,6 @@ impl Tracing {
                 .shutdown_with_timeout(a.settings.export_timeout());
         }
     }
-
-    /// Sends what is queued now (tests and shutdown).
-    pub fn flush(&self) {
-        if let Some(a) = &self.0 {
-            let _ = a.provider.force_flush();
-        }
-    }
 }
 
 #[derive(Clone)]
@@ -175,11 +168,6 @@ impl ServerSpan {
     /// No span (tracing off).
     pub fn off() -> ServerSpan {
         ServerSpan(None)
-    }
-
-    /// Whether the span records attributes (on and sampled).
-    pub fn is_recording(&self) -> bool {
-        self.0.as_ref().is_some_and(|r| r.cx.span().is_recording())
     }
 
     /// Sets the attributes `f` returns, when the span records.
@@ -249,6 +237,11 @@ impl std::fmt::Debug for CallTrace {
 }
 
 impl CallTrace {
+    /// Whether the call is traced (a span exists, sampled or not).
+    pub fn is_on(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// Opens the span of `step` (ending the one before it).
     pub fn enter(&mut self, step: &'static str) {
         let Some(s) = self.0.as_deref_mut() else {
@@ -427,27 +420,6 @@ impl SpanGuard {
                 span.set_attribute(KeyValue::new("error.type", error_type.to_string()));
                 span.set_status(Status::error(error_type.to_string()));
             }
-        }
-    }
-
-    /// A child span of this one.
-    pub fn child(
-        &self,
-        tracer_of: &CallTrace,
-        name: impl Into<std::borrow::Cow<'static, str>>,
-        kind: SpanKind,
-    ) -> SpanGuard {
-        match (&self.0, tracer_of.0.as_deref()) {
-            (Some(cx), Some(s)) => {
-                let span = s
-                    .root
-                    .tracer
-                    .span_builder(name)
-                    .with_kind(kind)
-                    .start_with_context(&s.root.tracer, cx);
-                SpanGuard(Some(cx.with_span(span)))
-            }
-            _ => SpanGuard(None),
         }
     }
 }
