@@ -15,9 +15,11 @@
 //!   writes a durable audit record); baseline: the prepared statement;
 //! - **agent, cost admitted**: the agent cell with cost admission on (every read planned
 //!   first, as its caller, then run), against the same baseline as the agent cell;
-//! - **agent, traced 100 % / 1 %**: the agent cell on two more gateways of the same fleet
-//!   exporting OpenTelemetry traces (every call sampled, or one in a hundred) to an OTLP
-//!   sink in this process, against the same baseline as the agent cell (tracing off);
+//! - **tracing off / traced 100 % / traced 1 % / traced, hung collector**: the agent cell on
+//!   four more gateways of the same fleet, started alike: without tracing, exporting
+//!   OpenTelemetry traces of every call or of one in a hundred to an OTLP sink in this
+//!   process, and every call to a collector that accepts and never answers (the bounded
+//!   queue full, spans dropped); two interleaved rounds, against the agent cell's baseline;
 //! - **tools/list**, against `/healthz` (no database, no audit);
 //! - **memory**: gateway and source-backend private memory after the first 20 s and at the
 //!   end of 60 s of agent-style load at 32 connections.
@@ -37,6 +39,10 @@ use interlock::control::sources::Propagation;
 use interlock::pgcluster::{Cluster, ClusterOptions};
 use interlock::Settings;
 use serde_json::json;
+
+#[path = "support/otlp.rs"]
+mod otlp;
+use otlp::{otlp_hole, otlp_sink};
 
 const POINT: &str = "SELECT id, name, country FROM public.customers WHERE id = $1";
 const LEVELS: [usize; 3] = [1, 8, 32];
@@ -368,8 +374,9 @@ async fn collect(
 }
 
 /// `interlock_stage_seconds` sums and counts per stage, from the gateway's `/metrics`.
-async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> {
-    let text = reqwest::Client::builder()
+/// The gateway's `/metrics` text.
+async fn metrics_text(base: &str, operator_key: &str) -> String {
+    reqwest::Client::builder()
         .no_proxy()
         .build()
         .expect("client")
@@ -380,7 +387,11 @@ async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> 
         .expect("metrics")
         .text()
         .await
-        .expect("metrics body");
+        .expect("metrics body")
+}
+
+async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> {
+    let text = metrics_text(base, operator_key).await;
     // Each stage (`interlock_stage_seconds{stage="…"}`), and beside them the audit writer's
     // own commit time and batch size: the commit against the audit wait tells the flight
     // from the path to and from the writer.
@@ -524,65 +535,11 @@ fn arg(name: &str, default: u64) -> u64 {
 
 /// Turns cost admission on shop on (a `max_cost` rule far above any agent read's estimate)
 /// or off (no cost rule).
-/// An OTLP/HTTP endpoint that takes every export and answers 200 (its URL).
-async fn otlp_sink() -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind sink");
-    let url = format!("http://{}/v1/traces", listener.local_addr().expect("addr"));
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 16 * 1024];
-                loop {
-                    // One request: its head, then Content-Length bytes of body.
-                    let head_end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i;
-                        }
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    while buf.len() < head_end + 4 + length {
-                        match socket.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    buf.drain(..head_end + 4 + length);
-                    let ok = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                    if socket.write_all(ok).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    url
-}
-
 /// The sum of a counter's series in the gateway's `/metrics`.
 async fn metric(base: &str, key: &str, name: &str) -> f64 {
-    let text = reqwest::Client::new()
-        .get(format!("{base}/metrics"))
-        .bearer_auth(key)
-        .send()
+    metrics_text(base, key)
         .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("metrics body");
-    text.lines()
+        .lines()
         .filter(|l| l.starts_with(name))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
@@ -698,26 +655,54 @@ fn main() {
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
             }
-            // The same agent reads through gateways that trace every call, or one in a hundred,
-            // to an OTLP sink that takes every export (its work runs on the load generator).
+            // The same agent reads through four more gateways of the fleet, started alike:
+            // tracing off; tracing every call, or one in a hundred, to an OTLP sink that takes
+            // every export (its work runs on the load generator); and every call to a
+            // collector that accepts and never answers (exports wait out their timeout, the
+            // bounded queue fills, spans, not calls, are dropped). Two rounds, interleaved, so
+            // the order of the cells does not pass for a cost.
             let sink = otlp_sink().await;
-            for (label, ratio) in [("agent, traced 100 %", 1.0), ("agent, traced 1 %", 0.01)] {
+            let hung = otlp_hole().await;
+            let mut traced = Vec::new();
+            for (label, endpoint, ratio) in [
+                ("tracing off", "", 1.0),
+                ("traced 100 %", sink.as_str(), 1.0),
+                ("traced 1 %", sink.as_str(), 0.01),
+                ("traced, hung collector", hung.as_str(), 1.0),
+            ] {
                 let mut s = traced_settings.clone();
-                s.telemetry.otlp_endpoint = sink.clone();
+                s.telemetry.otlp_endpoint = endpoint.to_string();
                 s.telemetry.sampling_ratio = ratio;
-                let traced = interlock::Gateway::start(s).await.expect("traced gateway");
-                let traced_base = format!("http://{}", traced.addr());
-                let _traced = traced.spawn();
-                governed(&traced_base, &key, Governed::Agent, 4, 1).await;
-                for conns in [1, 32] {
-                    let before = stages(&traced_base, &op).await;
-                    let g = governed(&traced_base, &key, Governed::Agent, conns, secs).await;
-                    let after = stages(&traced_base, &op).await;
-                    print_pair(label, conns, simple[&conns], g, &breakdown(&before, &after));
+                let gw = interlock::Gateway::start(s).await.expect("traced gateway");
+                let gw_base = format!("http://{}", gw.addr());
+                let _ = gw.spawn();
+                governed(&gw_base, &key, Governed::Agent, 4, 1).await;
+                traced.push((label, gw_base));
+            }
+            for round in 1..=2 {
+                for (label, gw_base) in &traced {
+                    // Span counters are the process's, so each cell reports what it added.
+                    let spans = || async {
+                        (
+                            metric(gw_base, &op, "interlock_trace_spans_exported_total").await,
+                            metric(gw_base, &op, "interlock_trace_spans_dropped_total").await,
+                        )
+                    };
+                    let (exported0, dropped0) = spans().await;
+                    for conns in [1, 32] {
+                        let before = stages(gw_base, &op).await;
+                        let g = governed(gw_base, &key, Governed::Agent, conns, secs).await;
+                        let after = stages(gw_base, &op).await;
+                        let cell = format!("{label} #{round}");
+                        print_pair(&cell, conns, simple[&conns], g, &breakdown(&before, &after));
+                    }
+                    let (exported1, dropped1) = spans().await;
+                    println!(
+                        "       {label} #{round}: {:.0} spans exported, {:.0} dropped",
+                        exported1 - exported0,
+                        dropped1 - dropped0
+                    );
                 }
-                let dropped = metric(&traced_base, &op, "interlock_trace_spans_dropped_total").await;
-                let exported = metric(&traced_base, &op, "interlock_trace_spans_exported_total").await;
-                println!("       {label}: {exported:.0} spans exported, {dropped:.0} dropped");
             }
             if traces_only {
                 return;

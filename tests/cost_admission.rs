@@ -72,14 +72,7 @@ roles = ["events"]
 }
 
 async fn access(env: &DemoEnv, text: &str) {
-    apply(
-        &env.pool,
-        &AccessFile::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}")),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    env.gateway.state.profiles.invalidate_all();
-    env.gateway.state.identities.invalidate_all();
+    env.access(text).await;
 }
 
 /// Replaces policy `cost` on shop with one rule.

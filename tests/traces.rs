@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 use common::env::{demo_env_with, DemoEnv};
 use common::mcp::{call, rpc, Answer, HANDSHAKE, MODERN};
 use common::receiver::Receiver;
-use interlock::control::policy_file::{apply, AccessFile};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use prost::Message;
@@ -129,17 +128,6 @@ async fn traced_env(adjust: impl FnOnce(&mut interlock::Settings)) -> (DemoEnv, 
     (env, receiver)
 }
 
-async fn access(env: &DemoEnv, text: &str) {
-    apply(
-        &env.pool,
-        &AccessFile::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}")),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    env.gateway.state.profiles.invalidate_all();
-    env.gateway.state.identities.invalidate_all();
-}
-
 fn request_id(a: &Answer) -> String {
     a.headers["x-request-id"].to_str().unwrap().to_string()
 }
@@ -164,14 +152,9 @@ fn names(spans: &[&Span]) -> Vec<String> {
 #[tokio::test]
 async fn a_governed_read_is_one_trace_with_a_span_per_step_and_its_statement_in_postgresql() {
     let (env, receiver) = traced_env(|_| {}).await;
-    let a = call(
-        &env.gateway.url(""),
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "SELECT id, status FROM public.orders WHERE id = 424242 OR status = 'very-secret'"}),
-    )
-    .await;
+    let a = env
+        .query("SELECT id, status FROM public.orders WHERE id = 424242 OR status = 'very-secret'")
+        .await;
     assert_eq!(a.status, 200, "{:?}", a.body);
     let rid = request_id(&a);
     let record = env.audit_of(&rid).await;
@@ -350,19 +333,11 @@ async fn a_refusal_ends_the_tree_at_the_step_that_refused_with_its_code_and_rule
 
     // Refused by its plan, in the cost step: the plan ran (its EXPLAIN is the one statement,
     // inside cost) and nothing after it.
-    access(
-        &env,
+    env.access(
         "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_cost\", value = 1 }]\n",
     )
     .await;
-    let a = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "SELECT id FROM public.orders"}),
-    )
-    .await;
+    let a = env.query("SELECT id FROM public.orders").await;
     let rid = request_id(&a);
     let record = env.audit_of(&rid).await;
     assert_eq!(record["decision"]["code"], "cost_exceeded", "{record}");
@@ -377,15 +352,11 @@ async fn a_refusal_ends_the_tree_at_the_step_that_refused_with_its_code_and_rule
     let plan = trace.iter().find(|s| s.kind == 3).expect("the plan's span");
     assert_eq!(plan.parent, cost.span_id);
     assert_eq!(plan.attr("db.operation.name"), Some("EXPLAIN"));
-    access(
-        &env,
-        "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = []\n",
-    )
-    .await;
+    env.access("[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = []\n")
+        .await;
 
     // Refused by the rate limit: the second call of a budget of one.
-    access(
-        &env,
+    env.access(
         "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"1/h\"\nburst = 1\n",
     )
     .await;
@@ -416,8 +387,7 @@ async fn a_refusal_ends_the_tree_at_the_step_that_refused_with_its_code_and_rule
         .unwrap();
     assert_eq!(limited.attr("interlock.refusal.code"), Some("rate_limited"));
     assert_eq!(limited.status, 2);
-    access(
-        &env,
+    env.access(
         "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"100000/s\"\nburst = 100000\n",
     )
     .await;
@@ -431,14 +401,7 @@ async fn a_refusal_ends_the_tree_at_the_step_that_refused_with_its_code_and_rule
         .await
         .unwrap();
     assert_eq!(opened.status(), 200);
-    let a = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "SELECT id FROM public.orders WHERE id = 3"}),
-    )
-    .await;
+    let a = env.query("SELECT id FROM public.orders WHERE id = 3").await;
     let rid = request_id(&a);
     let record = env.audit_of(&rid).await;
     assert_eq!(record["outcome"], "error", "{record}");
@@ -466,14 +429,9 @@ async fn a_refusal_ends_the_tree_at_the_step_that_refused_with_its_code_and_rule
         .unwrap();
 
     // A write is queued at execution: the queue's span carries the approval.
-    let a = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "UPDATE public.orders SET status = 'held' WHERE id = 1"}),
-    )
-    .await;
+    let a = env
+        .query("UPDATE public.orders SET status = 'held' WHERE id = 1")
+        .await;
     let rid = request_id(&a);
     let record = env.audit_of(&rid).await;
     let trace = trace_of(&receiver, &rid).await;
@@ -575,14 +533,9 @@ async fn a_sensitive_relation_s_statement_is_never_exported_as_text() {
         .into();
     })
     .await;
-    let a = call(
-        &env.gateway.url(""),
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        json!({"source_id": "shop", "sql": "SELECT id FROM public.customers WHERE id = 1"}),
-    )
-    .await;
+    let a = env
+        .query("SELECT id FROM public.customers WHERE id = 1")
+        .await;
     assert_eq!(a.status, 200, "{:?}", a.body);
     let trace = trace_of(&receiver, &request_id(&a)).await;
     let db = trace.iter().find(|s| s.kind == 3).expect("client span");
@@ -602,14 +555,9 @@ async fn a_collector_that_is_down_changes_no_answer_and_its_dropped_spans_are_co
     let base = env.gateway.url("");
     let mut answers = Vec::new();
     for i in 0..20 {
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": format!("SELECT id FROM public.orders WHERE id = {i}")}),
-        )
-        .await;
+        let a = env
+            .query(&format!("SELECT id FROM public.orders WHERE id = {i}"))
+            .await;
         answers.push((a.status, a.body["result"]["isError"].clone()));
     }
     assert!(
@@ -765,14 +713,9 @@ async fn a_collector_that_hangs_fills_the_bounded_queue_and_spans_are_dropped_no
     .await;
     let started = Instant::now();
     for i in 0..5 {
-        let a = call(
-            &env.gateway.url(""),
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": format!("SELECT id FROM public.orders WHERE id = {i}")}),
-        )
-        .await;
+        let a = env
+            .query(&format!("SELECT id FROM public.orders WHERE id = {i}"))
+            .await;
         assert_eq!(a.status, 200, "{:?}", a.body);
         assert_eq!(a.body["result"]["isError"], json!(false), "{:?}", a.body);
     }

@@ -95,6 +95,31 @@ pub async fn demo_env_with(
 }
 
 impl DemoEnv {
+    /// Applies an access file (identities, grants, policies) and forgets the cached
+    /// identities and profiles, so the next call sees it.
+    pub async fn access(&self, text: &str) {
+        policy_file::apply(
+            &self.pool,
+            &policy_file::AccessFile::parse(text).unwrap_or_else(|e| panic!("{e}\n{text}")),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        self.gateway.state.profiles.invalidate_all();
+        self.gateway.state.identities.invalidate_all();
+    }
+
+    /// `interlock_query` of `sql` on the demo's shop, as the demo agent (modern era).
+    pub async fn query(&self, sql: &str) -> super::mcp::Answer {
+        super::mcp::call(
+            &self.gateway.url(""),
+            Some(&self.agent_key),
+            super::mcp::MODERN,
+            "interlock_query",
+            serde_json::json!({"source_id": "shop", "sql": sql}),
+        )
+        .await
+    }
+
     /// Mints a key for a new agent identity with the given rate (e.g. "2/s") and no grants.
     pub async fn new_agent(&self, name: &str, rate: Option<&str>) -> String {
         let rate = rate.map(|r| r.parse().expect("rate"));

@@ -175,16 +175,7 @@ pub async fn approve(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let span = crate::http::trace::server_span(
-        &state,
-        &req,
-        std::time::Instant::now(),
-        "/admin/approvals/{id}/approve",
-        None,
-    );
-    let res = decision(caller, path, body, state, ApproverChoice::Approve, &span).await;
-    span.status(res.status().as_u16());
-    res
+    traced_decision(req, caller, path, body, state, ApproverChoice::Approve).await
 }
 
 pub async fn reject(
@@ -194,14 +185,25 @@ pub async fn reject(
     body: web::Bytes,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let span = crate::http::trace::server_span(
-        &state,
-        &req,
-        std::time::Instant::now(),
-        "/admin/approvals/{id}/reject",
-        None,
-    );
-    let res = decision(caller, path, body, state, ApproverChoice::Reject, &span).await;
+    traced_decision(req, caller, path, body, state, ApproverChoice::Reject).await
+}
+
+/// A decision under its request's span (the approved write's execution links to it).
+async fn traced_decision(
+    req: HttpRequest,
+    caller: Admin<Approvers>,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+    verdict: ApproverChoice,
+) -> HttpResponse {
+    let route = match verdict {
+        ApproverChoice::Approve => "/admin/approvals/{id}/approve",
+        ApproverChoice::Reject => "/admin/approvals/{id}/reject",
+    };
+    let span =
+        crate::http::trace::server_span(&state, &req, std::time::Instant::now(), route, None);
+    let res = decision(caller, path, body, state, verdict, &span).await;
     span.status(res.status().as_u16());
     res
 }
