@@ -25,7 +25,8 @@
 //!   end of 60 s of agent-style load at 32 connections.
 //!
 //! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60 --workers 0`;
-//! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`;
+//! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`
+//! (with `--profile-traced 1`, every call traced to an OTLP sink);
 //! `--cost-only 1` runs only the agent cells, with cost admission off and on;
 //! `--traces-only 1` runs only the agent cells, with tracing off, at 100 % and at 1 %).
 //! See BENCHMARKS.md.
@@ -580,6 +581,7 @@ fn main() {
     let profile_secs = arg("--profile-seconds", 0); // > 0: only the profiling window
     let cost_only = arg("--cost-only", 0) > 0; // only the agent cells, admission off and on
     let traces_only = arg("--traces-only", 0) > 0; // only the agent cells, tracing off and on
+    let profile_traced = arg("--profile-traced", 0) > 0; // the profiling window traces every call
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -611,6 +613,9 @@ fn main() {
             settings.sources.refresh_interval_ms = 500;
             let control_db = settings.control.dbname.clone();
             let traced_settings = settings.clone();
+            if profile_secs > 0 && profile_traced {
+                settings.telemetry.otlp_endpoint = otlp_sink().await;
+            }
             let gateway = interlock::Gateway::start(settings).await.expect("gateway");
             let admin = cl.connect("postgres").await.expect("admin");
             let _ = PROBE.set(Probe { admin, control_db });
