@@ -730,3 +730,33 @@ async fn a_collector_that_hangs_fills_the_bounded_queue_and_spans_are_dropped_no
     let n: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
     assert!(n >= 40.0, "{line}");
 }
+
+#[tokio::test]
+async fn an_unsampled_call_exports_nothing_and_its_record_names_no_trace() {
+    let (env, receiver) = traced_env(|s| s.telemetry.sampling_ratio = 0.0).await;
+    let a = env
+        .query("SELECT id FROM public.orders WHERE id = 777001")
+        .await;
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    let record = env.audit_of(&request_id(&a)).await;
+    assert!(record["decision"].get("trace_id").is_none(), "{record}");
+    // The source still sees the trace context, marked not sampled (flags 00), so a
+    // downstream decision agrees with ours.
+    let shop = common::admin(&env.shop_db).await;
+    let seen: Vec<String> = shop
+        .query(
+            "SELECT query FROM pg_stat_activity WHERE query LIKE '%777001%traceparent%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(seen.iter().any(|q| q.ends_with("-00'*/")), "{seen:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        decode(&receiver).is_empty(),
+        "nothing sampled, nothing sent"
+    );
+}

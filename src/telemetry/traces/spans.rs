@@ -367,11 +367,14 @@ impl CallTrace {
         self.0.as_deref().map(|s| &*s.root.settings)
     }
 
-    /// The trace id (lower-case hex), when the call is traced.
+    /// The trace id (lower-case hex), when the call is traced and sampled (an unsampled
+    /// trace is exported by no one: its id would lead nowhere).
     pub fn trace_id(&self) -> Option<String> {
         self.0
             .as_deref()
-            .map(|s| s.root.cx.span().span_context().trace_id().to_string())
+            .map(|s| s.root.cx.span().span_context().clone())
+            .filter(SpanContext::is_sampled)
+            .map(|cx| cx.trace_id().to_string())
     }
 
     /// The request span's context (stored with a queued write, for the span link of its
