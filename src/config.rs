@@ -56,6 +56,7 @@ pub struct Settings {
     pub policy: PolicySettings,
     pub oauth: crate::oauth::settings::OAuthSettings,
     pub telemetry: crate::telemetry::traces::TelemetrySettings,
+    pub activity: crate::activity::ActivitySettings,
 }
 
 /// Policy conditions (see `governance::condition`).

@@ -22,7 +22,7 @@
 //!    (token verification), `webhooks`, `pgcluster`, `fleet` (the replicas' channel),
 //!    `limits` (rate limits, local or shared), `anchoring` (audit checkpoints on a schedule,
 //!    RFC 3161 timestamps), `retention` (the audit log's partitions, archived to verified
-//!    segment files)
+//!    segment files), `activity` (the calls' minutes, for the console's charts)
 //! 4. what a governed call is made of, shared by its two runners: `call` (outcome, audit
 //!    draft, steps, masks)
 //! 5. the governed call: `pipeline` (an agent's call, step by step), `approvals` (queued
@@ -35,6 +35,7 @@
 //! 9. composition: `gateway`, `demo`, `cli`
 #![forbid(unsafe_op_in_unsafe_fn)]
 
+pub mod activity;
 pub mod anchoring;
 pub mod approvals;
 pub mod call;

@@ -166,6 +166,8 @@ impl Ports for Fake {
         self.make != Make::AuditDown
     }
 
+    fn record_activity(&self, _record: &AuditRecord) {}
+
     fn append_audit(
         &self,
         record: AuditRecord,

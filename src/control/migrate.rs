@@ -115,6 +115,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0019_trace_context",
         sql: include_str!("../../migrations/0019_trace_context.sql"),
     },
+    Migration {
+        version: 20,
+        name: "0020_activity",
+        sql: include_str!("../../migrations/0020_activity.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

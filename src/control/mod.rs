@@ -4,6 +4,7 @@
 //! goes through these functions, so there is one implementation of each.
 
 pub mod access_snapshot;
+pub mod activity;
 pub mod approval_lifecycle;
 pub mod approvals;
 pub mod audit;

@@ -49,6 +49,7 @@ pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome)
         );
         kv
     });
+    ports.record_activity(&record);
     let appended = ports.append_audit(record).await;
     crate::stages::record_step(GovernanceStep::Audit, started.elapsed());
     if let (Some(kv), Ok(seq)) = (said.as_mut(), &appended) {

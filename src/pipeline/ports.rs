@@ -47,6 +47,8 @@ pub trait Ports: Send + Sync {
 
     /// Audit gate: whether the audit writer can commit now.
     fn audit_healthy(&self) -> bool;
+    /// Activity: counts a finished call in its minute (the console's charts).
+    fn record_activity(&self, record: &AuditRecord);
     /// Audit: appends a record and waits until it is durable.
     fn append_audit(
         &self,

@@ -67,6 +67,8 @@ pub struct AppState {
     pub policy_clock: Arc<crate::governance::condition::clock::Clock>,
     /// OpenTelemetry traces, or off (`[telemetry]`).
     pub tracing: crate::telemetry::traces::Tracing,
+    /// This replica's calls, minute by minute (`[activity]`).
+    pub activity: Arc<crate::activity::Recorder>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +153,8 @@ impl AppState {
         let cache = CacheHandle::start(&supervision, settings.cache.max_entries);
         let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
         let fleet = crate::fleet::Fleet::new(control.clone(), settings.fleet.config());
+        let activity = Arc::new(crate::activity::Recorder::default());
+        activity.spawn_flusher(control.clone(), fleet.replica(), settings.activity.clone());
         let runner = crate::approvals::runner::GatewayRunner {
             control: control.clone(),
             sources: sources.clone(),
@@ -261,6 +265,7 @@ impl AppState {
             inflight: InFlight::default(),
             policy_clock: Arc::default(),
             tracing: traces,
+            activity,
             control,
             settings,
             supervision,

@@ -37,6 +37,10 @@ impl Ports for AppState {
         self.audit.is_healthy()
     }
 
+    fn record_activity(&self, record: &AuditRecord) {
+        self.activity.record(record);
+    }
+
     fn append_audit(
         &self,
         record: AuditRecord,

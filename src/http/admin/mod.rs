@@ -13,11 +13,13 @@
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
 #![allow(clippy::result_large_err)]
 
+mod activity;
 mod actors;
 mod approvals;
 mod audit;
 mod audit_log;
 mod auth;
+mod chart_window;
 pub mod checkpoints;
 mod events;
 mod gate;
@@ -119,6 +121,7 @@ pub fn routes() -> actix_web::Scope<
         .route("/policy/simulate", web::post().to(policy::simulate))
         .route("/policy/explain", web::post().to(policy::explain))
         .route("/policy/reported", web::get().to(policy::reported))
+        .route("/activity", web::get().to(activity::activity))
         .route("/audit", web::get().to(audit::list))
         .route("/audit/verify", web::get().to(audit::verify))
         .route("/audit/checkpoints", web::get().to(checkpoints::list))

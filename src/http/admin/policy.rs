@@ -8,6 +8,7 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 
 use super::auth::{control_error, error, Admin, Operators};
+use super::chart_window::chart_window;
 use crate::control::audit::ReplayFilter;
 use crate::control::policy_file::AccessFile;
 use crate::pipeline::Ports;
@@ -96,9 +97,6 @@ pub async fn explain(
     }
 }
 
-/// Most buckets one chart holds.
-const MAX_BUCKETS: i64 = 2_000;
-
 #[derive(Debug, Deserialize)]
 pub struct ReportedQuery {
     /// An RFC 3339 instant or a span back from now (default `24h`).
@@ -114,32 +112,17 @@ pub async fn reported(
     q: web::Query<ReportedQuery>,
     state: web::Data<AppState>,
 ) -> HttpResponse {
-    let now = state.policy_now();
-    let since = match parse_since(q.since.as_deref().unwrap_or("24h"), now) {
-        Ok(t) => t,
+    let (since, until, bucket) = match chart_window(
+        q.since.as_deref(),
+        q.until,
+        q.bucket,
+        state.policy_now(),
+        "24h",
+        1,
+    ) {
+        Ok(w) => w,
         Err(m) => return error(StatusCode::BAD_REQUEST, "invalid", &m),
     };
-    let until = q.until.unwrap_or(now);
-    let window = (until - since).num_seconds();
-    if window <= 0 {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid",
-            "since must be before until",
-        );
-    }
-    let bucket = q
-        .bucket
-        .unwrap_or_else(|| u32::try_from((window / 48).max(60)).unwrap_or(u32::MAX));
-    if bucket == 0 || window / i64::from(bucket) > MAX_BUCKETS {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid",
-            &format!(
-                "bucket {bucket} s makes more than {MAX_BUCKETS} buckets of the window; widen it"
-            ),
-        );
-    }
     match crate::control::policy_reports::report_only_series(
         &state.control,
         since,

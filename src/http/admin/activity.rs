@@ -1,0 +1,134 @@
+//! `GET /admin/activity?since=&until=&bucket=&source=` (operators): what the fleet's calls
+//! did over time, per source and for the fleet, from every replica's minutes
+//! (`crate::activity`): calls by outcome, refusals by code, p50/p99 latency, cache hit
+//! ratio, cost admissions, and the busiest identities of the window.
+
+use std::collections::BTreeMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::auth::{control_error, error, Admin, Operators};
+use super::chart_window::chart_window;
+use crate::activity::minute::{Minute, Talker, OTHERS};
+use crate::AppState;
+
+/// Identities listed among the top talkers.
+const TOP_TALKERS: usize = 20;
+
+#[derive(Debug, Deserialize)]
+pub struct ActivityQuery {
+    /// An RFC 3339 instant or a span back from now (default `6h`).
+    since: Option<String>,
+    until: Option<DateTime<Utc>>,
+    /// Bucket width in seconds, a whole number of minutes (default: the window in 48
+    /// buckets, at least 60 s).
+    bucket: Option<u32>,
+    /// One source (default: every source, and the fleet).
+    source: Option<String>,
+}
+
+pub async fn activity(
+    _caller: Admin<Operators>,
+    q: web::Query<ActivityQuery>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let (since, until, bucket) =
+        match chart_window(q.since.as_deref(), q.until, q.bucket, Utc::now(), "6h", 60) {
+            Ok(w) if w.2 % 60 == 0 => w,
+            Ok(_) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid",
+                    "bucket must be a whole number of minutes (60, 300, 3600, …)",
+                )
+            }
+            Err(m) => return error(StatusCode::BAD_REQUEST, "invalid", &m),
+        };
+    let since = crate::activity::minute_of(since);
+    let stored =
+        match crate::control::activity::window(&state.control, since, until, q.source.as_deref())
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e) => return control_error(e),
+        };
+    // (source, bucket start) → the bucket's minutes merged, replicas and minutes alike.
+    let mut per_source: BTreeMap<String, BTreeMap<DateTime<Utc>, Minute>> = BTreeMap::new();
+    let mut fleet: BTreeMap<DateTime<Utc>, Minute> = BTreeMap::new();
+    let mut window = Minute::default();
+    for row in stored {
+        let Ok(minute) = serde_json::from_value::<Minute>(row.data) else {
+            continue;
+        };
+        let offset = (row.minute - since).num_seconds() / i64::from(bucket);
+        let at = since + chrono::Duration::seconds(offset * i64::from(bucket));
+        per_source
+            .entry(row.source_id)
+            .or_default()
+            .entry(at)
+            .or_default()
+            .merge(&minute);
+        fleet.entry(at).or_default().merge(&minute);
+        window.merge(&minute);
+    }
+    let sources: Vec<Value> = per_source
+        .iter()
+        .map(|(source, buckets)| {
+            json!({
+                "source": (!source.is_empty()).then_some(source.as_str()),
+                "buckets": buckets.iter().map(|(at, m)| bucket_json(*at, m)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    HttpResponse::Ok().json(json!({
+        "since": since,
+        "until": until,
+        "bucket_secs": bucket,
+        // How far back the minutes reach, and how far behind the newest may be.
+        "retain_hours": state.settings.activity.retain_hours,
+        "flush_interval_ms": state.settings.activity.flush_interval_ms,
+        "fleet": fleet.iter().map(|(at, m)| bucket_json(*at, m)).collect::<Vec<_>>(),
+        "sources": sources,
+        "top_talkers": top_talkers(&window.identities),
+    }))
+}
+
+fn bucket_json(at: DateTime<Utc>, m: &Minute) -> Value {
+    json!({
+        "at": at,
+        "calls": m.calls(),
+        "ok": m.ok,
+        "refused": m.refused,
+        "queued": m.queued,
+        "unavailable": m.unavailable,
+        "cancelled": m.cancelled,
+        "refused_by_code": m.refused_by_code,
+        "p50_ms": m.latency_ms(0.5),
+        "p99_ms": m.latency_ms(0.99),
+        "cache_hit_ratio": m.cache_hit_ratio(),
+        "cost": m.cost,
+        "cost_units_admitted": m.cost_units_admitted,
+    })
+}
+
+/// The busiest identities of the window, most calls first (identities beyond each minute's
+/// bound are counted together as `(others)`, listed last).
+fn top_talkers(identities: &BTreeMap<String, Talker>) -> Vec<Value> {
+    let mut all: Vec<(&String, &Talker)> = identities.iter().collect();
+    all.sort_by(|a, b| {
+        (a.0 == OTHERS)
+            .cmp(&(b.0 == OTHERS))
+            .then(b.1.calls.cmp(&a.1.calls))
+            .then(a.0.cmp(b.0))
+    });
+    all.into_iter()
+        .take(TOP_TALKERS)
+        .map(|(identity, t)| {
+            json!({"identity": identity, "calls": t.calls, "refused": t.refused, "queued": t.queued})
+        })
+        .collect()
+}

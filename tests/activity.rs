@@ -1,0 +1,178 @@
+//! Activity over time (issue 31, first part): two replicas of one fleet serve calls, and
+//! `GET /admin/activity` shows the fleet's minutes, per source and merged, agreeing with the
+//! audit log call by call.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use common::env::demo_env_with;
+use common::mcp::{call, MODERN};
+use common::TestGateway;
+use serde_json::{json, Value};
+
+async fn activity(gw: &TestGateway, key: &str, query: &str) -> (u16, Value) {
+    let res = common::http::client()
+        .get(gw.url(&format!("/admin/activity{query}")))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+/// The governed calls' outcomes per source as the audit log has them.
+async fn audited(control_db: &str) -> BTreeMap<(String, String), u64> {
+    let db = common::admin(control_db).await;
+    db.query(
+        "SELECT coalesce(source_id, ''), outcome, count(*) FROM audit_records
+          WHERE tool LIKE 'interlock\\_%' AND decision ? 'steps' GROUP BY 1, 2",
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| {
+        let n: i64 = r.get(2);
+        ((r.get(0), r.get(1)), n as u64)
+    })
+    .collect()
+}
+
+/// The same from the activity series: (source, outcome) summed over the window.
+fn charted(body: &Value) -> BTreeMap<(String, String), u64> {
+    let mut out = BTreeMap::new();
+    for series in body["sources"].as_array().unwrap() {
+        let source = series["source"].as_str().unwrap_or("").to_string();
+        for b in series["buckets"].as_array().unwrap() {
+            for (field, outcome) in [
+                ("ok", "ok"),
+                ("refused", "refused"),
+                ("queued", "queued"),
+                ("unavailable", "error"),
+                ("cancelled", "cancelled"),
+            ] {
+                let n = b[field].as_u64().unwrap();
+                if n > 0 {
+                    *out.entry((source.clone(), outcome.to_string()))
+                        .or_default() += n;
+                }
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn two_replicas_calls_are_charted_minute_by_minute_as_the_audit_log_has_them() {
+    let env = demo_env_with(|s| s.activity.flush_interval_ms = 200, |_| {}).await;
+    let second = TestGateway::start(env.gateway.settings.clone());
+    let agent = Some(env.agent_key.as_str());
+    for (i, gw) in [&env.gateway, &second].into_iter().enumerate() {
+        let base = gw.url("");
+        for n in 0..6 {
+            let sql = format!("SELECT id FROM public.orders WHERE id = {}", i * 10 + n);
+            let a = call(
+                &base,
+                agent,
+                MODERN,
+                "interlock_query",
+                json!({"source_id": "shop", "sql": sql}),
+            )
+            .await;
+            assert_eq!(a.status, 200);
+        }
+        // Refused (a table the role may not read), queued (a write), and a call that names
+        // no source.
+        call(
+            &base,
+            agent,
+            MODERN,
+            "interlock_query",
+            json!({"source_id": "shop", "sql": "SELECT * FROM hr.salaries"}),
+        )
+        .await;
+        call(&base, agent, MODERN, "interlock_query", json!({"source_id": "shop", "sql": format!("UPDATE public.orders SET status = 'x' WHERE id = {i}")})).await;
+        call(&base, agent, MODERN, "interlock_list_sources", json!({})).await;
+    }
+    // Both replicas' minutes arrive within a few flushes, and then agree with the audit log.
+    let expected = audited(&env.control_db).await;
+    assert!(expected.values().sum::<u64>() >= 18, "{expected:?}");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let body = loop {
+        let (status, body) =
+            activity(&env.gateway, &env.operator_key, "?since=15m&bucket=60").await;
+        assert_eq!(status, 200, "{body}");
+        if charted(&body) == expected {
+            break body;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "activity {:?} never matched the audit log {expected:?}",
+            charted(&body)
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(body["bucket_secs"], 60);
+    assert_eq!(body["retain_hours"], 48);
+    // The fleet's series is the sum of the sources'.
+    let fleet_calls: u64 = body["fleet"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(fleet_calls, expected.values().sum::<u64>());
+    // Latency percentiles, cache, refusals by code.
+    let shop = body["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == "shop")
+        .unwrap();
+    let last = shop["buckets"].as_array().unwrap().last().unwrap().clone();
+    let (p50, p99) = (
+        last["p50_ms"].as_f64().unwrap(),
+        last["p99_ms"].as_f64().unwrap(),
+    );
+    assert!(p50 > 0.0 && p50 <= p99, "{last}");
+    assert!(last["cache_hit_ratio"].is_number(), "{last}");
+    let refused_codes: u64 = shop["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["refused_by_code"]["access_denied"].as_u64())
+        .sum();
+    assert_eq!(refused_codes, 2, "{shop}");
+    // The top talker is the demo agent, with every call it made.
+    let top = &body["top_talkers"][0];
+    assert_eq!(top["identity"], "demo-agent", "{body}");
+    assert_eq!(
+        top["calls"].as_u64().unwrap(),
+        expected.values().sum::<u64>()
+    );
+    assert_eq!(top["queued"], 2);
+
+    // One source only.
+    let (_, one) = activity(&env.gateway, &env.operator_key, "?since=15m&source=shop").await;
+    let only: Vec<&Value> = one["sources"].as_array().unwrap().iter().collect();
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0]["source"], "shop");
+
+    // Bad windows are named; the series are operators' only.
+    for (query, status) in [
+        ("?bucket=90", 400),
+        ("?bucket=30", 400),
+        ("?since=1h&until=2000-01-01T00:00:00Z", 400),
+        ("?since=yesterday", 400),
+    ] {
+        let (got, body) = activity(&env.gateway, &env.operator_key, query).await;
+        assert_eq!(got, status, "{query}: {body}");
+        assert!(body["error"].as_str().is_some(), "{body}");
+    }
+    let (status, _) = activity(&env.gateway, &env.agent_key, "").await;
+    assert!(status == 401 || status == 403, "{status}");
+}
