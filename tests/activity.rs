@@ -156,6 +156,78 @@ async fn two_replicas_calls_are_charted_minute_by_minute_as_the_audit_log_has_th
     );
     assert_eq!(top["queued"], 2);
 
+    // Circuit history: a forced open and a reset, each with its cause, on each replica.
+    for (action, reason) in [
+        ("open", "maintenance at 09:00"),
+        ("reset", "maintenance done"),
+    ] {
+        let res = common::http::client()
+            .post(env.gateway.url("/admin/sources/shop/circuit"))
+            .bearer_auth(&env.operator_key)
+            .json(&json!({"action": action, "reason": reason}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+    }
+    // Approvals over time: the two queued writes, one of them approved.
+    let listed =
+        common::http::get_json(&env.gateway.url("/admin/approvals"), &env.approver_key).await;
+    let first = listed["approvals"][0]["id"].as_str().unwrap().to_string();
+    common::approvals::approve(&env.gateway, &env.approver_key, &first, json!({})).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let body = loop {
+        let (_, body) = activity(&env.gateway, &env.operator_key, "?since=15m&bucket=60").await;
+        let transitions = body["circuit"].as_array().cloned().unwrap_or_default();
+        let opened = transitions.iter().filter(|t| {
+            t["to_state"] == "open"
+                && t["reason"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("maintenance at 09:00")
+        });
+        let replicas: std::collections::BTreeSet<String> = opened
+            .map(|t| t["replica"].as_str().unwrap().to_string())
+            .collect();
+        let decided: u64 = body["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["decided"].as_u64().unwrap())
+            .sum();
+        if replicas.len() == 2 && decided == 1 {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let newest = &body["circuit"][0];
+    assert_eq!(newest["source_id"], "shop");
+    assert!(
+        newest["reason"]
+            .as_str()
+            .unwrap()
+            .contains("maintenance done"),
+        "newest first: {newest}"
+    );
+    let forced = body["circuit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["to_state"] == "open")
+        .unwrap();
+    assert!(
+        forced["reason"].as_str().unwrap().contains("demo-operator"),
+        "who forced it: {forced}"
+    );
+    let approvals = body["approvals"].as_array().unwrap();
+    let created: u64 = approvals
+        .iter()
+        .map(|b| b["created"].as_u64().unwrap())
+        .sum();
+    assert_eq!(created, 2, "{approvals:?}");
+    assert_eq!(approvals.last().unwrap()["pending"], 1, "one still waits");
+
     // One source only.
     let (_, one) = activity(&env.gateway, &env.operator_key, "?since=15m&source=shop").await;
     let only: Vec<&Value> = one["sources"].as_array().unwrap().iter().collect();

@@ -137,6 +137,78 @@ impl Recorder {
     }
 }
 
+/// Stores every circuit transition this replica's breakers make (with its cause) until the
+/// process ends.
+pub fn spawn_transitions(
+    events: &interlock_actors::events::EventBus,
+    control: ControlPool,
+    replica: Uuid,
+) {
+    use interlock_actors::events::Event;
+    use tokio::sync::broadcast::error::RecvError;
+    let mut rx = events.subscribe();
+    tokio::spawn(async move {
+        loop {
+            let event = match rx.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "circuit transitions missed by the activity log");
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            let Event::CircuitChanged {
+                source,
+                from,
+                to,
+                reason,
+                at,
+            } = event
+            else {
+                continue;
+            };
+            let t = crate::control::activity::Transition {
+                source_id: source,
+                replica,
+                at,
+                from_state: from,
+                to_state: to,
+                reason,
+            };
+            if let Err(e) = crate::control::activity::record_transition(&control, &t).await {
+                tracing::warn!(error = %e, source = %t.source_id, "a circuit transition was not stored");
+            }
+        }
+    });
+}
+
+/// Approvals per bucket of `[since, since + n × width)`: created, decided, and pending at
+/// the bucket's end.
+pub fn approval_buckets(
+    since: DateTime<Utc>,
+    width: chrono::Duration,
+    n: usize,
+    queued: &[crate::control::activity::Queued],
+    decided: &[DateTime<Utc>],
+) -> Vec<(DateTime<Utc>, u64, u64, u64)> {
+    (0..n)
+        .map(|i| {
+            let start = since + width * i32::try_from(i).unwrap_or(i32::MAX);
+            let end = start + width;
+            let created = queued
+                .iter()
+                .filter(|q| q.created_at >= start && q.created_at < end)
+                .count() as u64;
+            let decisions = decided.iter().filter(|d| **d >= start && **d < end).count() as u64;
+            let pending = queued
+                .iter()
+                .filter(|q| q.created_at < end && q.left_at.is_none_or(|l| l >= end))
+                .count() as u64;
+            (start, created, decisions, pending)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -155,6 +155,7 @@ impl AppState {
         let fleet = crate::fleet::Fleet::new(control.clone(), settings.fleet.config());
         let activity = Arc::new(crate::activity::Recorder::default());
         activity.spawn_flusher(control.clone(), fleet.replica(), settings.activity.clone());
+        crate::activity::spawn_transitions(&events, control.clone(), fleet.replica());
         let runner = crate::approvals::runner::GatewayRunner {
             control: control.clone(),
             sources: sources.clone(),

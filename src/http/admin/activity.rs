@@ -1,7 +1,8 @@
 //! `GET /admin/activity?since=&until=&bucket=&source=` (operators): what the fleet's calls
 //! did over time, per source and for the fleet, from every replica's minutes
 //! (`crate::activity`): calls by outcome, refusals by code, p50/p99 latency, cache hit
-//! ratio, cost admissions, and the busiest identities of the window.
+//! ratio, cost admissions, and the busiest identities of the window; each circuit
+//! transition with its cause; approvals created, decided and pending.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,8 @@ use crate::AppState;
 
 /// Identities listed among the top talkers.
 const TOP_TALKERS: usize = 20;
+/// Circuit transitions listed, newest first.
+const TRANSITIONS: i64 = 1_000;
 
 #[derive(Debug, Deserialize)]
 pub struct ActivityQuery {
@@ -75,6 +78,30 @@ pub async fn activity(
         fleet.entry(at).or_default().merge(&minute);
         window.merge(&minute);
     }
+    let control = &state.control;
+    let source = q.source.as_deref();
+    let transitions =
+        match crate::control::activity::transitions(control, since, until, source, TRANSITIONS)
+            .await
+        {
+            Ok(t) => t,
+            Err(e) => return control_error(e),
+        };
+    let (queued, decided) =
+        match crate::control::activity::approvals_in(control, since, until, source).await {
+            Ok(a) => a,
+            Err(e) => return control_error(e),
+        };
+    let n = usize::try_from((until - since).num_seconds() / i64::from(bucket) + 1).unwrap_or(0);
+    let width = chrono::Duration::seconds(i64::from(bucket));
+    let approvals: Vec<Value> =
+        crate::activity::approval_buckets(since, width, n, &queued, &decided)
+            .into_iter()
+            .filter(|(at, ..)| *at < until)
+            .map(|(at, created, decided, pending)| {
+                json!({"at": at, "created": created, "decided": decided, "pending": pending})
+            })
+            .collect();
     let sources: Vec<Value> = per_source
         .iter()
         .map(|(source, buckets)| {
@@ -94,6 +121,8 @@ pub async fn activity(
         "fleet": fleet.iter().map(|(at, m)| bucket_json(*at, m)).collect::<Vec<_>>(),
         "sources": sources,
         "top_talkers": top_talkers(&window.identities),
+        "circuit": transitions,
+        "approvals": approvals,
     }))
 }
 
