@@ -66,13 +66,16 @@ pub async fn window(
         .collect())
 }
 
-/// Drops minutes older than `before`; returns how many.
+/// Drops minutes and circuit transitions older than `before`; returns how many.
 pub async fn prune(pool: &ControlPool, before: DateTime<Utc>) -> Result<u64, ControlError> {
-    Ok(pool
-        .get()
-        .await?
+    let client = pool.get().await?;
+    let minutes = client
         .execute("DELETE FROM activity_minutes WHERE minute < $1", &[&before])
-        .await?)
+        .await?;
+    let transitions = client
+        .execute("DELETE FROM circuit_transitions WHERE at < $1", &[&before])
+        .await?;
+    Ok(minutes + transitions)
 }
 
 /// One circuit transition as a replica's breaker made it.

@@ -186,10 +186,11 @@ impl Fleet {
                 tables::release(&self.inner.control, source).await?;
             }
         }
+        // Every replica's transition names who forced it, as this one's does.
         self.send(FleetMessage::Circuit {
             source: source.to_string(),
             action,
-            reason: reason.to_string(),
+            reason: format!("{reason} ({by})"),
         })
         .await;
         Ok(())

@@ -458,7 +458,7 @@ async function phaseOperatorOpen(context) {
   const page = await context.newPage();
   watchPage(page, "operator");
   await signIn(page, creds.operator_key, "operator");
-  check("an operator sees Sources, Approvals and Audit", JSON.stringify(await visibleNav(page)) === '["sources","approvals","audit"]', JSON.stringify(await visibleNav(page)));
+  check("an operator sees Sources, Approvals, Audit and Activity", JSON.stringify(await visibleNav(page)) === '["sources","approvals","audit","activity"]', JSON.stringify(await visibleNav(page)));
   await openSources(page);
   check("the Sources page lists shop", true);
   await page.waitForSelector('#actors-body tr[data-actor="audit_writer"]', { timeout: 10000 });
@@ -687,6 +687,46 @@ async function phaseOperatorRecover(context) {
   await page.locator("#audit-body tr[data-seq] details summary").first().click();
   stopTimer("audit");
   await screenshot(page, "audit");
+
+  // Activity over time: what this run did (reads, the circuit opened by failures and closed
+  // again, the approval decided in the approver phase), as the API has it.
+  startTimer("activity");
+  await sleep(6000); // one flush of every replica's minutes after the last read
+  await page.click('#nav a[data-page="activity"]');
+  await page.waitForSelector("#page-activity:not([hidden])");
+  check("the Activity page has focus on its heading after navigation", await page.evaluate(() => document.activeElement && document.activeElement.id === "activity-title"));
+  await page.selectOption("#activity-window", "1h");
+  await page.waitForFunction(() => document.querySelectorAll("#calls-chart .bucket").length > 0 && document.querySelectorAll("#calls-body tr").length > 0, null, { timeout: 20000 });
+  await page.click('#activity-filter button[type="submit"]');
+  await page.waitForTimeout(1000);
+  const api = (await http("GET", "/admin/activity?since=1h", creds.operator_key)).json;
+  const apiTotals = (api.fleet || []).reduce((a, b) => ({ calls: a.calls + b.calls, ok: a.ok + b.ok, unavailable: a.unavailable + b.unavailable }), { calls: 0, ok: 0, unavailable: 0 });
+  const shown = await page.evaluate(() => [...document.querySelectorAll("#calls-body tr")].reduce((a, tr) => {
+    const c = tr.querySelectorAll("td");
+    return { calls: a.calls + Number(c[1].textContent), ok: a.ok + Number(c[2].textContent), unavailable: a.unavailable + Number(c[5].textContent) };
+  }, { calls: 0, ok: 0, unavailable: 0 }));
+  check("the calls table shows the fleet's calls as the API has them", shown.calls === apiTotals.calls && shown.ok === apiTotals.ok && shown.unavailable === apiTotals.unavailable, `page ${JSON.stringify(shown)}, API ${JSON.stringify(apiTotals)}`);
+  check("reads answered and reads refused while the circuit was open are both charted", shown.ok > 0 && shown.unavailable > 0, JSON.stringify(shown));
+  const patterned = await page.locator('#calls-chart rect.bar-unavailable[fill^="url(#calls-unavailable)"]').count();
+  check("unavailable calls are drawn with their own pattern, not colour alone", patterned > 0, `${patterned} bars`);
+  const bucketName = await page.getAttribute("#calls-chart .bucket", "aria-label");
+  const focusable = await page.getAttribute("#calls-chart .bucket", "tabindex");
+  check("each bucket is keyboard-reachable and names its numbers", focusable === "0" && /\d+ (ok|unavailable|refused|queued)/.test(bucketName || ""), bucketName);
+  const opened = page.locator('#circuit-history-body tr[data-to="open"][data-source="shop"]');
+  const openCause = (await opened.count()) ? await opened.first().textContent() : "";
+  check("the circuit history shows shop opening, with its cause", /failed upstream/.test(openCause), openCause);
+  check("the circuit history shows shop closing again", (await page.locator('#circuit-history-body tr[data-to="closed"][data-source="shop"]').count()) > 0);
+  const approvalsShown = await page.evaluate(() => [...document.querySelectorAll("#approvals-series-body tr")].reduce((a, tr) => {
+    const c = tr.querySelectorAll("td");
+    return { created: a.created + Number(c[1].textContent), decided: a.decided + Number(c[2].textContent) };
+  }, { created: 0, decided: 0 }));
+  check("the approvals chart counts the write queued and the decision taken", approvalsShown.created >= 1 && approvalsShown.decided >= 1, JSON.stringify(approvalsShown));
+  const talker = await page.getAttribute("#talkers-body tr", "data-identity");
+  const talkerCalls = Number(await page.textContent("#talkers-body tr td:nth-child(2)"));
+  const apiTalker = (api.top_talkers || [])[0] || {};
+  check("the top talker is the agent, with its calls", talker === "demo-agent" && talkerCalls === apiTalker.calls, `${talker} ${talkerCalls} (API ${JSON.stringify(apiTalker)})`);
+  stopTimer("activity");
+  await screenshot(page, "activity", { fullPage: true });
 
   await page.click('#nav a[data-page="approvals"]');
   await page.waitForSelector("#page-approvals:not([hidden])");

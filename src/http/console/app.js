@@ -10,7 +10,7 @@
 
 (() => {
   const KEY_STORAGE = "interlock.console.key";
-  const PAGES = ["sources", "approvals", "audit"];
+  const PAGES = ["sources", "approvals", "audit", "activity"];
   const TERMINAL = new Set(["executed", "failed", "rejected", "expired", "outcome_unknown"]);
 
   const state = {
@@ -331,6 +331,8 @@
     if (sources === 200) pages.add("sources");
     pages.add("approvals");
     if (audit === 200) pages.add("audit");
+    // The activity series are operators' (GET /admin/activity).
+    if (sources === 200) pages.add("activity");
     return { role: sources === 200 ? "operator" : "approver", pages };
   }
 
@@ -438,6 +440,7 @@
     startEvents();
     state.timers.push(setInterval(tickTimes, 1000));
     state.timers.push(setInterval(() => { if (state.page === "sources" && !document.hidden) loadSources({ quiet: true }); }, 10000));
+    state.timers.push(setInterval(() => { if (state.page === "activity" && !document.hidden) loadActivity(); }, 10000));
     // Approvers land on Approvals; operators on Sources.
     route(true);
     // Keep the pending count in the nav fresh whatever page is open.
@@ -477,6 +480,7 @@
     if (page === "sources") loadSources();
     if (page === "approvals") { loadPending(); loadHistory(); }
     if (page === "audit") { loadAudit({ fresh: true }); verifyChain(); loadCheckpoints(); loadReported(); }
+    if (page === "activity") loadActivity();
     if (changed && !initial) $(`${page}-title`).focus();
     else if (initial) $(`${page}-title`).focus({ preventScroll: true });
   }
@@ -1490,6 +1494,174 @@
     reportedTimer = setTimeout(() => { reportedTimer = null; if (state.page === "audit") loadReported(); }, 5000);
   }
 
+  // ---------------------------------------------------------------------------------------
+  // Activity over time: inline SVG charts of GET /admin/activity. Every series has a text
+  // legend and a fill pattern of its own (not colour alone), every bucket is a focusable
+  // element with its numbers as its accessible name, and each chart has its table.
+
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const OUTCOMES = [
+    { key: "ok", label: "OK", cls: "ok" },
+    { key: "refused", label: "Refused", cls: "refused" },
+    { key: "queued", label: "Queued", cls: "queued" },
+    { key: "unavailable", label: "Unavailable", cls: "unavailable" },
+  ];
+
+  function svg(tag, attrs, ...children) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) node.setAttribute(k, String(v));
+    for (const c of children.flat()) if (c) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    return node;
+  }
+
+  /** Fill patterns (per chart, ids must be unique in the document). */
+  function patterns(prefix) {
+    const stripe = (id, angle) => svg("pattern", { id: `${prefix}-${id}`, patternUnits: "userSpaceOnUse", width: 6, height: 6, patternTransform: `rotate(${angle})` },
+      svg("rect", { width: 6, height: 6, class: `pat-bg pat-${id}` }), svg("line", { x1: 0, y1: 0, x2: 0, y2: 6, class: "pat-line" }));
+    return svg("defs", {},
+      stripe("refused", 45), stripe("unavailable", -45), stripe("decided", 90),
+      svg("pattern", { id: `${prefix}-queued`, patternUnits: "userSpaceOnUse", width: 6, height: 6 },
+        svg("rect", { width: 6, height: 6, class: "pat-bg pat-queued" }), svg("circle", { cx: 3, cy: 3, r: 1.4, class: "pat-dot" })));
+  }
+
+  function fill(prefix, cls) { return cls === "ok" || cls === "created" ? null : `url(#${prefix}-${cls})`; }
+
+  function legend(items) {
+    return h("ul", { className: "legend" }, items.map((i) => h("li", {}, h("span", { className: `swatch swatch-${i.cls}`, attrs: { "aria-hidden": "true" } }), i.label)));
+  }
+
+  function hhmm(t) {
+    const d = new Date(t);
+    return `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+  }
+
+  /** Bars per bucket, stacked by `series`, with an optional line over them. */
+  function chart(container, { prefix, since, until, bucketSecs, rows, series, line, unit, label }) {
+    const W = 900, H = 200, L = 44, B = 22, T = 8;
+    const slots = Math.max(1, Math.ceil((new Date(until) - new Date(since)) / 1000 / bucketSecs));
+    const slotW = (W - L) / slots;
+    const total = (r) => series.reduce((a, s) => a + (r[s.key] || 0), 0);
+    const max = Math.max(1, ...rows.map(total), ...(line ? rows.map((r) => r[line.key] || 0) : []));
+    const y = (v) => T + (H - T - B) * (1 - v / max);
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "group", "aria-label": label });
+    root.appendChild(patterns(prefix));
+    root.appendChild(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }));
+    root.appendChild(svg("text", { x: L - 6, y: T + 10, class: "tick", "text-anchor": "end" }, `${Math.round(max)}${unit || ""}`));
+    root.appendChild(svg("text", { x: L - 6, y: H - B, class: "tick", "text-anchor": "end" }, "0"));
+    root.appendChild(svg("text", { x: L, y: H - 4, class: "tick" }, hhmm(since)));
+    root.appendChild(svg("text", { x: W, y: H - 4, class: "tick", "text-anchor": "end" }, hhmm(until)));
+    const points = [];
+    for (const r of rows) {
+      const i = Math.floor((new Date(r.at) - new Date(since)) / 1000 / bucketSecs);
+      const x = L + i * slotW;
+      const parts = series.filter((s) => r[s.key]).map((s) => `${r[s.key]} ${s.label.toLowerCase()}`);
+      const lineText = line && r[line.key] != null ? `, ${line.label.toLowerCase()} ${r[line.key]}${unit || ""}` : "";
+      const name = `${hhmm(r.at)}: ${parts.join(", ") || "none"}${lineText}`;
+      const g = svg("g", { class: "bucket", tabindex: 0, role: "img", "aria-label": name, "data-at": r.at });
+      g.appendChild(svg("title", {}, name));
+      let base = 0;
+      for (const s of series) {
+        const v = r[s.key] || 0;
+        if (!v) continue;
+        const top = y(base + v);
+        g.appendChild(svg("rect", { x: x + 0.5, y: top, width: Math.max(1, slotW - 1), height: Math.max(1, y(base) - top), class: `bar bar-${s.cls}`, fill: fill(prefix, s.cls), "data-series": s.key, "data-value": v }));
+        base += v;
+      }
+      container.dataset.buckets = String(rows.length);
+      root.appendChild(g);
+      if (line && r[line.key] != null) points.push(`${x + slotW / 2},${y(r[line.key])}`);
+    }
+    if (line && points.length) root.appendChild(svg("polyline", { points: points.join(" "), class: `line line-${line.cls}` }));
+    replaceChildren(container, root, legend([...series, ...(line ? [line] : [])]));
+  }
+
+  /** Two lines (p50 solid, p99 dashed), one point per bucket. */
+  function latencyChart(container, { since, until, bucketSecs, rows }) {
+    const W = 900, H = 160, L = 44, B = 22, T = 8;
+    const slots = Math.max(1, Math.ceil((new Date(until) - new Date(since)) / 1000 / bucketSecs));
+    const slotW = (W - L) / slots;
+    const max = Math.max(1, ...rows.map((r) => r.p99_ms || 0));
+    const y = (v) => T + (H - T - B) * (1 - v / max);
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "group", "aria-label": "Latency per bucket" });
+    root.appendChild(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }));
+    root.appendChild(svg("text", { x: L - 6, y: T + 10, class: "tick", "text-anchor": "end" }, `${max} ms`));
+    root.appendChild(svg("text", { x: L, y: H - 4, class: "tick" }, hhmm(since)));
+    root.appendChild(svg("text", { x: W, y: H - 4, class: "tick", "text-anchor": "end" }, hhmm(until)));
+    for (const [key, cls] of [["p99_ms", "p99"], ["p50_ms", "p50"]]) {
+      const pts = rows.filter((r) => r[key] != null).map((r) => {
+        const i = Math.floor((new Date(r.at) - new Date(since)) / 1000 / bucketSecs);
+        return `${L + i * slotW + slotW / 2},${y(r[key])}`;
+      });
+      if (pts.length) root.appendChild(svg("polyline", { points: pts.join(" "), class: `line line-${cls}` }));
+    }
+    for (const r of rows) {
+      if (r.p50_ms == null) continue;
+      const i = Math.floor((new Date(r.at) - new Date(since)) / 1000 / bucketSecs);
+      const name = `${hhmm(r.at)}: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms`;
+      const g = svg("g", { class: "bucket", tabindex: 0, role: "img", "aria-label": name });
+      g.appendChild(svg("title", {}, name));
+      g.appendChild(svg("circle", { cx: L + i * slotW + slotW / 2, cy: y(r.p99_ms), r: 3, class: "point point-p99" }));
+      g.appendChild(svg("rect", { x: L + i * slotW + slotW / 2 - 3, y: y(r.p50_ms) - 3, width: 6, height: 6, class: "point point-p50" }));
+      root.appendChild(g);
+    }
+    replaceChildren(container, root, legend([{ cls: "p50", label: "p50 (solid, squares)" }, { cls: "p99", label: "p99 (dashed, circles)" }]));
+  }
+
+  async function activitySources() {
+    const select = $("activity-source");
+    if (select.options.length > 1) return;
+    try {
+      const r = await api("/admin/sources");
+      for (const s of r.sources || []) select.appendChild(h("option", { value: s.id }, displaySafe(s.id)));
+    } catch (_) { /* the fleet view works without the list */ }
+  }
+
+  async function loadActivity() {
+    activitySources();
+    const source = $("activity-source").value;
+    try {
+      const r = await api(`/admin/activity${qs({ since: $("activity-window").value, source })}`);
+      const series = source ? ((r.sources || []).find((s) => s.source === source) || { buckets: [] }).buckets : r.fleet;
+      const frame = { since: r.since, until: r.until, bucketSecs: r.bucket_secs, rows: series || [] };
+      $("activity-horizon").textContent = `What the fleet's calls did, from every replica's minutes: kept ${r.retain_hours} hours, at most ${Math.round(r.flush_interval_ms / 1000)} s behind; buckets of ${Math.round(r.bucket_secs / 60)} min.`;
+      chart($("calls-chart"), { ...frame, prefix: "calls", series: OUTCOMES, label: "Calls per bucket by outcome" });
+      latencyChart($("latency-chart"), frame);
+      const body = clear($("calls-body"));
+      for (const b of frame.rows) {
+        body.appendChild(h("tr", { dataset: { at: b.at } },
+          h("td", {}, absTime(b.at)), h("td", { className: "num" }, String(b.calls)), h("td", { className: "num" }, String(b.ok)),
+          h("td", { className: "num" }, String(b.refused)), h("td", { className: "num" }, String(b.queued)), h("td", { className: "num" }, String(b.unavailable)),
+          h("td", { className: "num" }, b.p50_ms ?? "—"), h("td", { className: "num" }, b.p99_ms ?? "—"),
+          h("td", { className: "num" }, b.cache_hit_ratio == null ? "—" : `${Math.round(b.cache_hit_ratio * 100)} %`),
+          h("td", { className: "small" }, Object.entries(b.refused_by_code || {}).map(([c, n]) => `${c} ${n}`).join(", ")),
+          h("td", { className: "small" }, Object.entries(b.cost || {}).map(([c, n]) => `${c} ${n}`).join(", "))));
+      }
+      const approvals = (r.approvals || []).filter((a) => a.created || a.decided || a.pending);
+      chart($("approvals-chart"), { since: r.since, until: r.until, bucketSecs: r.bucket_secs, rows: approvals, prefix: "appr",
+        series: [{ key: "created", label: "Created", cls: "created" }, { key: "decided", label: "Decided", cls: "decided" }],
+        line: { key: "pending", label: "Waiting", cls: "pending" }, label: "Approvals per bucket" });
+      const ab = clear($("approvals-series-body"));
+      for (const a of approvals) ab.appendChild(h("tr", {}, h("td", {}, absTime(a.at)), h("td", { className: "num" }, String(a.created)), h("td", { className: "num" }, String(a.decided)), h("td", { className: "num" }, String(a.pending))));
+      const ch = clear($("circuit-history-body"));
+      for (const t of r.circuit || []) {
+        ch.appendChild(h("tr", { dataset: { to: t.to_state, source: t.source_id } },
+          h("td", {}, absTime(t.at)), h("td", {}, displaySafe(t.source_id)),
+          h("td", {}, h("span", { className: `badge badge-circuit-${t.from_state}` }, t.from_state), " → ", h("span", { className: `badge badge-circuit-${t.to_state}` }, t.to_state)),
+          h("td", { className: "small" }, displaySafe(t.reason)), h("td", { className: "mono small", title: t.replica }, String(t.replica).slice(0, 8))));
+      }
+      $("circuit-history-empty").hidden = (r.circuit || []).length > 0;
+      const tb = clear($("talkers-body"));
+      for (const t of r.top_talkers || []) {
+        const link = h("a", { href: "#/audit", onclick: () => { $("audit-identity").value = t.identity === "(others)" ? "" : t.identity; } }, displaySafe(t.identity));
+        tb.appendChild(h("tr", { dataset: { identity: t.identity } }, h("td", {}, link), h("td", { className: "num" }, String(t.calls)), h("td", { className: "num" }, String(t.refused)), h("td", { className: "num" }, String(t.queued))));
+      }
+      $("talkers-empty").hidden = (r.top_talkers || []).length > 0;
+      $("page-activity").dataset.loaded = r.until;
+    } catch (e) {
+      announce(describeError(e, "Loading the activity"), "error");
+    }
+  }
+
   async function checkpointNow() {
     const btn = $("checkpoint-now");
     btn.disabled = true;
@@ -1554,6 +1726,9 @@
     });
     $("signout").addEventListener("click", () => signOut(""));
     $("reported-window").addEventListener("change", loadReported);
+    $("activity-filter").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(); });
+    $("activity-window").addEventListener("change", loadActivity);
+    $("activity-source").addEventListener("change", loadActivity);
     window.addEventListener("hashchange", () => route(false));
 
     $("sources-refresh").addEventListener("click", async () => {
