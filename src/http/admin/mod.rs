@@ -8,6 +8,7 @@
 //! | `GET /admin/events` (SSE) | approvers (approval events of their sources), operators (all) |
 //! | `GET /admin/whoami` | approvers and operators: name, kind, approver scopes |
 //! | `POST /admin/policy/simulate` (recorded calls replayed under a candidate access file), `POST /admin/policy/explain` (one call, rule by rule), `GET /admin/policy/reported` (report-only rules over time) | operators |
+//! | `GET /admin/activity` (the fleet's calls minute by minute, circuit history, approvals over time) | operators |
 //! | sources, circuits, actors, replicas, webhooks, identities (`POST /admin/identities/{name}/tokens/revoke` refuses the identity's access tokens issued until now), audit | operators |
 
 // Handlers return early with a ready `HttpResponse` as their error; boxing it buys nothing.
