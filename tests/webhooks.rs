@@ -272,3 +272,155 @@ async fn a_witness_receives_each_new_audit_checkpoint_signed_and_verifiable() {
     let second: Value = checkpoint(&env).await.unwrap().json().await.unwrap();
     assert_eq!(second["tree_size"].as_u64(), Some(read.size + 1));
 }
+
+/// The v1 signature of a delivery under `secret`.
+fn signed_with(r: &Received, secret: &str) -> String {
+    let key = STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .expect("key");
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).expect("mac");
+    mac.update(
+        format!(
+            "{}.{}.",
+            r.headers["webhook-id"], r.headers["webhook-timestamp"]
+        )
+        .as_bytes(),
+    );
+    mac.update(&r.body);
+    format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()))
+}
+
+/// Sends a test delivery to `hook` and waits for the `n`-th accepted request.
+async fn test_delivery(env: &DemoEnv, receiver: &Receiver, hook: &str, n: usize) -> Received {
+    let res = client()
+        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let accepted: Vec<Received> = receiver
+            .received()
+            .into_iter()
+            .filter(|r| r.accepted)
+            .collect();
+        if accepted.len() >= n {
+            return accepted[n - 1].clone();
+        }
+        assert!(Instant::now() < deadline, "delivery {n} did not arrive");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn post(env: &DemoEnv, path: &str, body: Value) -> (u16, Value) {
+    let res = client()
+        .post(env.gateway.url(path))
+        .bearer_auth(&env.operator_key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    (status, res.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_endpoint_waits() {
+    let env = env().await;
+    let receiver = Receiver::start().await;
+    let hook = register(&env, &receiver.url).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Rotation with a grace: the next delivery carries a signature with each secret.
+    let (status, rotated) = post(
+        &env,
+        &format!("/admin/webhooks/{hook}/rotate"),
+        json!({"grace_secs": 2}),
+    )
+    .await;
+    assert_eq!(status, 200, "{rotated}");
+    let new_secret = rotated["secret"].as_str().unwrap().to_string();
+    assert_ne!(new_secret, SECRET);
+    assert!(rotated["previous_valid_until"].is_string());
+    let both = test_delivery(&env, &receiver, &hook, 1).await;
+    let sigs: Vec<&str> = both.headers["webhook-signature"].split(' ').collect();
+    assert_eq!(
+        sigs,
+        [
+            signed_with(&both, &new_secret).as_str(),
+            signed_with(&both, SECRET).as_str()
+        ],
+        "new first, then the previous one"
+    );
+    // The list says until when the previous secret signs, and never shows a secret.
+    let listed =
+        common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
+    assert!(
+        listed["webhooks"][0]["previous_until"].is_string(),
+        "{listed}"
+    );
+    assert!(!listed.to_string().contains("whsec_"), "{listed}");
+    // After the grace, the new secret alone.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let one = test_delivery(&env, &receiver, &hook, 2).await;
+    assert_eq!(
+        one.headers["webhook-signature"],
+        signed_with(&one, &new_secret)
+    );
+
+    // Paused: deliveries wait in the outbox; resumed, they go out.
+    let (status, _) = post(&env, &format!("/admin/webhooks/{hook}/pause"), json!({})).await;
+    assert_eq!(status, 200);
+    let listed =
+        common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
+    assert!(listed["webhooks"][0]["paused_at"].is_string(), "{listed}");
+    client()
+        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        receiver.received().len(),
+        2,
+        "nothing delivered while paused"
+    );
+    let listed =
+        common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
+    assert_eq!(listed["webhooks"][0]["pending"], 1, "{listed}");
+    let (status, _) = post(&env, &format!("/admin/webhooks/{hook}/resume"), json!({})).await;
+    assert_eq!(status, 200);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while receiver.received().len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the waiting delivery did not go out on resume"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Unknown endpoints and bad graces are named.
+    let missing = "00000000-0000-0000-0000-000000000000";
+    for (path, body, want) in [
+        (format!("/admin/webhooks/{missing}/rotate"), json!({}), 404),
+        (format!("/admin/webhooks/{missing}/pause"), json!({}), 404),
+        (
+            format!("/admin/webhooks/{hook}/rotate"),
+            json!({"grace_secs": -1}),
+            400,
+        ),
+        (
+            format!("/admin/webhooks/{hook}/rotate"),
+            json!({"grace_secs": 9_999_999}),
+            400,
+        ),
+    ] {
+        let (status, body) = post(&env, &path, body).await;
+        assert_eq!(status, want, "{path}: {body}");
+    }
+}

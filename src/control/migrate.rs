@@ -120,6 +120,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0020_activity",
         sql: include_str!("../../migrations/0020_activity.sql"),
     },
+    Migration {
+        version: 21,
+        name: "0021_webhook_rotation",
+        sql: include_str!("../../migrations/0021_webhook_rotation.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -20,6 +20,10 @@ pub struct Webhook {
     pub pending: i64,
     pub delivered: i64,
     pub failed: i64,
+    /// Since when deliveries wait (`None`: delivering).
+    pub paused_at: Option<DateTime<Utc>>,
+    /// Until when deliveries are also signed with the secret before the last rotation.
+    pub previous_until: Option<DateTime<Utc>>,
 }
 
 pub async fn create(
@@ -49,7 +53,8 @@ pub async fn list(pool: &ControlPool) -> Result<Vec<Webhook>, ControlError> {
             "SELECT w.id, w.url, w.events, w.format, w.created_by, w.created_at,
                     count(d.id) FILTER (WHERE d.delivered_at IS NULL AND d.gave_up_at IS NULL),
                     count(d.id) FILTER (WHERE d.delivered_at IS NOT NULL),
-                    count(d.id) FILTER (WHERE d.gave_up_at IS NOT NULL)
+                    count(d.id) FILTER (WHERE d.gave_up_at IS NOT NULL),
+                    w.paused_at, CASE WHEN w.previous_until > now() THEN w.previous_until END
                FROM webhooks w LEFT JOIN webhook_deliveries d ON d.webhook_id = w.id
               GROUP BY w.id ORDER BY w.created_at",
             &[],
@@ -67,8 +72,45 @@ pub async fn list(pool: &ControlPool) -> Result<Vec<Webhook>, ControlError> {
             pending: r.get(6),
             delivered: r.get(7),
             failed: r.get(8),
+            paused_at: r.get(9),
+            previous_until: r.get(10),
         })
         .collect())
+}
+
+/// Replaces an endpoint's secret with `secret`; the one it replaces still signs deliveries
+/// for `grace` (alongside the new one). `None`: no such endpoint.
+pub async fn rotate(
+    pool: &ControlPool,
+    id: Uuid,
+    secret: &str,
+    grace: chrono::Duration,
+) -> Result<Option<DateTime<Utc>>, ControlError> {
+    let until = Utc::now() + grace;
+    let row = pool
+        .get()
+        .await?
+        .query_opt(
+            "UPDATE webhooks SET previous_secret = secret, previous_until = $3, secret = $2
+              WHERE id = $1 RETURNING previous_until",
+            &[&id, &secret, &until],
+        )
+        .await?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Pauses (deliveries wait in the outbox) or resumes an endpoint; false when there is none.
+pub async fn set_paused(pool: &ControlPool, id: Uuid, paused: bool) -> Result<bool, ControlError> {
+    Ok(pool
+        .get()
+        .await?
+        .execute(
+            "UPDATE webhooks SET paused_at = CASE WHEN $2 THEN coalesce(paused_at, now()) END
+              WHERE id = $1",
+            &[&id, &paused],
+        )
+        .await?
+        == 1)
 }
 
 /// Deletes an endpoint and its deliveries; false when there was none.
@@ -111,6 +153,8 @@ pub struct Due {
     pub attempts: i32,
     pub url: String,
     pub secret: String,
+    /// The secret before the last rotation, while it still signs.
+    pub previous_secret: Option<String>,
     pub format: String,
 }
 
@@ -127,10 +171,12 @@ pub async fn claim_due(
                 SET next_attempt_at = now() + make_interval(secs => $2), attempts = d.attempts + 1
                FROM webhooks w
               WHERE w.id = d.webhook_id AND d.id IN (
-                    SELECT id FROM webhook_deliveries
-                     WHERE delivered_at IS NULL AND gave_up_at IS NULL AND next_attempt_at <= now()
-                     ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-             RETURNING d.id, d.event, d.payload, d.created_at, d.attempts, w.url, w.secret, w.format",
+                    SELECT o.id FROM webhook_deliveries o JOIN webhooks p ON p.id = o.webhook_id
+                     WHERE o.delivered_at IS NULL AND o.gave_up_at IS NULL
+                       AND o.next_attempt_at <= now() AND p.paused_at IS NULL
+                     ORDER BY o.next_attempt_at LIMIT $1 FOR UPDATE OF o SKIP LOCKED)
+             RETURNING d.id, d.event, d.payload, d.created_at, d.attempts, w.url, w.secret, w.format,
+                       CASE WHEN w.previous_until > now() THEN w.previous_secret END",
             &[&limit, &lease_secs],
         )
         .await?;
@@ -145,6 +191,7 @@ pub async fn claim_due(
             url: r.get(5),
             secret: r.get(6),
             format: r.get(7),
+            previous_secret: r.get(8),
         })
         .collect())
 }

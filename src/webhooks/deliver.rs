@@ -76,8 +76,16 @@ async fn attempt(hooks: &Webhooks, d: &Due) -> Result<(), String> {
     let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
     let id = d.id.to_string();
     let timestamp = Utc::now().timestamp();
-    let signature = signature::sign(&d.secret, &id, timestamp, &body)
+    // After a rotation, signed with both secrets until the previous one's grace ends.
+    let mut signature = signature::sign(&d.secret, &id, timestamp, &body)
         .ok_or("the endpoint's secret is unusable")?;
+    if let Some(previous) = d
+        .previous_secret
+        .as_deref()
+        .and_then(|p| signature::sign(p, &id, timestamp, &body))
+    {
+        signature = format!("{signature} {previous}");
+    }
     let res = client
         .post(target.url)
         .header("content-type", "application/json")

@@ -77,6 +77,9 @@ pub fn routes() -> actix_web::Scope<
         .route("/webhooks", web::post().to(webhooks::create))
         .route("/webhooks/{id}", web::delete().to(webhooks::delete))
         .route("/webhooks/{id}/test", web::post().to(webhooks::test))
+        .route("/webhooks/{id}/rotate", web::post().to(webhooks::rotate))
+        .route("/webhooks/{id}/pause", web::post().to(webhooks::pause))
+        .route("/webhooks/{id}/resume", web::post().to(webhooks::resume))
         .route(
             "/webhooks/{id}/deliveries",
             web::get().to(webhooks::deliveries),

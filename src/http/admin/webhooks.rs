@@ -1,7 +1,9 @@
 //! Webhook endpoints (operators): `POST /admin/webhooks` (the secret is generated when
 //! absent and shown once), `GET /admin/webhooks` (with delivery counts), `DELETE
 //! /admin/webhooks/{id}`, `POST /admin/webhooks/{id}/test`, `GET
-//! /admin/webhooks/{id}/deliveries`.
+//! /admin/webhooks/{id}/deliveries`, `POST /admin/webhooks/{id}/rotate` (a new secret, shown
+//! once; the previous one keeps signing for `grace_secs`), `POST /admin/webhooks/{id}/pause`
+//! and `/resume` (deliveries wait in the outbox meanwhile).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
@@ -156,6 +158,129 @@ pub async fn deliveries(
     };
     match repo::deliveries(&state.control, id, 100).await {
         Ok(all) => HttpResponse::Ok().json(json!({"deliveries": all})),
+        Err(e) => control_error(e),
+    }
+}
+
+/// The longest grace a rotated secret may keep signing.
+const MAX_GRACE_SECS: i64 = 7 * 24 * 3600;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rotation {
+    /// How long the previous secret keeps signing too (default a day, at most a week; 0:
+    /// it stops at once).
+    #[serde(default)]
+    grace_secs: Option<i64>,
+}
+
+/// A new secret for one endpoint, shown once; the previous one signs beside it for the
+/// grace period, so the receiver switches without a gap.
+pub async fn rotate(
+    caller: Admin<Operators>,
+    path: web::Path<String>,
+    body: web::Bytes,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    let id = match path_id(&path, "webhook") {
+        Ok(id) => id,
+        Err(res) => return res,
+    };
+    let rotation: Rotation = if body.is_empty() {
+        Rotation::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(r) => r,
+            Err(e) => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    &format!("the body is {{\"grace_secs\": n}}: {e}"),
+                )
+            }
+        }
+    };
+    let grace = rotation.grace_secs.unwrap_or(24 * 3600);
+    if !(0..=MAX_GRACE_SECS).contains(&grace) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            &format!("grace_secs is between 0 and {MAX_GRACE_SECS} (a week)"),
+        );
+    }
+    let secret = signature::new_secret();
+    match repo::rotate(
+        &state.control,
+        id,
+        &secret,
+        chrono::Duration::seconds(grace),
+    )
+    .await
+    {
+        Ok(Some(until)) => {
+            audit_log::record(
+                &state,
+                &caller,
+                "admin.webhook.rotate",
+                None,
+                json!({"webhook": id, "previous_valid_until": until}),
+            )
+            .await;
+            HttpResponse::Ok().json(json!({
+                "id": id, "secret": secret, "previous_valid_until": until,
+                "note": "the secret is shown only this once; until previous_valid_until every delivery carries a signature with each secret",
+            }))
+        }
+        Ok(None) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no webhook with that id",
+        ),
+        Err(e) => control_error(e),
+    }
+}
+
+pub async fn pause(
+    caller: Admin<Operators>,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    set_paused(caller, path, state, true).await
+}
+
+pub async fn resume(
+    caller: Admin<Operators>,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> HttpResponse {
+    set_paused(caller, path, state, false).await
+}
+
+async fn set_paused(
+    caller: Admin<Operators>,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+    paused: bool,
+) -> HttpResponse {
+    let id = match path_id(&path, "webhook") {
+        Ok(id) => id,
+        Err(res) => return res,
+    };
+    match repo::set_paused(&state.control, id, paused).await {
+        Ok(true) => {
+            let action = if paused {
+                "admin.webhook.pause"
+            } else {
+                "admin.webhook.resume"
+            };
+            audit_log::record(&state, &caller, action, None, json!({"webhook": id})).await;
+            HttpResponse::Ok().json(json!({"id": id, "paused": paused}))
+        }
+        Ok(false) => error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no webhook with that id",
+        ),
         Err(e) => control_error(e),
     }
 }
