@@ -116,6 +116,8 @@ async fn approver_and_operator_work_in_a_real_browser() {
         move |s| {
             s.audit.checkpoint_key_file = key_path;
             s.audit.checkpoint_interval_secs = 0;
+            // The webhook section registers this script's loopback receiver.
+            s.webhooks.allow_private = true;
         },
         move |s| {
             s.port = Some(port);

@@ -8,6 +8,7 @@
 // exactly one JSON line on stdout: {"suite":"console","phase":...,"ok":true|false,...}; progress
 // goes to stderr. Exit status: 0 passed, 1 failed, 2 bad usage or missing prerequisites.
 
+import crypto from "node:crypto";
 import fs from "node:fs";
 import httpMod from "node:http";
 import httpsMod from "node:https";
@@ -632,6 +633,72 @@ async function phaseOperatorRecover(context) {
   }, null, { timeout: 10000 }).catch(() => {});
   check("the sources table shows recent executions", parseInt(await row.locator('[data-role="runs"]').textContent(), 10) > 0, await row.textContent());
   await screenshot(page, "sources");
+
+  // Webhooks from the console: register an endpoint (this script's own receiver), its secret
+  // shown once; a test delivery signed with it; rotate (both secrets sign), pause (nothing
+  // goes out), resume (the waiting delivery goes out), the deliveries listed, delete.
+  startTimer("webhooks");
+  const received = [];
+  const receiver = httpMod.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => { received.push({ headers: req.headers, body: Buffer.concat(chunks) }); res.writeHead(200); res.end(); });
+  });
+  await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
+  const hookUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
+  const sign = (secret, r) => `v1,${crypto.createHmac("sha256", Buffer.from(secret.replace(/^whsec_/, ""), "base64"))
+    .update(`${r.headers["webhook-id"]}.${r.headers["webhook-timestamp"]}.`).update(r.body).digest("base64")}`;
+  const nextDelivery = async (n, ms = 15000) => {
+    const until = Date.now() + ms;
+    while (received.length < n && Date.now() < until) await sleep(100);
+    return received[n - 1];
+  };
+  page.on("dialog", (d) => d.accept());
+  try {
+    await page.fill("#webhook-url", hookUrl);
+    await page.check("#webhook-event-circuit-changed");
+    await page.click("#webhook-register");
+    await page.waitForSelector("#webhook-secret:not([hidden])", { timeout: 10000 });
+    const secret1 = (await page.textContent("#webhook-secret-value")).trim();
+    check("registering shows the signing secret once", /^whsec_/.test(secret1), secret1.slice(0, 10));
+    const row = page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl });
+    await row.waitFor({ timeout: 10000 });
+    await page.click("#webhook-secret-hide");
+    check("the secret is gone from the page once dismissed", (await page.textContent("#webhook-secret-value")) === "" && !(await page.locator("#webhooks-body").textContent()).includes("whsec_"));
+    await row.getByRole("button", { name: /^Test / }).click();
+    const first = await nextDelivery(1);
+    check("a test delivery arrives signed with the shown secret", first && first.headers["webhook-signature"] === sign(secret1, first), first ? first.headers["webhook-signature"] : "none arrived");
+    await row.getByRole("button", { name: /^Rotate secret / }).click();
+    await page.waitForSelector("#webhook-secret:not([hidden])", { timeout: 10000 });
+    const secret2 = (await page.textContent("#webhook-secret-value")).trim();
+    check("rotating shows a new secret once", /^whsec_/.test(secret2) && secret2 !== secret1);
+    await page.click("#webhook-secret-hide");
+    await page.waitForFunction((u) => [...document.querySelectorAll("#webhooks-body tr[data-webhook]")].some((tr) => tr.textContent.includes(u) && /previous secret signs until/.test(tr.textContent)), hookUrl, { timeout: 10000 });
+    await row.getByRole("button", { name: /^Test / }).click();
+    const second = await nextDelivery(2);
+    const sigs = second ? second.headers["webhook-signature"].split(" ") : [];
+    check("after rotation a delivery is signed with each secret", sigs.includes(sign(secret2, second)) && sigs.includes(sign(secret1, second)), sigs.join(" "));
+    await row.getByRole("button", { name: /^Pause / }).click();
+    await page.waitForSelector(`#webhooks-body tr[data-paused="true"]`, { timeout: 10000 });
+    check("pausing shows the endpoint paused", /Paused since/.test(await page.locator("#webhooks-body tr[data-paused=\"true\"]").textContent()));
+    await page.locator("#webhooks-body tr[data-paused=\"true\"]").getByRole("button", { name: /^Test / }).click();
+    await sleep(2500);
+    check("nothing is delivered while paused", received.length === 2, `${received.length} deliveries`);
+    await page.locator("#webhooks-body tr[data-paused=\"true\"]").getByRole("button", { name: /^Resume / }).click();
+    const third = await nextDelivery(3);
+    check("the waiting delivery goes out on resume", Boolean(third));
+    await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Deliveries / }).click();
+    await page.waitForFunction(() => document.querySelectorAll('.deliveries tr[data-state="delivered"]').length >= 3, null, { timeout: 15000 }).catch(() => {});
+    const delivered = await page.locator('.deliveries tr[data-state="delivered"]').count();
+    check("the deliveries list each attempt as delivered", delivered >= 3, `${delivered} delivered rows`);
+    await screenshot(page, "webhooks", { fullPage: true });
+    await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Delete / }).click();
+    await page.waitForFunction((u) => ![...document.querySelectorAll("#webhooks-body tr[data-webhook]")].some((tr) => tr.textContent.includes(u)), hookUrl, { timeout: 10000 });
+    check("deleting removes the endpoint", true);
+  } finally {
+    receiver.close();
+  }
+  stopTimer("webhooks");
 
   // Audit: records and chain status.
   startTimer("audit");

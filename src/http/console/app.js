@@ -689,15 +689,120 @@
     $("sources-updated").textContent = state.sourcesLoadedAt ? `Updated ${absTime(state.sourcesLoadedAt.toISOString()).slice(11)}` : "";
   }
 
+  const WEBHOOK_EVENTS = ["approval.created", "approval.decided", "approval.executed", "approval.failed", "approval.expired", "circuit.changed", "audit.checkpoint"];
+  /** Webhooks whose deliveries are shown. */
+  const openDeliveries = new Set();
+
   function renderWebhooks() {
-    const rows = (state.webhooks || []).map((w) => h("tr", { dataset: { webhook: w.id } },
-      h("th", { attrs: { scope: "row" }, className: "mono small" }, displaySafe(w.url), w.format === "slack" ? h("span", { className: "tag" }, "slack") : null),
-      h("td", {}, chips(w.events, "none")),
-      h("td", { className: "num" }, String(w.pending)),
-      h("td", { className: "num" }, String(w.delivered)),
-      h("td", { className: "num" }, String(w.failed))));
-    if (!rows.length) rows.push(h("tr", {}, h("td", { attrs: { colspan: 5 }, className: "empty-cell" }, "No webhooks are registered.")));
+    const rows = [];
+    for (const w of state.webhooks || []) {
+      const paused = Boolean(w.paused_at);
+      const stateText = [paused ? `Paused since ${absTime(w.paused_at)}` : "Delivering",
+        w.previous_until ? `previous secret signs until ${absTime(w.previous_until)}` : null].filter(Boolean).join("; ");
+      const act = (label, title, fn, cls) => h("button", { type: "button", className: `btn btn-small ${cls || ""}`, attrs: { "aria-label": `${label} ${w.url}`, title }, onclick: fn }, label);
+      rows.push(h("tr", { dataset: { webhook: w.id, paused: String(paused) } },
+        h("th", { attrs: { scope: "row" }, className: "mono small" }, displaySafe(w.url), w.format === "slack" ? h("span", { className: "tag" }, "slack") : null),
+        h("td", {}, chips(w.events, "none")),
+        h("td", { className: "num" }, String(w.pending)),
+        h("td", { className: "num" }, String(w.delivered)),
+        h("td", { className: "num" }, String(w.failed)),
+        h("td", { className: "small", dataset: { role: "webhook-state" } }, stateText),
+        h("td", { className: "actions" }, h("div", { className: "btn-group" },
+          act(paused ? "Resume" : "Pause", paused ? "Deliver again, waiting deliveries first" : "Hold deliveries in the outbox", () => webhookAction(w, paused ? "resume" : "pause")),
+          act("Rotate secret", "A new secret, shown once; the old one signs beside it for a day", () => rotateWebhook(w)),
+          act("Test", "Queue a webhook.test delivery", () => webhookAction(w, "test")),
+          act(openDeliveries.has(w.id) ? "Hide deliveries" : "Deliveries", "Each delivery's attempts, last error and next retry", () => toggleDeliveries(w)),
+          act("Delete", "Remove the endpoint and its deliveries", () => deleteWebhook(w), "btn-reject")))));
+      if (openDeliveries.has(w.id)) rows.push(h("tr", { className: "deliveries-row", dataset: { deliveriesOf: w.id } }, h("td", { attrs: { colspan: 7 } }, h("div", { id: `deliveries-${w.id}`, className: "deliveries" }, "Loading deliveries…"))));
+    }
+    if (!rows.length) rows.push(h("tr", {}, h("td", { attrs: { colspan: 7 }, className: "empty-cell" }, "No webhooks are registered.")));
     replaceChildren($("webhooks-body"), ...rows);
+    for (const id of openDeliveries) loadDeliveries(id);
+  }
+
+  function showSecret(title, secret) {
+    $("webhook-secret-title").textContent = title;
+    $("webhook-secret-value").textContent = secret;
+    $("webhook-secret").hidden = false;
+    $("webhook-secret-copy").focus();
+  }
+
+  async function registerWebhook(e) {
+    e.preventDefault();
+    const url = $("webhook-url").value.trim();
+    const events = [...$("webhook-events").querySelectorAll("input:checked")].map((i) => i.value);
+    const err = $("webhook-error");
+    err.textContent = "";
+    if (!url) { err.textContent = "Enter the endpoint's URL."; $("webhook-url").focus(); return; }
+    if (!events.length) { err.textContent = "Choose at least one event."; return; }
+    try {
+      const r = await api("/admin/webhooks", { method: "POST", body: { url, events, format: $("webhook-format").value } });
+      $("webhook-url").value = "";
+      announce(`Registered ${r.url}.`, "ok");
+      showSecret(`Signing secret of ${r.url}`, r.secret);
+      loadSources({ quiet: true });
+    } catch (ex) {
+      // The gateway names what it refused (the target policy, an unknown event).
+      err.textContent = describeError(ex, "Registering the endpoint");
+    }
+  }
+
+  async function webhookAction(w, action) {
+    try {
+      await api(`/admin/webhooks/${encodeURIComponent(w.id)}/${action}`, { method: "POST", body: {} });
+      const done = { pause: "Paused", resume: "Resumed", test: "Queued a test delivery to" }[action];
+      announce(`${done} ${w.url}.`, "ok");
+      loadSources({ quiet: true });
+    } catch (ex) {
+      announce(describeError(ex, `${capitalize(action)} ${w.url}`), "error");
+    }
+  }
+
+  async function rotateWebhook(w) {
+    if (!window.confirm(`Rotate the signing secret of ${w.url}? The new secret is shown once; the current one keeps signing beside it for a day.`)) return;
+    try {
+      const r = await api(`/admin/webhooks/${encodeURIComponent(w.id)}/rotate`, { method: "POST", body: {} });
+      showSecret(`New signing secret of ${w.url} (the previous one signs too until ${absTime(r.previous_valid_until)})`, r.secret);
+      loadSources({ quiet: true });
+    } catch (ex) {
+      announce(describeError(ex, `Rotating the secret of ${w.url}`), "error");
+    }
+  }
+
+  async function deleteWebhook(w) {
+    if (!window.confirm(`Delete ${w.url} and its deliveries?`)) return;
+    try {
+      await api(`/admin/webhooks/${encodeURIComponent(w.id)}`, { method: "DELETE" });
+      openDeliveries.delete(w.id);
+      announce(`Deleted ${w.url}.`, "ok");
+      loadSources({ quiet: true });
+    } catch (ex) {
+      announce(describeError(ex, `Deleting ${w.url}`), "error");
+    }
+  }
+
+  function toggleDeliveries(w) {
+    if (openDeliveries.has(w.id)) openDeliveries.delete(w.id);
+    else openDeliveries.add(w.id);
+    renderWebhooks();
+  }
+
+  async function loadDeliveries(id) {
+    const box = $(`deliveries-${id}`);
+    if (!box) return;
+    try {
+      const r = await api(`/admin/webhooks/${encodeURIComponent(id)}/deliveries`);
+      const list = r.deliveries || [];
+      const status = (d) => d.delivered_at ? `delivered ${absTime(d.delivered_at)}` : d.gave_up_at ? `given up ${absTime(d.gave_up_at)}` : `next attempt ${absTime(d.next_attempt_at)}`;
+      replaceChildren(box, list.length ? h("table", { className: "table small" },
+        h("caption", { className: "sr-only" }, "Deliveries, newest first"),
+        h("thead", {}, h("tr", {}, ["Event", "Created", "Attempts", "Status", "Last error"].map((c) => h("th", { attrs: { scope: "col" } }, c)))),
+        h("tbody", {}, list.map((d) => h("tr", { dataset: { delivery: d.id, state: d.delivered_at ? "delivered" : d.gave_up_at ? "given_up" : "pending" } },
+          h("td", { className: "mono" }, displaySafe(d.event)), h("td", {}, absTime(d.created_at)), h("td", { className: "num" }, String(d.attempts)),
+          h("td", {}, status(d)), h("td", {}, displaySafe(d.last_error || "—")))))) : h("p", { className: "muted" }, "No deliveries yet."));
+    } catch (ex) {
+      replaceChildren(box, h("p", { className: "error-cell" }, describeError(ex, "Loading the deliveries")));
+    }
   }
 
   function renderReplicas() {
@@ -1727,6 +1832,16 @@
     $("signout").addEventListener("click", () => signOut(""));
     $("reported-window").addEventListener("change", loadReported);
     $("activity-filter").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(); });
+    for (const ev of WEBHOOK_EVENTS) {
+      const id = `webhook-event-${ev.replace(".", "-")}`;
+      $("webhook-events").appendChild(h("label", { className: "check", attrs: { for: id } }, h("input", { type: "checkbox", id, value: ev, checked: ev.startsWith("approval.") }), ev));
+    }
+    $("webhook-form").addEventListener("submit", registerWebhook);
+    $("webhook-secret-hide").addEventListener("click", () => { $("webhook-secret").hidden = true; $("webhook-secret-value").textContent = ""; });
+    $("webhook-secret-copy").addEventListener("click", async () => {
+      try { await navigator.clipboard.writeText($("webhook-secret-value").textContent); announce("Copied the secret.", "ok"); }
+      catch (_) { announce("Copy failed: select the secret and copy it.", "warn"); }
+    });
     $("activity-window").addEventListener("change", loadActivity);
     $("activity-source").addEventListener("change", loadActivity);
     window.addEventListener("hashchange", () => route(false));
