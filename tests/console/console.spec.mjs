@@ -782,6 +782,9 @@ async function phaseOperatorRecover(context) {
   const opened = page.locator('#circuit-history-body tr[data-to="open"][data-source="shop"]');
   const openCause = (await opened.count()) ? await opened.first().textContent() : "";
   check("the circuit history shows shop opening, with its cause", /failed upstream/.test(openCause), openCause);
+  const openBands = await page.locator('#circuit-timeline g[data-state="open"]').count();
+  const openName = openBands ? await page.getAttribute('#circuit-timeline g[data-state="open"]', "aria-label") : "";
+  check("the circuit timeline draws shop's open stretch, named for screen readers", openBands > 0 && /^shop · [0-9a-f]{8}: open from \d\d:\d\d to \d\d:\d\d$/.test(openName), openName);
   check("the circuit history shows shop closing again", (await page.locator('#circuit-history-body tr[data-to="closed"][data-source="shop"]').count()) > 0);
   const approvalsShown = await page.evaluate(() => [...document.querySelectorAll("#approvals-series-body tr")].reduce((a, tr) => {
     const c = tr.querySelectorAll("td");

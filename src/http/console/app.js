@@ -1712,6 +1712,59 @@
     replaceChildren(container, root, legend([{ cls: "p50", label: "p50 (solid, squares)" }, { cls: "p99", label: "p99 (dashed, circles)" }]));
   }
 
+  /** The kind of a refusal code, for the refusals chart (the table keeps every code). */
+  function refusalKind(code) {
+    if (/^(unauthenticated|invalid_token|insufficient_scope)$/.test(code)) return "identity";
+    if (/^(rate_limited|cost_budget_exhausted|cost_exceeded|cost_explain_analyze)$/.test(code)) return "limits";
+    if (/^(access_denied|policy_denied|no_grant|identity_not_mapped|masked_column_misuse|not_a_sql_source|approval_needs_literals)$/.test(code)) return "access";
+    if (/^(unknown_source|source_disabled)$/.test(code)) return "source";
+    return "input";
+  }
+  const REFUSAL_KINDS = [
+    { key: "identity", label: "Identity", cls: "ok" },
+    { key: "access", label: "Access and policy", cls: "refused" },
+    { key: "limits", label: "Rate and cost limits", cls: "unavailable" },
+    { key: "input", label: "Input (SQL, arguments)", cls: "queued" },
+    { key: "source", label: "Source", cls: "decided" },
+  ];
+
+  /** One band per source and replica: the breaker's state between its transitions. */
+  function circuitTimeline(container, { since, until, transitions }) {
+    const byBand = new Map();
+    for (const t of [...transitions].reverse()) {
+      const key = `${t.source_id} · ${String(t.replica).slice(0, 8)}`;
+      if (!byBand.has(key)) byBand.set(key, []);
+      byBand.get(key).push(t);
+    }
+    if (!byBand.size) { replaceChildren(container, h("p", { className: "empty" }, "No circuit changed in this window.")); return; }
+    const W = 900, L = 170, row = 26, H = row * byBand.size + 20;
+    const t0 = new Date(since).getTime(), t1 = new Date(until).getTime();
+    const x = (t) => L + (W - L) * Math.min(1, Math.max(0, (new Date(t).getTime() - t0) / (t1 - t0)));
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "group", "aria-label": "Circuit states over time" });
+    root.appendChild(patterns("tl"));
+    const cls = { closed: "ok", half_open: "queued", open: "refused" };
+    let i = 0;
+    for (const [band, list] of byBand) {
+      const y = 4 + i * row;
+      root.appendChild(svg("text", { x: 4, y: y + 16, class: "tick" }, band));
+      let from = since, state = list[0].from_state;
+      const segments = [];
+      for (const t of list) { segments.push([from, t.at, state]); from = t.at; state = t.to_state; }
+      segments.push([from, until, state]);
+      for (const [a, b, s] of segments) {
+        const name = `${band}: ${s.replace("_", " ")} from ${hhmm(a)} to ${hhmm(b)}`;
+        const g = svg("g", { class: "bucket", tabindex: 0, role: "img", "aria-label": name, "data-state": s });
+        g.appendChild(svg("title", {}, name));
+        g.appendChild(svg("rect", { x: x(a), y, width: Math.max(1, x(b) - x(a)), height: row - 8, class: `bar bar-${cls[s] || "ok"}`, fill: fill("tl", cls[s] || "ok") }));
+        root.appendChild(g);
+      }
+      i++;
+    }
+    root.appendChild(svg("text", { x: L, y: H - 2, class: "tick" }, hhmm(since)));
+    root.appendChild(svg("text", { x: W, y: H - 2, class: "tick", "text-anchor": "end" }, hhmm(until)));
+    replaceChildren(container, root, legend([{ cls: "ok", label: "Closed" }, { cls: "queued", label: "Half open" }, { cls: "refused", label: "Open" }]));
+  }
+
   async function activitySources() {
     const select = $("activity-source");
     if (select.options.length > 1) return;
@@ -1731,6 +1784,21 @@
       $("activity-horizon").textContent = `What the fleet's calls did, from every replica's minutes: kept ${r.retain_hours} hours, at most ${Math.round(r.flush_interval_ms / 1000)} s behind; buckets of ${Math.round(r.bucket_secs / 60)} min.`;
       chart($("calls-chart"), { ...frame, prefix: "calls", series: OUTCOMES, label: "Calls per bucket by outcome" });
       latencyChart($("latency-chart"), frame);
+      const kinds = frame.rows.filter((b) => b.refused).map((b) => {
+        const row = { at: b.at };
+        for (const [code, n] of Object.entries(b.refused_by_code || {})) row[refusalKind(code)] = (row[refusalKind(code)] || 0) + n;
+        return row;
+      });
+      if (kinds.length) chart($("refusals-chart"), { ...frame, rows: kinds, prefix: "refusals", series: REFUSAL_KINDS, label: "Refusals per bucket by kind" });
+      else replaceChildren($("refusals-chart"), h("p", { className: "muted small" }, "No call was refused in this window."));
+      const costRows = frame.rows.filter((b) => Object.keys(b.cost || {}).length).map((b) => ({ at: b.at, admitted: b.cost.admitted || 0, refused: (b.cost.refused || 0) + (b.cost.budget_exhausted || 0), queued: b.cost.queued || 0 }));
+      if (costRows.length) {
+        chart($("cost-chart"), { ...frame, rows: costRows, prefix: "cost", label: "Cost admission per bucket",
+          series: [{ key: "admitted", label: "Admitted", cls: "ok" }, { key: "refused", label: "Refused (over a limit or budget)", cls: "refused" }, { key: "queued", label: "Queued by cost", cls: "queued" }] });
+      } else {
+        replaceChildren($("cost-chart"), h("p", { className: "muted small" }, "No read was planned for cost admission in this window."));
+      }
+      circuitTimeline($("circuit-timeline"), { since: r.since, until: r.until, transitions: r.circuit || [] });
       const body = clear($("calls-body"));
       for (const b of frame.rows) {
         body.appendChild(h("tr", { dataset: { at: b.at } },
