@@ -91,7 +91,7 @@ impl Recorder {
                     Some(StoredMinute {
                         minute: *minute,
                         source_id: source.clone(),
-                        data: serde_json::to_value(counts).ok()?,
+                        data: serde_json::to_string(counts).ok()?,
                     })
                 })
                 .collect(),

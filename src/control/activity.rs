@@ -1,17 +1,17 @@
 //! `activity_minutes`: each replica's per-minute counts of its calls, per source.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use uuid::Uuid;
 
 use super::{ControlError, ControlPool};
 
-/// One stored minute: its source ('' for none) and counts (`activity::Minute` as JSON).
+/// One stored minute: its source ('' for none) and counts (`activity::Minute` as JSON text,
+/// parsed once, straight into its type, by the reader).
 #[derive(Debug, Clone)]
 pub struct StoredMinute {
     pub minute: DateTime<Utc>,
     pub source_id: String,
-    pub data: Value,
+    pub data: String,
 }
 
 /// Writes this replica's minutes (each replaces what the replica stored for it before: the
@@ -26,12 +26,12 @@ pub async fn upsert(
     }
     let at: Vec<DateTime<Utc>> = minutes.iter().map(|m| m.minute).collect();
     let sources: Vec<&str> = minutes.iter().map(|m| m.source_id.as_str()).collect();
-    let data: Vec<&Value> = minutes.iter().map(|m| &m.data).collect();
+    let data: Vec<&str> = minutes.iter().map(|m| m.data.as_str()).collect();
     pool.get()
         .await?
         .execute(
             "INSERT INTO activity_minutes (minute, source_id, replica, data)
-             SELECT m, s, $4, d FROM unnest($1::timestamptz[], $2::text[], $3::jsonb[]) AS u(m, s, d)
+             SELECT m, s, $4, d::jsonb FROM unnest($1::timestamptz[], $2::text[], $3::text[]) AS u(m, s, d)
              ON CONFLICT (minute, source_id, replica) DO UPDATE SET data = EXCLUDED.data",
             &[&at, &sources, &data, &replica],
         )
@@ -50,7 +50,7 @@ pub async fn window(
         .get()
         .await?
         .query(
-            "SELECT minute, source_id, data FROM activity_minutes
+            "SELECT minute, source_id, data::text FROM activity_minutes
               WHERE minute >= $1 AND minute < $2 AND ($3::text IS NULL OR source_id = $3)
               ORDER BY minute",
             &[&since, &until, &source],

@@ -52,25 +52,15 @@ pub async fn activity(
             Ok(rows) => rows,
             Err(e) => return control_error(e),
         };
-    // (source, bucket start) → the bucket's minutes merged, replicas and minutes alike.
-    let mut per_source: BTreeMap<String, BTreeMap<DateTime<Utc>, Minute>> = BTreeMap::new();
-    let mut fleet: BTreeMap<DateTime<Utc>, Minute> = BTreeMap::new();
-    let mut window = Minute::default();
-    for row in stored {
-        let Ok(minute) = serde_json::from_value::<Minute>(row.data) else {
-            continue;
-        };
-        let offset = (row.minute - since).num_seconds() / i64::from(bucket);
-        let at = since + chrono::Duration::seconds(offset * i64::from(bucket));
-        per_source
-            .entry(row.source_id)
-            .or_default()
-            .entry(at)
-            .or_default()
-            .merge(&minute);
-        fleet.entry(at).or_default().merge(&minute);
-        window.merge(&minute);
-    }
+    // Parsing and merging a day of a large fleet's minutes takes a while: off the workers.
+    let Ok((per_source, fleet, window)) = web::block(move || merged(stored, since, bucket)).await
+    else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "failed",
+            "the activity could not be merged",
+        );
+    };
     let control = &state.control;
     let source = q.source.as_deref();
     let transitions =
@@ -117,6 +107,50 @@ pub async fn activity(
         "circuit": transitions,
         "approvals": approvals,
     }))
+}
+
+/// Minutes per source, per fleet bucket, and for the whole window.
+type Merged = (
+    BTreeMap<String, BTreeMap<DateTime<Utc>, Minute>>,
+    BTreeMap<DateTime<Utc>, Minute>,
+    Minute,
+);
+
+/// The stored minutes merged into buckets of `bucket` s from `since`: per source (replicas
+/// and minutes alike), for the fleet, and for the whole window.
+fn merged(
+    stored: Vec<crate::control::activity::StoredMinute>,
+    since: DateTime<Utc>,
+    bucket: u32,
+) -> Merged {
+    // (source, bucket start) → the bucket's minutes merged, replicas and minutes alike.
+    let mut per_source: BTreeMap<String, BTreeMap<DateTime<Utc>, Minute>> = BTreeMap::new();
+    for row in stored {
+        let Ok(minute) = serde_json::from_str::<Minute>(&row.data) else {
+            continue;
+        };
+        let offset = (row.minute - since).num_seconds() / i64::from(bucket);
+        let at = since + chrono::Duration::seconds(offset * i64::from(bucket));
+        per_source
+            .entry(row.source_id)
+            .or_default()
+            .entry(at)
+            .or_default()
+            .merge(&minute);
+    }
+    // The fleet's buckets from the sources' (not from every minute again), the window's
+    // totals from the fleet's.
+    let mut fleet: BTreeMap<DateTime<Utc>, Minute> = BTreeMap::new();
+    for buckets in per_source.values() {
+        for (at, m) in buckets {
+            fleet.entry(*at).or_default().merge(m);
+        }
+    }
+    let mut window = Minute::default();
+    for m in fleet.values() {
+        window.merge(m);
+    }
+    (per_source, fleet, window)
 }
 
 fn bucket_json(at: DateTime<Utc>, m: &Minute) -> Value {
