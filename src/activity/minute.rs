@@ -81,7 +81,7 @@ impl Minute {
             }
         }
         if let Some(outcome) = r.decision["cost"]["outcome"].as_str() {
-            *self.cost.entry(outcome.to_string()).or_default() += 1;
+            bump(&mut self.cost, outcome, 1, usize::MAX);
             if outcome == "admitted" {
                 self.cost_units_admitted += r.decision["cost"]["estimate"]["cost"]
                     .as_f64()
@@ -116,7 +116,7 @@ impl Minute {
         self.cache_hits += other.cache_hits;
         self.cache_misses += other.cache_misses;
         for (outcome, n) in &other.cost {
-            *self.cost.entry(outcome.clone()).or_default() += n;
+            bump(&mut self.cost, outcome, *n, usize::MAX);
         }
         self.cost_units_admitted += other.cost_units_admitted;
         for (who, t) in &other.identities {
@@ -169,44 +169,61 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str, n: u64, bound: usize) {
     }
 }
 
+/// Adds `t` to `who`, or to [`OTHERS`] once [`MAX_IDENTITIES`] are kept (a known identity
+/// costs no allocation: this runs for every call).
 fn add_talker(map: &mut BTreeMap<String, Talker>, who: &str, t: Talker) {
     let key = if map.contains_key(who) || map.len() < MAX_IDENTITIES {
         who
     } else {
         OTHERS
     };
-    let entry = map.entry(key.to_string()).or_default();
-    entry.calls += t.calls;
-    entry.refused += t.refused;
-    entry.queued += t.queued;
+    if !map.contains_key(key) {
+        map.insert(key.to_string(), Talker::default());
+    }
+    if let Some(entry) = map.get_mut(key) {
+        entry.calls += t.calls;
+        entry.refused += t.refused;
+        entry.queued += t.queued;
+    }
+}
+
+/// A finished read's audit record, for the unit tests of this module and its parent.
+#[cfg(test)]
+pub(super) fn test_record(
+    source: &str,
+    identity: &str,
+    outcome: RecordOutcome,
+    us: i64,
+    code: Option<&str>,
+) -> AuditRecord {
+    AuditRecord {
+        at: chrono::Utc::now(),
+        request_id: "r".into(),
+        identity_id: None,
+        identity: Some(identity.into()),
+        adapter: "mcp".into(),
+        dialect: None,
+        tool: "interlock_query".into(),
+        source_id: Some(source.into()),
+        action: Some("read".into()),
+        statement: None,
+        fingerprint: None,
+        decision: serde_json::json!({ "code": code }),
+        outcome,
+        row_count: None,
+        duration_us: us,
+        cache_hit: false,
+        approval_id: None,
+        statement_sha256: None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     fn record(identity: &str, outcome: RecordOutcome, us: i64, code: Option<&str>) -> AuditRecord {
-        AuditRecord {
-            at: chrono::Utc::now(),
-            request_id: "r".into(),
-            identity_id: None,
-            identity: Some(identity.into()),
-            adapter: "mcp".into(),
-            dialect: None,
-            tool: "interlock_query".into(),
-            source_id: Some("shop".into()),
-            action: Some("read".into()),
-            statement: None,
-            fingerprint: None,
-            decision: json!({"code": code}),
-            outcome,
-            row_count: None,
-            duration_us: us,
-            cache_hit: false,
-            approval_id: None,
-            statement_sha256: None,
-        }
+        test_record("shop", identity, outcome, us, code)
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! busiest identities) and upserts them into the control database every
 //! `activity.flush_interval_ms` (`control::activity`), where the fleet's minute is the sum of
 //! its replicas'. Memory is bounded: a replica keeps only the minutes not yet written for
-//! good (the current one and the last), at most `MAX_PENDING` of them while the control
-//! database cannot be reached, and each minute bounds its identities and codes. The
+//! good (the current one and the last), at most `MAX_PENDING` (minute, source) counts
+//! (`(others)` holds the sources beyond them), and each minute bounds its identities and
+//! codes. The
 //! console sees back `activity.retain_hours`; older minutes are pruned.
 //!
 //! Why not the audit log: a day of a busy fleet is millions of records, and a chart would
@@ -16,7 +17,7 @@
 
 pub mod minute;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -39,7 +40,9 @@ pub struct ActivitySettings {
     pub retain_hours: u32,
 }
 
-/// Minutes held while the control database cannot take them, at most (the oldest go).
+/// (minute, source) counts held at most: while the control database cannot take them the
+/// oldest minutes go; a minute that alone reaches the bound counts further sources (an agent
+/// may name any) under `(others)`.
 pub const MAX_PENDING: usize = 10_000;
 
 /// The minute `at` falls in.
@@ -51,29 +54,46 @@ pub fn minute_of(at: DateTime<Utc>) -> DateTime<Utc> {
 /// This replica's minutes not yet written for good, by (minute, source).
 #[derive(Debug, Default)]
 pub struct Recorder {
-    minutes: Mutex<BTreeMap<(DateTime<Utc>, String), Minute>>,
+    /// Minute → source ('' for none) → counts. A call finds its entry by `&str`, with no
+    /// allocation; only a source's first call in a minute adds one.
+    minutes: Mutex<BTreeMap<DateTime<Utc>, HashMap<String, Minute>>>,
 }
 
 impl Recorder {
     /// Counts one finished call, in the minute it finished (a minute already written for
     /// good is never written again).
     pub fn record(&self, r: &AuditRecord) {
-        let key = (
-            minute_of(Utc::now()),
-            r.source_id.clone().unwrap_or_default(),
-        );
+        let minute = minute_of(Utc::now());
+        let source = r.source_id.as_deref().unwrap_or("");
         let Ok(mut minutes) = self.minutes.lock() else {
             return;
         };
-        minutes.entry(key).or_default().add(r);
-        while minutes.len() > MAX_PENDING {
+        if let Some(counts) = minutes.get_mut(&minute).and_then(|s| s.get_mut(source)) {
+            counts.add(r);
+            return;
+        }
+        // A new (minute, source) at the bound: older minutes go first; a minute that alone
+        // holds the bound counts further sources (an agent may name any) as `(others)`.
+        while held(&minutes) + 1 >= MAX_PENDING
+            && minutes.keys().next().is_some_and(|m| *m < minute)
+        {
             minutes.pop_first();
+        }
+        // The last slot is kept for `(others)`.
+        let full = held(&minutes) + 1 >= MAX_PENDING;
+        let sources = minutes.entry(minute).or_default();
+        let key = if full { minute::OTHERS } else { source };
+        if !sources.contains_key(key) {
+            sources.insert(key.to_string(), Minute::default());
+        }
+        if let Some(counts) = sources.get_mut(key) {
+            counts.add(r);
         }
     }
 
-    /// How many minutes are held.
+    /// How many (minute, source) counts are held.
     pub fn pending(&self) -> usize {
-        self.minutes.lock().map(|m| m.len()).unwrap_or(0)
+        self.minutes.lock().map(|m| held(&m)).unwrap_or(0)
     }
 
     /// Writes every held minute; those before `now`'s previous minute are then forgotten
@@ -84,25 +104,28 @@ impl Recorder {
         replica: Uuid,
         now: DateTime<Utc>,
     ) -> Result<usize, crate::control::ControlError> {
-        let held: Vec<StoredMinute> = match self.minutes.lock() {
-            Ok(m) => m
-                .iter()
-                .filter_map(|((minute, source), counts)| {
-                    Some(StoredMinute {
-                        minute: *minute,
-                        source_id: source.clone(),
-                        data: serde_json::to_string(counts).ok()?,
-                    })
-                })
-                .collect(),
+        // A copy under the lock; serialized outside it, so calls are not held up.
+        let snapshot = match self.minutes.lock() {
+            Ok(m) => m.clone(),
             Err(_) => return Ok(0),
         };
-        crate::control::activity::upsert(control, replica, &held).await?;
+        let rows: Vec<StoredMinute> = snapshot
+            .iter()
+            .flat_map(|(minute, sources)| sources.iter().map(move |(s, c)| (*minute, s, c)))
+            .filter_map(|(minute, source, counts)| {
+                Some(StoredMinute {
+                    minute,
+                    source_id: source.clone(),
+                    data: serde_json::to_string(counts).ok()?,
+                })
+            })
+            .collect();
+        crate::control::activity::upsert(control, replica, &rows).await?;
         let keep_from = minute_of(now) - chrono::Duration::minutes(1);
         if let Ok(mut m) = self.minutes.lock() {
-            m.retain(|(minute, _), _| *minute >= keep_from);
+            m.retain(|minute, _| *minute >= keep_from);
         }
-        Ok(held.len())
+        Ok(rows.len())
     }
 
     /// Writes the minutes every `settings.flush_interval_ms` and prunes what is older than
@@ -135,6 +158,11 @@ impl Recorder {
             }
         });
     }
+}
+
+/// The (minute, source) counts in `minutes`.
+fn held(minutes: &BTreeMap<DateTime<Utc>, HashMap<String, Minute>>) -> usize {
+    minutes.values().map(HashMap::len).sum()
 }
 
 /// Stores every circuit transition this replica's breakers make (with its cause) until the
@@ -212,28 +240,10 @@ pub fn approval_buckets(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use interlock_actors::audit::RecordOutcome;
 
     fn call(source: &str, identity: &str) -> AuditRecord {
-        AuditRecord {
-            at: Utc::now(),
-            request_id: "r".into(),
-            identity_id: None,
-            identity: Some(identity.into()),
-            adapter: "mcp".into(),
-            dialect: None,
-            tool: "interlock_query".into(),
-            source_id: Some(source.into()),
-            action: Some("read".into()),
-            statement: None,
-            fingerprint: None,
-            decision: serde_json::json!({}),
-            outcome: interlock_actors::audit::RecordOutcome::Ok,
-            row_count: None,
-            duration_us: 1_000,
-            cache_hit: false,
-            approval_id: None,
-            statement_sha256: None,
-        }
+        minute::test_record(source, identity, RecordOutcome::Ok, 1_000, None)
     }
 
     #[test]
@@ -242,7 +252,21 @@ mod tests {
         for i in 0..(MAX_PENDING + 500) {
             recorder.record(&call(&format!("source-{i}"), &format!("agent-{i}")));
         }
-        assert!(recorder.pending() <= MAX_PENDING, "{}", recorder.pending());
+        assert!(
+            recorder.pending() <= MAX_PENDING + 1,
+            "{}",
+            recorder.pending()
+        );
+        {
+            // Nothing lost: the sources beyond the bound are counted together.
+            let minutes = recorder.minutes.lock().unwrap_or_else(|e| e.into_inner());
+            let calls: u64 = minutes
+                .values()
+                .flat_map(|s| s.values())
+                .map(Minute::calls)
+                .sum();
+            assert_eq!(calls, (MAX_PENDING + 500) as u64);
+        }
         // One source, many identities: one minute, its identities bounded.
         let one = Recorder::default();
         for i in 0..5_000 {
@@ -250,10 +274,11 @@ mod tests {
         }
         let minutes = one.minutes.lock().unwrap_or_else(|e| e.into_inner());
         assert!(minutes.len() <= 2, "a minute boundary at most");
-        for m in minutes.values() {
+        let counts: Vec<&Minute> = minutes.values().flat_map(|s| s.values()).collect();
+        for m in &counts {
             assert!(m.identities.len() <= minute::MAX_IDENTITIES + 1);
         }
-        assert_eq!(minutes.values().map(Minute::calls).sum::<u64>(), 5_000);
+        assert_eq!(counts.iter().map(|m| m.calls()).sum::<u64>(), 5_000);
     }
 
     #[test]
