@@ -190,7 +190,7 @@ impl Fleet {
         self.send(FleetMessage::Circuit {
             source: source.to_string(),
             action,
-            reason: format!("{reason} ({by})"),
+            reason: forced_reason(reason, by),
         })
         .await;
         Ok(())
@@ -251,4 +251,10 @@ async fn send(control: &ControlPool, from: Uuid, message: FleetMessage) {
         tracing::warn!(error = %e, "fleet notification not sent");
         metrics::counter!("interlock_fleet_errors_total", "what" => "notify").increment(1);
     }
+}
+
+/// The reason a forced circuit transition records on every replica: the operator's reason
+/// and who gave it.
+pub fn forced_reason(reason: &str, by: &str) -> String {
+    format!("{reason} ({by})")
 }

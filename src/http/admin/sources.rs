@@ -253,7 +253,7 @@ pub async fn circuit(
             "the circuit state could not be stored for the fleet (control database unavailable); nothing was changed",
         );
     }
-    let reason = format!("{} ({})", body.reason.trim(), caller.identity.name);
+    let reason = crate::fleet::forced_reason(body.reason.trim(), &caller.identity.name);
     match rt.breaker.force(body.action, reason).await {
         Ok(t) => {
             audit_log::record(
