@@ -214,17 +214,6 @@ async fn admin_get(env: &DemoEnv, path: &str) -> (u16, Value) {
     )
 }
 
-async fn admin(env: &DemoEnv, path: &str, body: Value) -> (u16, Value) {
-    let res = common::http::client()
-        .post(env.gateway.url(path))
-        .bearer_auth(&env.operator_key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    (res.status().as_u16(), res.json().await.unwrap())
-}
-
 async fn setup() -> (DemoEnv, Vec<(&'static str, String)>) {
     let env = demo_env().await;
     apply(&env.pool, &AccessFile::parse(LIVE).unwrap())
@@ -255,7 +244,9 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
             "{verdict}: {recorded:?}"
         );
     }
-    let (status, report) = admin(&env, "/admin/policy/simulate", json!({"file": ""})).await;
+    let (status, report) = env
+        .operator_post("/admin/policy/simulate", json!({"file": ""}))
+        .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["records"], json!(workload().len()), "{report:#}");
     assert_eq!(report["replayed"], json!(workload().len()), "{report:#}");
@@ -329,26 +320,23 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
         "{explained:#}"
     );
     // Filters select records: one identity, a window that holds nothing.
-    let (_, only_b) = admin(
-        &env,
-        "/admin/policy/simulate",
-        json!({"file": "", "identity": "replay-b"}),
-    )
-    .await;
+    let (_, only_b) = env
+        .operator_post(
+            "/admin/policy/simulate",
+            json!({"file": "", "identity": "replay-b"}),
+        )
+        .await;
     assert_eq!(only_b["replayed"], json!(4), "{only_b:#}");
-    let (_, none) = admin(
-        &env,
-        "/admin/policy/simulate",
-        json!({"file": "", "since": "2999-01-01T00:00:00Z"}),
-    )
-    .await;
+    let (_, none) = env
+        .operator_post(
+            "/admin/policy/simulate",
+            json!({"file": "", "since": "2999-01-01T00:00:00Z"}),
+        )
+        .await;
     assert_eq!(none["records"], json!(0), "{none:#}");
-    let (_, capped) = admin(
-        &env,
-        "/admin/policy/simulate",
-        json!({"file": "", "limit": 5}),
-    )
-    .await;
+    let (_, capped) = env
+        .operator_post("/admin/policy/simulate", json!({"file": "", "limit": 5}))
+        .await;
     assert_eq!(capped["replayed"], json!(5), "{capped:#}");
     assert_eq!(capped["truncated"], json!(true), "{capped:#}");
 }
@@ -357,16 +345,18 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
 async fn a_replay_against_a_changed_policy_predicts_what_the_gateway_then_does() {
     let (env, keys) = setup().await;
     let before = run(&env, &keys).await;
-    let (status, report) = admin(
-        &env,
-        "/admin/policy/simulate",
-        json!({"file": CANDIDATE, "examples": 100}),
-    )
-    .await;
+    let (status, report) = env
+        .operator_post(
+            "/admin/policy/simulate",
+            json!({"file": CANDIDATE, "examples": 100}),
+        )
+        .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["drift"], json!(0), "{report:#}");
     // The live state is unchanged by the simulation.
-    let (_, again) = admin(&env, "/admin/policy/simulate", json!({"file": ""})).await;
+    let (_, again) = env
+        .operator_post("/admin/policy/simulate", json!({"file": ""}))
+        .await;
     assert_eq!(again["changed"], json!(0), "a simulation wrote: {again:#}");
 
     // Apply the candidate and make the same calls.
@@ -422,7 +412,9 @@ async fn a_file_apply_would_refuse_is_refused_by_simulate_and_nothing_changes() 
         ("not toml [", "access file"),
     ];
     for (file, want) in cases {
-        let (status, body) = admin(&env, "/admin/policy/simulate", json!({"file": file})).await;
+        let (status, body) = env
+            .operator_post("/admin/policy/simulate", json!({"file": file}))
+            .await;
         assert!(
             status == 400 || status == 404 || status == 409,
             "{status} {body}"
@@ -436,12 +428,12 @@ async fn a_file_apply_would_refuse_is_refused_by_simulate_and_nothing_changes() 
             assert!(apply(&env.pool, &parsed).await.is_err(), "{file}");
         }
     }
-    let (status, body) = admin(
-        &env,
-        "/admin/policy/simulate",
-        json!({"file": "", "since": "last week"}),
-    )
-    .await;
+    let (status, body) = env
+        .operator_post(
+            "/admin/policy/simulate",
+            json!({"file": "", "since": "last week"}),
+        )
+        .await;
     assert_eq!(status, 400, "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("RFC 3339"),
@@ -519,20 +511,20 @@ async fn explain_shows_the_rules_that_decide_a_call_as_the_gateway_decides_it() 
         if let Some(f) = file {
             body["file"] = json!(f);
         }
-        let (status, x) = admin(&env, "/admin/policy/explain", body).await;
+        let (status, x) = env.operator_post("/admin/policy/explain", body).await;
         assert_eq!(status, 200, "{x}");
         for (k, v) in want.as_object().unwrap() {
             assert_eq!(&x["effect"][k], v, "{identity} {sql} at {when}: {x:#}");
         }
     }
     // Every conditional rule is shown with how it came out, and the grants that allowed.
-    let (_, x) = admin(
-        &env,
-        "/admin/policy/explain",
-        json!({"identity": "demo-agent", "source": "shop", "at": night,
+    let (_, x) = env
+        .operator_post(
+            "/admin/policy/explain",
+            json!({"identity": "demo-agent", "source": "shop", "at": night,
                "sql": "SELECT sku FROM public.products"}),
-    )
-    .await;
+        )
+        .await;
     let rules: Vec<(String, String)> = x["rules"]
         .as_array()
         .unwrap()
@@ -579,12 +571,12 @@ async fn explain_shows_the_rules_that_decide_a_call_as_the_gateway_decides_it() 
             .all(|r| r["email"].as_str().unwrap().starts_with('*')),
         "the mask explain showed: {rows:?}"
     );
-    let (status, body) = admin(
-        &env,
-        "/admin/policy/explain",
-        json!({"identity": "ghost", "source": "shop", "sql": "SELECT 1"}),
-    )
-    .await;
+    let (status, body) = env
+        .operator_post(
+            "/admin/policy/explain",
+            json!({"identity": "ghost", "source": "shop", "sql": "SELECT 1"}),
+        )
+        .await;
     assert_eq!(status, 404, "{body}");
 }
 
@@ -652,16 +644,18 @@ async fn groups_and_claims_of_access_tokens_replay_exactly() {
         }
     }
     let before = run_calls(&env, &calls).await;
-    let (_, same) = admin(&env, "/admin/policy/simulate", json!({"file": ""})).await;
+    let (_, same) = env
+        .operator_post("/admin/policy/simulate", json!({"file": ""}))
+        .await;
     assert_eq!(same["replayed"], json!(calls.len()), "{same:#}");
     assert_eq!(same["changed"], json!(0), "{same:#}");
     assert_eq!(same["drift"], json!(0), "{same:#}");
-    let (_, report) = admin(
-        &env,
-        "/admin/policy/simulate",
-        json!({"file": candidate, "examples": 100}),
-    )
-    .await;
+    let (_, report) = env
+        .operator_post(
+            "/admin/policy/simulate",
+            json!({"file": candidate, "examples": 100}),
+        )
+        .await;
     apply(&env.pool, &AccessFile::parse(candidate).unwrap())
         .await
         .unwrap();

@@ -240,17 +240,7 @@ async fn a_governed_read_is_one_trace_with_a_span_per_step_and_its_statement_in_
     // PostgreSQL saw the statement with the database span's trace context: the read
     // connection, idle in the pool, still shows its last statement.
     let traceparent = format!("/*traceparent='00-{}-{}-01'*/", db.trace_id, db.span_id);
-    let shop = common::admin(&env.shop_db).await;
-    let seen: Vec<String> = shop
-        .query(
-            "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%traceparent%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let seen = env.shop_statements("%traceparent%").await;
     assert!(
         seen.iter()
             .any(|q| q.ends_with(&traceparent) && q.contains("424242")),
@@ -742,17 +732,7 @@ async fn an_unsampled_call_exports_nothing_and_its_record_names_no_trace() {
     assert!(record["decision"].get("trace_id").is_none(), "{record}");
     // The source still sees the trace context, marked not sampled (flags 00), so a
     // downstream decision agrees with ours.
-    let shop = common::admin(&env.shop_db).await;
-    let seen: Vec<String> = shop
-        .query(
-            "SELECT query FROM pg_stat_activity WHERE query LIKE '%777001%traceparent%'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    let seen = env.shop_statements("%777001%traceparent%").await;
     assert!(seen.iter().any(|q| q.ends_with("-00'*/")), "{seen:?}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(

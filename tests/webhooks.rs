@@ -314,18 +314,6 @@ async fn test_delivery(env: &DemoEnv, receiver: &Receiver, hook: &str, n: usize)
     }
 }
 
-async fn post(env: &DemoEnv, path: &str, body: Value) -> (u16, Value) {
-    let res = client()
-        .post(env.gateway.url(path))
-        .bearer_auth(&env.operator_key)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status().as_u16();
-    (status, res.json().await.unwrap_or(Value::Null))
-}
-
 #[tokio::test]
 async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_endpoint_waits() {
     let env = env().await;
@@ -336,12 +324,12 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
         .to_string();
 
     // Rotation with a grace: the next delivery carries a signature with each secret.
-    let (status, rotated) = post(
-        &env,
-        &format!("/admin/webhooks/{hook}/rotate"),
-        json!({"grace_secs": 2}),
-    )
-    .await;
+    let (status, rotated) = env
+        .operator_post(
+            &format!("/admin/webhooks/{hook}/rotate"),
+            json!({"grace_secs": 2}),
+        )
+        .await;
     assert_eq!(status, 200, "{rotated}");
     let new_secret = rotated["secret"].as_str().unwrap().to_string();
     assert_ne!(new_secret, SECRET);
@@ -373,7 +361,9 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
     );
 
     // Paused: deliveries wait in the outbox; resumed, they go out.
-    let (status, _) = post(&env, &format!("/admin/webhooks/{hook}/pause"), json!({})).await;
+    let (status, _) = env
+        .operator_post(&format!("/admin/webhooks/{hook}/pause"), json!({}))
+        .await;
     assert_eq!(status, 200);
     let listed =
         common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
@@ -393,7 +383,9 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
     let listed =
         common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
     assert_eq!(listed["webhooks"][0]["pending"], 1, "{listed}");
-    let (status, _) = post(&env, &format!("/admin/webhooks/{hook}/resume"), json!({})).await;
+    let (status, _) = env
+        .operator_post(&format!("/admin/webhooks/{hook}/resume"), json!({}))
+        .await;
     assert_eq!(status, 200);
     let deadline = Instant::now() + Duration::from_secs(15);
     while receiver.received().len() < 3 {
@@ -420,7 +412,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
             400,
         ),
     ] {
-        let (status, body) = post(&env, &path, body).await;
+        let (status, body) = env.operator_post(&path, body).await;
         assert_eq!(status, want, "{path}: {body}");
     }
 }

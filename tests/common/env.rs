@@ -108,6 +108,40 @@ impl DemoEnv {
         self.gateway.state.identities.invalidate_all();
     }
 
+    /// `POST path` with a JSON body as the demo operator: the status and the JSON answer
+    /// (`null` when it is not JSON).
+    pub async fn operator_post(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (u16, serde_json::Value) {
+        let res = super::http::client()
+            .post(self.gateway.url(path))
+            .bearer_auth(&self.operator_key)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// The statements PostgreSQL shows in `pg_stat_activity` for the shop database whose
+    /// text matches `like` (an idle pooled connection still shows its last statement).
+    pub async fn shop_statements(&self, like: &str) -> Vec<String> {
+        admin(&self.shop_db)
+            .await
+            .query(
+                "SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE $1",
+                &[&like],
+            )
+            .await
+            .expect("pg_stat_activity")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
     /// `interlock_query` of `sql` on the demo's shop, as the demo agent (modern era).
     pub async fn query(&self, sql: &str) -> super::mcp::Answer {
         super::mcp::call(
