@@ -115,11 +115,7 @@ pub async fn delete(
             .await;
             HttpResponse::Ok().json(json!({"id": id, "deleted": true}))
         }
-        Ok(false) => error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no webhook with that id",
-        ),
+        Ok(false) => no_webhook(),
         Err(e) => control_error(e),
     }
 }
@@ -137,11 +133,7 @@ pub async fn test(
     let payload = json!({"type": "webhook.test", "timestamp": chrono::Utc::now(),
                          "data": {"webhook": id, "note": "a test delivery from InterLock"}});
     match repo::enqueue(&state.control, "webhook.test", &payload, Some(id)).await {
-        Ok(0) => error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no webhook with that id",
-        ),
+        Ok(0) => no_webhook(),
         Ok(n) => HttpResponse::Accepted().json(json!({"queued": n})),
         Err(e) => control_error(e),
     }
@@ -231,11 +223,7 @@ pub async fn rotate(
                 "note": "the secret is shown only this once; until previous_valid_until every delivery carries a signature with each secret",
             }))
         }
-        Ok(None) => error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no webhook with that id",
-        ),
+        Ok(None) => no_webhook(),
         Err(e) => control_error(e),
     }
 }
@@ -276,11 +264,16 @@ async fn set_paused(
             audit_log::record(&state, &caller, action, None, json!({"webhook": id})).await;
             HttpResponse::Ok().json(json!({"id": id, "paused": paused}))
         }
-        Ok(false) => error(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "no webhook with that id",
-        ),
+        Ok(false) => no_webhook(),
         Err(e) => control_error(e),
     }
+}
+
+/// 404 for an id that names no endpoint.
+fn no_webhook() -> HttpResponse {
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        "no webhook with that id",
+    )
 }
