@@ -37,6 +37,20 @@ pub fn open(
             comment: None,
         };
     };
+    let comment_of = |span: &SpanGuard| {
+        settings
+            .sql_comment
+            .then(|| span.span_context())
+            .flatten()
+            .map(|cx| sql_comment(&cx))
+    };
+    if !trace.is_recording() {
+        // Not sampled: the span exists for its context (the comment says "not sampled" to
+        // the source), and nothing is computed for attributes no one records.
+        let span = trace.child("SQL", SpanKind::Client, Vec::new);
+        let comment = comment_of(&span);
+        return SourceSpan { span, comment };
+    }
     let operation = operation();
     let operation = operation.as_str();
     let source = &rt.source;
@@ -87,11 +101,7 @@ pub fn open(
         }
         kv
     });
-    let comment = settings
-        .sql_comment
-        .then(|| span.span_context())
-        .flatten()
-        .map(|cx| sql_comment(&cx));
+    let comment = comment_of(&span);
     SourceSpan { span, comment }
 }
 

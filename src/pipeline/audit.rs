@@ -29,8 +29,8 @@ pub async fn finish(ports: &impl Ports, mut draft: AuditDraft, outcome: Outcome)
     let record = draft.into_record(&outcome);
     count(tool, adapter, &record);
     let span = trace.child(names::AUDIT_SPAN, SpanKind::Internal, Vec::new);
-    // What the request's span says of the record (taken only when the call is traced).
-    let mut said = trace.is_on().then(|| {
+    // What the request's span says of the record (taken only when the call's spans record).
+    let mut said = trace.is_recording().then(|| {
         let mut kv = vec![
             KeyValue::new(names::OUTCOME, record.outcome.as_str()),
             KeyValue::new(names::ADAPTER, adapter),

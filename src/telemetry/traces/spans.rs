@@ -242,6 +242,13 @@ impl CallTrace {
         self.0.is_some()
     }
 
+    /// Whether the call's spans record (traced and sampled): attributes are worth computing.
+    pub fn is_recording(&self) -> bool {
+        self.0
+            .as_deref()
+            .is_some_and(|s| s.root.cx.span().is_recording())
+    }
+
     /// Opens the span of `step` (ending the one before it).
     pub fn enter(&mut self, step: &'static str) {
         let Some(s) = self.0.as_deref_mut() else {
