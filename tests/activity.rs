@@ -68,12 +68,18 @@ fn charted(body: &Value) -> BTreeMap<(String, String), u64> {
 
 #[tokio::test]
 async fn two_replicas_calls_are_charted_minute_by_minute_as_the_audit_log_has_them() {
-    let env = demo_env_with(|s| s.activity.flush_interval_ms = 200, |_| {}).await;
+    let env = demo_env_with(
+        |s| s.activity.flush_interval_ms = 200,
+        |s| s.cache_ttl_ms = Some(60_000),
+    )
+    .await;
     let second = TestGateway::start(env.gateway.settings.clone());
     let agent = Some(env.agent_key.as_str());
     for (i, gw) in [&env.gateway, &second].into_iter().enumerate() {
         let base = gw.url("");
-        for n in 0..6 {
+        // Six new literals, then the first again: six misses and (the cache is per
+        // replica) one hit on each replica.
+        for n in [0, 1, 2, 3, 4, 5, 0] {
             let sql = format!("SELECT id FROM public.orders WHERE id = {}", i * 10 + n);
             let a = call(
                 &base,
@@ -139,6 +145,31 @@ async fn two_replicas_calls_are_charted_minute_by_minute_as_the_audit_log_has_th
         last["p99_ms"].as_f64().unwrap(),
     );
     assert!(p50 > 0.0 && p50 <= p99, "{last}");
+    // Cache hits and misses, as the audit log has them.
+    let logged: Vec<(i64, i64)> = common::admin(&env.control_db)
+        .await
+        .query(
+            "SELECT count(*) FILTER (WHERE cache_hit), count(*) FILTER (WHERE NOT cache_hit)
+               FROM audit_records WHERE source_id = 'shop' AND outcome = 'ok' AND action = 'read'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let (hits, misses) = shop["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .fold((0, 0), |(h, m), b| {
+            (
+                h + b["cache_hits"].as_u64().unwrap(),
+                m + b["cache_misses"].as_u64().unwrap(),
+            )
+        });
+    assert_eq!(vec![(hits as i64, misses as i64)], logged, "{shop}");
+    assert!(hits >= 1 && misses >= 12, "{shop}");
     assert!(last["cache_hit_ratio"].is_number(), "{last}");
     let refused_codes: u64 = shop["buckets"]
         .as_array()

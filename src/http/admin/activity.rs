@@ -165,6 +165,8 @@ fn bucket_json(at: DateTime<Utc>, m: &Minute) -> Value {
         "refused_by_code": m.refused_by_code,
         "p50_ms": m.latency_ms(0.5),
         "p99_ms": m.latency_ms(0.99),
+        "cache_hits": m.cache_hits,
+        "cache_misses": m.cache_misses,
         "cache_hit_ratio": m.cache_hit_ratio(),
         "cost": m.cost,
         "cost_units_admitted": m.cost_units_admitted,
