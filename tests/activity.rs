@@ -289,19 +289,7 @@ async fn two_replicas_calls_are_charted_minute_by_minute_as_the_audit_log_has_th
 async fn a_day_of_fifty_sources_is_answered_whole() {
     let env = demo_env_with(|_| {}, |_| {}).await;
     let db = common::admin(&env.control_db).await;
-    db.batch_execute(
-        "INSERT INTO activity_minutes (minute, source_id, replica, data)
-         SELECT date_trunc('minute', now()) - make_interval(mins => m), 'source-' || s,
-                ('00000000-0000-0000-0000-00000000000' || (m % 2))::uuid,
-                jsonb_build_object('ok', 40, 'refused', 2, 'queued', 1, 'unavailable', 0, 'cancelled', 0,
-                  'refused_by_code', jsonb_build_object('access_denied', 1, 'rate_limited', 1),
-                  'latency', jsonb_build_array(0,5,20,10,3,1,1,0,1,0,0,0,0,0,0,0,2),
-                  'cache_hits', 10, 'cache_misses', 30, 'cost', '{}'::jsonb, 'cost_units_admitted', 0,
-                  'identities', jsonb_build_object('agent-' || (s % 7), jsonb_build_object('calls', 43, 'refused', 2, 'queued', 1)))
-           FROM generate_series(1, 1440) AS m, generate_series(1, 50) AS s",
-    )
-    .await
-    .unwrap();
+    common::activity::seed_day(&db, 50, false).await;
     for (query, sources) in [("?since=24h", 50), ("?since=24h&source=source-7", 1)] {
         let started = Instant::now();
         let (status, body) = activity(&env.gateway, &env.operator_key, query).await;
@@ -311,9 +299,10 @@ async fn a_day_of_fifty_sources_is_answered_whole() {
         assert!(buckets.len() <= 49, "{} buckets", buckets.len());
         let calls: u64 = buckets.iter().map(|b| b["calls"].as_u64().unwrap()).sum();
         // The window starts at a minute boundary 24 h back: 1,439 or 1,440 whole minutes.
-        let minutes = calls / (43 * sources);
+        let per_minute = common::activity::CALLS_PER_MINUTE * sources;
+        let minutes = calls / per_minute;
         assert!((1439..=1440).contains(&minutes), "{calls} calls");
-        assert_eq!(calls % (43 * sources), 0);
+        assert_eq!(calls % per_minute, 0);
         assert_eq!(body["sources"].as_array().unwrap().len() as u64, sources);
         let bytes = body.to_string().len();
         println!("activity {query}: {} ms, {bytes} bytes", took.as_millis());

@@ -5,6 +5,7 @@
 //! when the test binary exits, through an `atexit` hook: Rust never drops statics.
 #![allow(dead_code)]
 
+pub mod activity;
 pub mod approvals;
 pub mod env;
 pub mod http;

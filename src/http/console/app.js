@@ -440,7 +440,7 @@
     startEvents();
     state.timers.push(setInterval(tickTimes, 1000));
     state.timers.push(setInterval(() => { if (state.page === "sources" && !document.hidden) loadSources({ quiet: true }); }, 10000));
-    state.timers.push(setInterval(() => { if (state.page === "activity" && !document.hidden) loadActivity(); }, 10000));
+    state.timers.push(setInterval(() => { if (state.page === "activity" && !document.hidden && activityDue()) loadActivity(); }, 10000));
     // Approvers land on Approvals; operators on Sources.
     route(true);
     // Keep the pending count in the nav fresh whatever page is open.
@@ -1635,13 +1635,17 @@
     return h("ul", { className: "legend" }, items.map((i) => h("li", {}, h("span", { className: `swatch swatch-${i.cls}`, attrs: { "aria-hidden": "true" } }), i.label)));
   }
 
-  function hhmm(t) {
+  /** An instant as the charts name it: hh:mm today, with the day before it otherwise (a
+   * 24 or 48 hour window has each hh:mm more than once). */
+  function clock(t) {
     const d = new Date(t);
-    return `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+    const time = `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+    if (d.toDateString() === new Date().toDateString()) return time;
+    return `${d.toLocaleDateString("en-US", { month: "short", day: "numeric" })}, ${time}`;
   }
 
   /** Bars per bucket, stacked by `series`, with an optional line over them. */
-  function chart(container, { prefix, since, until, bucketSecs, rows, series, line, unit, label }) {
+  function chart(container, { prefix, since, until, bucketSecs, rows, series, line, unit, label, describe }) {
     const W = 900, H = 200, L = 44, B = 22, T = 8;
     const slots = Math.max(1, Math.ceil((new Date(until) - new Date(since)) / 1000 / bucketSecs));
     const slotW = (W - L) / slots;
@@ -1653,15 +1657,15 @@
     root.appendChild(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }));
     root.appendChild(svg("text", { x: L - 6, y: T + 10, class: "tick", "text-anchor": "end" }, `${Math.round(max)}${unit || ""}`));
     root.appendChild(svg("text", { x: L - 6, y: H - B, class: "tick", "text-anchor": "end" }, "0"));
-    root.appendChild(svg("text", { x: L, y: H - 4, class: "tick" }, hhmm(since)));
-    root.appendChild(svg("text", { x: W, y: H - 4, class: "tick", "text-anchor": "end" }, hhmm(until)));
+    root.appendChild(svg("text", { x: L, y: H - 4, class: "tick" }, clock(since)));
+    root.appendChild(svg("text", { x: W, y: H - 4, class: "tick", "text-anchor": "end" }, clock(until)));
     const points = [];
     for (const r of rows) {
       const i = Math.floor((new Date(r.at) - new Date(since)) / 1000 / bucketSecs);
       const x = L + i * slotW;
       const parts = series.filter((s) => r[s.key]).map((s) => `${r[s.key]} ${s.label.toLowerCase()}`);
       const lineText = line && r[line.key] != null ? `, ${line.label.toLowerCase()} ${r[line.key]}${unit || ""}` : "";
-      const name = `${hhmm(r.at)}: ${parts.join(", ") || "none"}${lineText}`;
+      const name = `${clock(r.at)}: ${parts.join(", ") || "none"}${lineText}${describe ? describe(r) : ""}`;
       const g = svg("g", { class: "bucket", tabindex: 0, role: "img", "aria-label": name, "data-at": r.at });
       g.appendChild(svg("title", {}, name));
       let base = 0;
@@ -1690,8 +1694,8 @@
     const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "group", "aria-label": "Latency per bucket" });
     root.appendChild(svg("line", { x1: L, y1: H - B, x2: W, y2: H - B, class: "axis" }));
     root.appendChild(svg("text", { x: L - 6, y: T + 10, class: "tick", "text-anchor": "end" }, `${max} ms`));
-    root.appendChild(svg("text", { x: L, y: H - 4, class: "tick" }, hhmm(since)));
-    root.appendChild(svg("text", { x: W, y: H - 4, class: "tick", "text-anchor": "end" }, hhmm(until)));
+    root.appendChild(svg("text", { x: L, y: H - 4, class: "tick" }, clock(since)));
+    root.appendChild(svg("text", { x: W, y: H - 4, class: "tick", "text-anchor": "end" }, clock(until)));
     for (const [key, cls] of [["p99_ms", "p99"], ["p50_ms", "p50"]]) {
       const pts = rows.filter((r) => r[key] != null).map((r) => {
         const i = Math.floor((new Date(r.at) - new Date(since)) / 1000 / bucketSecs);
@@ -1702,7 +1706,7 @@
     for (const r of rows) {
       if (r.p50_ms == null) continue;
       const i = Math.floor((new Date(r.at) - new Date(since)) / 1000 / bucketSecs);
-      const name = `${hhmm(r.at)}: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms`;
+      const name = `${clock(r.at)}: p50 ${r.p50_ms} ms, p99 ${r.p99_ms} ms`;
       const g = svg("g", { class: "bucket", tabindex: 0, role: "img", "aria-label": name });
       g.appendChild(svg("title", {}, name));
       g.appendChild(svg("circle", { cx: L + i * slotW + slotW / 2, cy: y(r.p99_ms), r: 3, class: "point point-p99" }));
@@ -1752,7 +1756,7 @@
       for (const t of list) { segments.push([from, t.at, state]); from = t.at; state = t.to_state; }
       segments.push([from, until, state]);
       for (const [a, b, s] of segments) {
-        const name = `${band}: ${s.replace("_", " ")} from ${hhmm(a)} to ${hhmm(b)}`;
+        const name = `${band}: ${s.replace("_", " ")} from ${clock(a)} to ${clock(b)}`;
         const g = svg("g", { class: "bucket", tabindex: 0, role: "img", "aria-label": name, "data-state": s });
         g.appendChild(svg("title", {}, name));
         g.appendChild(svg("rect", { x: x(a), y, width: Math.max(1, x(b) - x(a)), height: row - 8, class: `bar bar-${cls[s] || "ok"}`, fill: fill("tl", cls[s] || "ok") }));
@@ -1760,9 +1764,82 @@
       }
       i++;
     }
-    root.appendChild(svg("text", { x: L, y: H - 2, class: "tick" }, hhmm(since)));
-    root.appendChild(svg("text", { x: W, y: H - 2, class: "tick", "text-anchor": "end" }, hhmm(until)));
+    root.appendChild(svg("text", { x: L, y: H - 2, class: "tick" }, clock(since)));
+    root.appendChild(svg("text", { x: W, y: H - 2, class: "tick", "text-anchor": "end" }, clock(until)));
     replaceChildren(container, root, legend([{ cls: "ok", label: "Closed" }, { cls: "queued", label: "Half open" }, { cls: "refused", label: "Open" }]));
+  }
+
+  /** A source's calls per bucket in a small strip: solid bars for calls answered, hollow
+   * bars stacked on them for calls refused or unavailable (shape, not colour, tells them
+   * apart); its name says the peak and when failures began. */
+  function sparkline({ since, until, bucketSecs, rows, name }) {
+    const W = 168, H = 28;
+    const slots = Math.max(1, Math.ceil((new Date(until) - new Date(since)) / 1000 / bucketSecs));
+    const slotW = W / slots;
+    const max = Math.max(1, ...rows.map((b) => b.calls));
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, class: "spark", role: "img", "aria-label": name });
+    for (const b of rows) {
+      const x = Math.floor((new Date(b.at) - new Date(since)) / 1000 / bucketSecs) * slotW;
+      const bad = b.refused + b.unavailable;
+      const good = b.calls - bad;
+      const hGood = (H - 2) * good / max, hBad = (H - 2) * bad / max;
+      if (good) root.appendChild(svg("rect", { x, y: H - hGood, width: Math.max(1, slotW - 0.5), height: hGood, class: "spark-ok" }));
+      if (bad) root.appendChild(svg("rect", { x: x + 0.5, y: H - hGood - hBad, width: Math.max(1, slotW - 1.5), height: Math.max(1, hBad), class: "spark-bad" }));
+    }
+    return root;
+  }
+
+  /** Sources listed before "Show all". */
+  const SUMMARY_ROWS = 10;
+  let lastActivity = null;
+
+  /** One row per source of the window (fleet view): its totals, its calls over time, and
+   * the first bucket in which it was unavailable; the troubled ones first. */
+  function sourcesSummary(r) {
+    const changes = new Map();
+    for (const t of r.circuit || []) changes.set(t.source_id, (changes.get(t.source_id) || 0) + 1);
+    const rows = (r.sources || []).map((s) => {
+      const t = { id: s.source, buckets: s.buckets || [], calls: 0, refused: 0, unavailable: 0, hits: 0, misses: 0, p99: null, firstDown: null };
+      for (const b of t.buckets) {
+        t.calls += b.calls; t.refused += b.refused; t.unavailable += b.unavailable;
+        t.hits += b.cache_hits || 0; t.misses += b.cache_misses || 0;
+        if (b.p99_ms != null) t.p99 = Math.max(t.p99 ?? 0, b.p99_ms);
+        if (b.unavailable && !t.firstDown) t.firstDown = b.at;
+      }
+      return t;
+    }).sort((a, b) => b.unavailable - a.unavailable || b.refused - a.refused || b.calls - a.calls
+      || String(a.id).localeCompare(String(b.id), "en", { numeric: true }));
+    const body = clear($("sources-summary-body"));
+    const more = $("sources-summary-more");
+    const shown = more.getAttribute("aria-expanded") === "true" ? rows.length : SUMMARY_ROWS;
+    more.hidden = rows.length <= SUMMARY_ROWS;
+    more.textContent = more.getAttribute("aria-expanded") === "true" ? `Show the first ${SUMMARY_ROWS} only` : `Show all ${rows.length} sources`;
+    for (const t of rows.slice(0, shown)) {
+      const label = t.id == null ? "(no source named)" : displaySafe(t.id);
+      const peak = t.buckets.reduce((m, b) => (b.calls > m.calls ? b : m), { calls: 0 });
+      const name = `${label}: ${t.calls} calls, at most ${peak.calls} per bucket${peak.at ? ` (${clock(peak.at)})` : ""}`
+        + (t.firstDown ? `; unavailable from ${clock(t.firstDown)}` : "") + (t.refused ? `; ${t.refused} refused` : "");
+      const cell = t.id == null ? h("td", {}, label)
+        : h("td", {}, h("button", { type: "button", className: "btn btn-quiet btn-small", onclick: () => chooseSource(t.id) }, label));
+      const reads = t.hits + t.misses;
+      body.appendChild(h("tr", { dataset: { source: t.id ?? "" } }, cell,
+        h("td", {}, sparkline({ since: r.since, until: r.until, bucketSecs: r.bucket_secs, rows: t.buckets, name })),
+        h("td", { className: "num" }, String(t.calls)), h("td", { className: "num" }, String(t.refused)),
+        h("td", { className: "num" }, String(t.unavailable)),
+        h("td", {}, t.firstDown ? h("time", { attrs: { datetime: t.firstDown }, title: absTime(t.firstDown) }, clock(t.firstDown)) : "—"),
+        h("td", { className: "num" }, t.p99 ?? "—"),
+        h("td", { className: "num" }, reads ? `${Math.round(t.hits / reads * 100)} % of ${reads}` : "—"),
+        h("td", { className: "num" }, String(changes.get(t.id) || 0))));
+    }
+    $("sources-summary-empty").hidden = rows.length > 0;
+  }
+
+  /** Charts one source alone (from the summary's buttons), and moves focus to its charts. */
+  function chooseSource(id) {
+    const select = $("activity-source");
+    if (![...select.options].some((o) => o.value === id)) select.appendChild(h("option", { value: id }, displaySafe(id)));
+    select.value = id;
+    loadActivity().then(() => $("calls-title").focus());
   }
 
   async function activitySources() {
@@ -1774,16 +1851,43 @@
     } catch (_) { /* the fleet view works without the list */ }
   }
 
+  let activityLoads = 0;
+  let activityDrawnAt = 0, activityBucketSecs = 60;
+
+  /** Whether the open Activity page should ask again: every 10 s for short windows, and
+   * about every thirtieth of a bucket for long ones (a day's 30-minute buckets every minute;
+   * each ask of a day of a large fleet costs the gateway a fraction of a second). */
+  function activityDue() {
+    return Date.now() - activityDrawnAt >= Math.max(10000, activityBucketSecs * 1000 / 30) - 500;
+  }
+
   async function loadActivity() {
     activitySources();
     const source = $("activity-source").value;
+    // A slower answer to an earlier choice (or to the timer) must not paint over a newer one.
+    const load = ++activityLoads;
     try {
       const r = await api(`/admin/activity${qs({ since: $("activity-window").value, source })}`);
+      if (load !== activityLoads) return;
+      const drawing = performance.now();
       const series = source ? ((r.sources || []).find((s) => s.source === source) || { buckets: [] }).buckets : r.fleet;
       const frame = { since: r.since, until: r.until, bucketSecs: r.bucket_secs, rows: series || [] };
       $("activity-horizon").textContent = `What the fleet's calls did, from every replica's minutes: kept ${r.retain_hours} hours, at most ${Math.round(r.flush_interval_ms / 1000)} s behind; buckets of ${Math.round(r.bucket_secs / 60)} min.`;
+      $("sources-summary").hidden = Boolean(source);
+      if (!source) {
+        lastActivity = r;
+        sourcesSummary(r);
+      }
       chart($("calls-chart"), { ...frame, prefix: "calls", series: OUTCOMES, label: "Calls per bucket by outcome" });
       latencyChart($("latency-chart"), frame);
+      const reads = frame.rows.filter((b) => b.cache_hits || b.cache_misses).map((b) => ({ at: b.at, hits: b.cache_hits, misses: b.cache_misses }));
+      if (reads.length) {
+        chart($("cache-chart"), { ...frame, rows: reads, prefix: "cache", label: "Reads answered per bucket, from the cache or the source",
+          series: [{ key: "hits", label: "Cache hits", cls: "ok" }, { key: "misses", label: "Misses (read from the source)", cls: "decided" }],
+          describe: (b) => `, hit ratio ${Math.round(b.hits / (b.hits + b.misses) * 100)} %` });
+      } else {
+        replaceChildren($("cache-chart"), h("p", { className: "muted small" }, "No read was answered in this window."));
+      }
       const kinds = frame.rows.filter((b) => b.refused).map((b) => {
         const row = { at: b.at };
         for (const [code, n] of Object.entries(b.refused_by_code || {})) row[refusalKind(code)] = (row[refusalKind(code)] || 0) + n;
@@ -1829,9 +1933,13 @@
         tb.appendChild(h("tr", { dataset: { identity: t.identity } }, h("td", {}, link), h("td", { className: "num" }, String(t.calls)), h("td", { className: "num" }, String(t.refused)), h("td", { className: "num" }, String(t.queued))));
       }
       $("talkers-empty").hidden = (r.top_talkers || []).length > 0;
+      // How long drawing took, apart from the answer's wait (the browser test reports it).
+      performance.measure("interlock.activity.draw", { start: drawing });
+      activityDrawnAt = Date.now();
+      activityBucketSecs = r.bucket_secs;
       $("page-activity").dataset.loaded = r.until;
     } catch (e) {
-      announce(describeError(e, "Loading the activity"), "error");
+      if (load === activityLoads) announce(describeError(e, "Loading the activity"), "error");
     }
   }
 
@@ -1910,6 +2018,19 @@
       try { await navigator.clipboard.writeText($("webhook-secret-value").textContent); announce("Copied the secret.", "ok"); }
       catch (_) { announce("Copy failed: select the secret and copy it.", "warn"); }
     });
+    for (const b of document.querySelectorAll("[data-show-table]")) {
+      b.addEventListener("click", () => {
+        const details = $(b.dataset.showTable);
+        details.open = true;
+        details.querySelector("summary").focus();
+      });
+    }
+    $("sources-summary-more").addEventListener("click", () => {
+      const more = $("sources-summary-more");
+      more.setAttribute("aria-expanded", String(more.getAttribute("aria-expanded") !== "true"));
+      if (lastActivity) sourcesSummary(lastActivity);
+    });
+    for (const b of document.querySelectorAll("[data-focus]")) b.addEventListener("click", () => $(b.dataset.focus).focus());
     $("activity-window").addEventListener("change", loadActivity);
     $("activity-source").addEventListener("change", loadActivity);
     window.addEventListener("hashchange", () => route(false));
