@@ -907,6 +907,23 @@ async function phaseOperatorScale(context) {
   const fleetCalls = await page.$$eval("#calls-body tr", (trs) => trs.reduce((a, tr) => a + Number(tr.children[1].textContent), 0));
   const failingCalls = failing.buckets.reduce((a, b) => a + b.calls, 0);
   check("back to the whole fleet, the charts are the fleet's again (not a late answer for source-3)", fleetCalls > 40 * failingCalls, `${fleetCalls} vs source-3's ${failingCalls}`);
+
+  // The open page asks again every 10 s (an hour's window), but never redraws under the
+  // keyboard: focus on a bucket stays put, and the page catches up once focus moves on.
+  const hourBefore = await loadedAt();
+  await page.selectOption("#activity-window", "1h");
+  await page.waitForFunction((prev) => document.querySelector("#page-activity").dataset.loaded !== prev, hourBefore, { timeout: 30000 });
+  const held = await loadedAt();
+  await page.focus("#calls-chart .bucket");
+  await sleep(12000);
+  const kept = await page.evaluate(() => Boolean(document.activeElement?.closest("#calls-chart .bucket")) && document.activeElement.isConnected);
+  check("a bucket keeps keyboard focus across the 10 s refresh (no redraw under the keyboard)", kept && (await loadedAt()) === held, `focus kept ${kept}`);
+  await page.focus("#activity-title");
+  await page.waitForFunction((prev) => document.querySelector("#page-activity").dataset.loaded !== prev, held, { timeout: 15000 });
+  check("once focus moves on, the page refreshes again", true);
+  await page.selectOption("#activity-window", "24h");
+  await page.waitForFunction(() => document.querySelectorAll("#sources-summary-body tr").length > 10, null, { timeout: 30000 });
+
   await page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(page, "activity-24h");
   await screenshot(page, "activity-24h-full", { fullPage: true });

@@ -1858,7 +1858,16 @@
    * about every thirtieth of a bucket for long ones (a day's 30-minute buckets every minute;
    * each ask of a day of a large fleet costs the gateway a fraction of a second). */
   function activityDue() {
-    return Date.now() - activityDrawnAt >= Math.max(10000, activityBucketSecs * 1000 / 30) - 500;
+    return Date.now() - activityDrawnAt >= Math.max(10000, activityBucketSecs * 1000 / 30) - 500
+      && !underKeyboard();
+  }
+
+  /** Whether keyboard focus is on something a redraw would replace (a bucket, a timeline
+   * stretch, a row's button): the page then waits, rather than drop the user's place, and
+   * catches up once focus moves on. */
+  function underKeyboard() {
+    const a = document.activeElement;
+    return Boolean(a && a.closest && a.closest("#page-activity .chart, #page-activity tbody"));
   }
 
   async function loadActivity() {
