@@ -855,7 +855,11 @@ async function phaseOperatorScale(context) {
   result.timings_ms.main_thread_tasks_over_50ms = tasks.length;
   result.timings_ms.dom_nodes = await page.evaluate(() => document.querySelectorAll("#page-activity *").length);
 
-  const api = (await http("GET", "/admin/activity?since=24h", creds.operator_key)).json;
+  // The API asked for exactly the page's window: a minute passing between the two asks
+  // would move the window's edges (and drop the oldest seeded minute).
+  const shownWindow = await page.evaluate(() => ({ ...document.querySelector("#page-activity").dataset }));
+  const api = (await http("GET", `/admin/activity?since=${encodeURIComponent(shownWindow.since)}&until=${encodeURIComponent(shownWindow.loaded)}&bucket=${shownWindow.bucket}`, creds.operator_key)).json;
+  check("the API answers the page's window with the page's buckets", api.since === shownWindow.since && api.bucket_secs === 1800, `${api.since} vs ${shownWindow.since}, ${api.bucket_secs} s`);
   const apiSources = api.sources.filter((x) => x.source !== null);
   const firstRows = await page.locator("#sources-summary-body tr").count();
   const moreText = (await page.textContent("#sources-summary-more")) || "";

@@ -1946,6 +1946,7 @@
       performance.measure("interlock.activity.draw", { start: drawing });
       activityDrawnAt = Date.now();
       activityBucketSecs = r.bucket_secs;
+      Object.assign($("page-activity").dataset, { since: r.since, bucket: r.bucket_secs });
       $("page-activity").dataset.loaded = r.until;
     } catch (e) {
       if (load === activityLoads) announce(describeError(e, "Loading the activity"), "error");
