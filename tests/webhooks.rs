@@ -416,3 +416,87 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
         assert_eq!(status, want, "{path}: {body}");
     }
 }
+
+/// A delivery's state in the outbox: (attempts, gave up, delivered).
+async fn delivery_state(env: &DemoEnv, hook: &str) -> (i32, bool, bool) {
+    let row = common::admin(&env.control_db)
+        .await
+        .query_one(
+            "SELECT attempts, gave_up_at IS NOT NULL, delivered_at IS NOT NULL
+               FROM webhook_deliveries WHERE webhook_id = $1::text::uuid",
+            &[&hook],
+        )
+        .await
+        .unwrap();
+    (row.get(0), row.get(1), row.get(2))
+}
+
+/// Retries end 24 hours after the event, but the time an endpoint spent paused is not part
+/// of them: a delivery 30 hours old that waited all that time paused is still retried when
+/// its first attempt after the resume fails, and arrives once the receiver is back; the same
+/// delivery never paused is given up at that first failure.
+#[tokio::test]
+async fn time_spent_paused_does_not_use_up_a_deliverys_retries() {
+    let env = env().await;
+    let db = common::admin(&env.control_db).await;
+    for paused in [true, false] {
+        let receiver = Receiver::start().await;
+        receiver.set_up(false);
+        let hook = register(&env, &receiver.url).await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (status, _) = env
+            .operator_post(&format!("/admin/webhooks/{hook}/pause"), json!({}))
+            .await;
+        assert_eq!(status, 200);
+        client()
+            .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
+            .bearer_auth(&env.operator_key)
+            .send()
+            .await
+            .unwrap();
+        // Thirty hours ago: the event, and (when it was) the pause.
+        db.execute(
+            "UPDATE webhook_deliveries SET created_at = created_at - interval '30 hours'
+              WHERE webhook_id = $1::text::uuid",
+            &[&hook],
+        )
+        .await
+        .unwrap();
+        let backdate = if paused {
+            "UPDATE webhooks SET paused_at = paused_at - interval '30 hours' WHERE id = $1::text::uuid"
+        } else {
+            "UPDATE webhooks SET paused_at = NULL WHERE id = $1::text::uuid"
+        };
+        db.execute(backdate, &[&hook]).await.unwrap();
+        if paused {
+            let (status, _) = env
+                .operator_post(&format!("/admin/webhooks/{hook}/resume"), json!({}))
+                .await;
+            assert_eq!(status, 200);
+        }
+        // The first attempt fails (the receiver is down).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while delivery_state(&env, &hook).await.0 < 1 || receiver.received().is_empty() {
+            assert!(Instant::now() < deadline, "no attempt was made");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (_, gave_up, _) = delivery_state(&env, &hook).await;
+        assert_eq!(
+            gave_up, !paused,
+            "paused for its 30 hours: {paused}; given up after one failure: {gave_up}"
+        );
+        if paused {
+            // Still owed: it arrives once the receiver is back (the retry after 1 s).
+            receiver.set_up(true);
+            let deadline = Instant::now() + Duration::from_secs(15);
+            while !delivery_state(&env, &hook).await.2 {
+                assert!(Instant::now() < deadline, "the owed delivery never arrived");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert!(receiver.received().iter().any(|r| r.accepted));
+        }
+    }
+}

@@ -125,6 +125,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0021_webhook_rotation",
         sql: include_str!("../../migrations/0021_webhook_rotation.sql"),
     },
+    Migration {
+        version: 22,
+        name: "0022_webhook_paused_time",
+        sql: include_str!("../../migrations/0022_webhook_paused_time.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

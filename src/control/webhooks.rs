@@ -100,13 +100,23 @@ pub async fn rotate(
 }
 
 /// Pauses (deliveries wait in the outbox) or resumes an endpoint; false when there is none.
+/// On resume, each delivery still owed is credited the time it waited paused (from the
+/// later of its event and the pause), so a pause never uses up its 24 hours of retries.
 pub async fn set_paused(pool: &ControlPool, id: Uuid, paused: bool) -> Result<bool, ControlError> {
     Ok(pool
         .get()
         .await?
         .execute(
-            "UPDATE webhooks SET paused_at = CASE WHEN $2 THEN coalesce(paused_at, now()) END
-              WHERE id = $1",
+            "WITH endpoint AS (SELECT id, paused_at FROM webhooks WHERE id = $1 FOR UPDATE),
+                  credited AS (
+                    UPDATE webhook_deliveries d
+                       SET held_secs = d.held_secs
+                           + extract(epoch FROM now() - greatest(d.created_at, e.paused_at))
+                      FROM endpoint e
+                     WHERE NOT $2 AND e.paused_at IS NOT NULL AND d.webhook_id = e.id
+                       AND d.delivered_at IS NULL AND d.gave_up_at IS NULL)
+             UPDATE webhooks w SET paused_at = CASE WHEN $2 THEN coalesce(w.paused_at, now()) END
+               FROM endpoint e WHERE w.id = e.id",
             &[&id, &paused],
         )
         .await?
@@ -149,7 +159,9 @@ pub struct Due {
     pub id: Uuid,
     pub event: String,
     pub payload: Value,
-    pub created_at: DateTime<Utc>,
+    /// Where its 24 hours of retries count from: the event, later by the time its endpoint
+    /// was paused.
+    pub retries_from: DateTime<Utc>,
     pub attempts: i32,
     pub url: String,
     pub secret: String,
@@ -175,7 +187,8 @@ pub async fn claim_due(
                      WHERE o.delivered_at IS NULL AND o.gave_up_at IS NULL
                        AND o.next_attempt_at <= now() AND p.paused_at IS NULL
                      ORDER BY o.next_attempt_at LIMIT $1 FOR UPDATE OF o SKIP LOCKED)
-             RETURNING d.id, d.event, d.payload, d.created_at, d.attempts, w.url, w.secret, w.format,
+             RETURNING d.id, d.event, d.payload, d.created_at + make_interval(secs => d.held_secs),
+                       d.attempts, w.url, w.secret, w.format,
                        CASE WHEN w.previous_until > now() THEN w.previous_secret END",
             &[&limit, &lease_secs],
         )
@@ -186,7 +199,7 @@ pub async fn claim_due(
             id: r.get(0),
             event: r.get(1),
             payload: r.get(2),
-            created_at: r.get(3),
+            retries_from: r.get(3),
             attempts: r.get(4),
             url: r.get(5),
             secret: r.get(6),

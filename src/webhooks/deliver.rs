@@ -15,7 +15,8 @@ const POLL: Duration = Duration::from_millis(500);
 const LEASE_SECS: f64 = 30.0;
 /// How long one attempt may take.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Deliveries are retried for this long after the event, then given up.
+/// Deliveries are retried for this long after the event (not counting the time their
+/// endpoint was paused), then given up.
 const GIVE_UP_AFTER_HOURS: i64 = 24;
 
 pub(super) async fn run(hooks: Arc<Webhooks>) {
@@ -48,7 +49,7 @@ async fn round(hooks: &Webhooks) -> Result<(), crate::control::ControlError> {
             Ok(()) => outbox::delivered(&**db, d.id).await?,
             Err(why) => {
                 let given_up =
-                    Utc::now() - d.created_at >= chrono::Duration::hours(GIVE_UP_AFTER_HOURS);
+                    Utc::now() - d.retries_from >= chrono::Duration::hours(GIVE_UP_AFTER_HOURS);
                 let retry_at = (!given_up).then(|| Utc::now() + backoff(d.attempts));
                 metrics::counter!("interlock_webhook_failures_total").increment(1);
                 tracing::warn!(delivery = %d.id, url = %d.url, attempts = d.attempts, error = %why, "webhook delivery failed");
