@@ -740,3 +740,78 @@ async fn an_unsampled_call_exports_nothing_and_its_record_names_no_trace() {
         "nothing sampled, nothing sent"
     );
 }
+
+/// Requests answered before, or without, a handler's own span still have their server span,
+/// under the caller's parent, with the status and the refusal's code: refused by the edge
+/// guard, by the one-credential rule, by the framework (an unknown method), and a legacy
+/// listing that has no span of its own.
+#[tokio::test]
+async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
+    let (env, receiver) = traced_env(|_| {}).await;
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let http = common::http::client();
+    let mcp = env.gateway.url("/mcp");
+    let auth = format!("Bearer {}", env.agent_key);
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    // (what, request, status, name, code)
+    let cases = [
+        (
+            "a Host not allowed",
+            http.post(&mcp).header("Host", "evil.example").json(&ping),
+            403,
+            "POST /mcp",
+            Some("forbidden_host"),
+        ),
+        (
+            "two Authorization headers",
+            http.post(&mcp)
+                .header("Authorization", &auth)
+                .header("Authorization", &auth)
+                .json(&ping),
+            400,
+            "POST /mcp",
+            Some("invalid_request"),
+        ),
+        (
+            "a method the route does not have",
+            http.put(&mcp).header("Authorization", &auth),
+            405,
+            "PUT /mcp",
+            Some("method_not_allowed"),
+        ),
+        (
+            "the legacy tool listing",
+            http.get(env.gateway.url("/mcp/tools/list"))
+                .header("Authorization", &auth),
+            200,
+            "GET /mcp/tools/list",
+            None,
+        ),
+    ];
+    for (what, request, status, name, code) in cases {
+        let res = request.header("traceparent", parent).send().await.unwrap();
+        assert_eq!(res.status().as_u16(), status, "{what}");
+        let rid = res.headers()["x-request-id"].to_str().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let span = loop {
+            if let Some(s) = decode(&receiver)
+                .into_iter()
+                .find(|s| s.kind == 2 && s.attr("interlock.request_id") == Some(rid.as_str()))
+            {
+                break s;
+            }
+            assert!(Instant::now() < deadline, "{what}: no server span");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!(span.name, name, "{what}");
+        assert_eq!(span.trace_id, "0af7651916cd43dd8448eb211c80319c", "{what}");
+        assert_eq!(span.parent, "b7ad6b7169203331", "{what}");
+        assert_eq!(
+            span.attr("http.response.status_code"),
+            Some(status.to_string().as_str()),
+            "{what}"
+        );
+        assert_eq!(span.attr("error.type"), code, "{what}");
+        assert_eq!(span.attr("interlock.refusal.code"), code, "{what}");
+    }
+}

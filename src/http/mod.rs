@@ -13,10 +13,12 @@ mod mcp_endpoint;
 pub mod metrics;
 mod oauth_metadata;
 mod proxy;
+mod refusal_answer;
 pub(crate) mod refusal_trail;
 pub mod request_id;
 pub(crate) mod sse;
 mod trace;
+mod untraced;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -77,6 +79,9 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .wrap(actix_web::middleware::from_fn(
                 refusal_trail::audit_unaudited,
             ))
+            // A span for whatever no handler traced (inside the request id, outside the
+            // one-credential rule and the route guards, which refuse before any handler).
+            .wrap(actix_web::middleware::from_fn(untraced::span_untraced))
             .wrap(request_id::RequestId)
             .wrap(actix_web::middleware::Condition::new(
                 metrics_addr.is_some(),

@@ -9,15 +9,12 @@
 //! framework's own body limits, unreadable bodies, unknown routes and methods) and any
 //! handler that forgot. So a route added tomorrow is covered without doing anything.
 //!
-//! The record's code and reason come from the answer's JSON body when it has one
-//! (`{"error", "code"}` or a JSON-RPC error's `data`), otherwise from the status.
+//! The record's code and reason are the answer's ([`super::refusal_answer`]).
 
-use actix_web::body::{BodySize, BoxBody, MessageBody};
+use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::StatusCode;
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage};
-use serde_json::Value;
 
 use crate::pipeline::refusal_audit::{caller, EarlyRefusal};
 use crate::AppState;
@@ -30,9 +27,6 @@ pub struct Audited;
 pub fn mark(req: &impl HttpMessage) {
     req.extensions_mut().insert(Audited);
 }
-
-/// Largest answer body read for its code and reason; a larger one is audited by status.
-const MAX_READ: u64 = 16 * 1024;
 
 /// Middleware body for `App::wrap(from_fn(audit_unaudited))`.
 pub async fn audit_unaudited(
@@ -51,22 +45,9 @@ pub async fn audit_unaudited(
     let Some(state) = state else {
         return Ok(res);
     };
-    let (http, response) = res.into_parts();
-    let (response, body) = response.into_parts();
-    let (said, body) = match body.size() {
-        BodySize::Sized(n) if n <= MAX_READ => {
-            match actix_web::body::to_bytes_limited(body, MAX_READ as usize).await {
-                Ok(Ok(bytes)) => (
-                    serde_json::from_slice::<Value>(&bytes).ok(),
-                    BoxBody::new(bytes),
-                ),
-                // Unreadable: audited by status, answered empty (the status stays).
-                _ => (None, BoxBody::new(())),
-            }
-        }
-        _ => (None, body),
-    };
-    let (code, reason) = code_and_reason(said.as_ref(), status);
+    let (res, said) = super::refusal_answer::read(res).await;
+    let (code, reason) = super::refusal_answer::code_and_reason(said.as_ref(), status);
+    let http = res.request();
     let path = http.path();
     let authorization = http
         .headers()
@@ -75,7 +56,7 @@ pub async fn audit_unaudited(
     let who = caller(&state.identities, authorization).await;
     state.refusals.record(
         EarlyRefusal {
-            request_id: super::request_id::of(&http),
+            request_id: super::request_id::of(http),
             adapter: adapter_of(path),
             target: format!(
                 "{} {}",
@@ -91,7 +72,7 @@ pub async fn audit_unaudited(
         },
         who.as_deref(),
     );
-    Ok(ServiceResponse::new(http, response.set_body(body)))
+    Ok(res)
 }
 
 /// Which adapter a path belongs to (the audit record's `adapter`).
@@ -110,79 +91,9 @@ fn adapter_of(path: &str) -> &'static str {
     }
 }
 
-/// The refusal's machine code and reason, from the answer's JSON or its status.
-fn code_and_reason(body: Option<&Value>, status: StatusCode) -> (String, String) {
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
-    let code =
-        body.and_then(|b| text(b.get("code")).or_else(|| text(b.pointer("/error/data/code"))));
-    let reason = body.and_then(|b| {
-        text(b.get("error"))
-            .or_else(|| text(b.pointer("/error/data/reason")))
-            .or_else(|| text(b.pointer("/error/message")))
-    });
-    let by_status = match status.as_u16() {
-        400 => "bad_request",
-        401 => "unauthenticated",
-        403 => "forbidden",
-        404 => "not_found",
-        405 => "method_not_allowed",
-        406 => "not_acceptable",
-        408 => "request_timeout",
-        409 => "conflict",
-        413 => "payload_too_large",
-        415 => "unsupported_media_type",
-        429 => "rate_limited",
-        _ => "client_error",
-    };
-    (
-        code.unwrap_or_else(|| by_status.to_string()),
-        reason
-            .unwrap_or_else(|| status.canonical_reason().unwrap_or("refused").to_string())
-            .chars()
-            .take(300)
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn the_code_and_reason_come_from_the_answer_or_its_status() {
-        let cases = [
-            (
-                Some(json!({"error": "bad sql type", "code": "invalid_arguments"})),
-                400,
-                "invalid_arguments",
-                "bad sql type",
-            ),
-            (
-                Some(
-                    json!({"jsonrpc": "2.0", "error": {"code": -32602, "message": "m", "data": {"code": "unknown_tool", "reason": "no such tool"}}}),
-                ),
-                400,
-                "unknown_tool",
-                "no such tool",
-            ),
-            (None, 413, "payload_too_large", "Payload Too Large"),
-            (
-                Some(json!("text")),
-                415,
-                "unsupported_media_type",
-                "Unsupported Media Type",
-            ),
-            (None, 404, "not_found", "Not Found"),
-        ];
-        for (body, status, code, reason) in cases {
-            let status = StatusCode::from_u16(status).expect("status");
-            assert_eq!(
-                code_and_reason(body.as_ref(), status),
-                (code.to_string(), reason.to_string())
-            );
-        }
-    }
 
     #[test]
     fn paths_name_their_adapter() {

@@ -5,7 +5,7 @@
 
 use std::time::{Instant, SystemTime};
 
-use actix_web::HttpRequest;
+use actix_web::{HttpMessage, HttpRequest};
 
 use crate::mcp::MessageFacts;
 use crate::telemetry::traces::names;
@@ -13,18 +13,23 @@ use crate::telemetry::traces::propagation::remote_parent;
 use crate::telemetry::traces::{KeyValue, ServerSpan};
 use crate::AppState;
 
+/// The request has its server span (requests without one get [`super::untraced`]'s).
+#[derive(Debug, Clone, Copy)]
+pub struct Spanned;
+
 /// The span of `req`, begun when it arrived (`started`), named `name`, with `route` as
 /// `http.route`; `message` adds the MCP facts and may carry the parent.
 pub fn server_span(
     state: &AppState,
     req: &HttpRequest,
     started: Instant,
-    route: &'static str,
+    route: &str,
     message: Option<&MessageFacts>,
 ) -> ServerSpan {
     if !state.tracing.is_on() {
         return ServerSpan::off();
     }
+    req.extensions_mut().insert(Spanned);
     let headers: Vec<(String, String)> = ["traceparent", "tracestate"]
         .into_iter()
         .filter_map(|k| {
@@ -46,7 +51,7 @@ pub fn server_span(
     state.tracing.server(name, began, parent, || {
         let mut kv = vec![
             KeyValue::new("http.request.method", req.method().to_string()),
-            KeyValue::new("http.route", route),
+            KeyValue::new("http.route", route.to_string()),
             KeyValue::new("url.path", req.path().to_string()),
             KeyValue::new("url.scheme", req.connection_info().scheme().to_string()),
             KeyValue::new(names::REQUEST_ID, crate::http::request_id::of(req)),
