@@ -741,10 +741,12 @@ async fn an_unsampled_call_exports_nothing_and_its_record_names_no_trace() {
     );
 }
 
-/// Requests answered before, or without, a handler's own span still have their server span,
-/// under the caller's parent, with the status and the refusal's code: refused by the edge
-/// guard, by the one-credential rule, by the framework (an unknown method), and a legacy
-/// listing that has no span of its own.
+/// Requests answered before, or without, a handler's own span still have exactly one server
+/// span, under the caller's parent, with the status and the refusal's code: refused by the
+/// edge guard, by the one-credential rule, by the framework (a body over the limit, an unknown
+/// method), by the proxy before its call began, a legacy listing that has no span of its own,
+/// and a path no route matched (named by its method alone); a request a handler traces keeps
+/// its one span; an unknown path outside the governed routes is not traced.
 #[tokio::test]
 async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
     let (env, receiver) = traced_env(|_| {}).await;
@@ -753,13 +755,22 @@ async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
     let mcp = env.gateway.url("/mcp");
     let auth = format!("Bearer {}", env.agent_key);
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
-    // (what, request, status, name, code)
+    let send = |request: reqwest::RequestBuilder| async move {
+        let res = request.header("traceparent", parent).send().await.unwrap();
+        let rid = res.headers()["x-request-id"].to_str().unwrap().to_string();
+        (res.status().as_u16(), rid)
+    };
+    // Not traced: first, so that the spans of the cases after it prove the export went by.
+    let (status, untraced) = send(http.get(env.gateway.url("/nowhere"))).await;
+    assert_eq!(status, 404);
+    // (what, request, status, name, route, code)
     let cases = [
         (
             "a Host not allowed",
             http.post(&mcp).header("Host", "evil.example").json(&ping),
             403,
             "POST /mcp",
+            Some("/mcp"),
             Some("forbidden_host"),
         ),
         (
@@ -770,14 +781,46 @@ async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
                 .json(&ping),
             400,
             "POST /mcp",
+            Some("/mcp"),
             Some("invalid_request"),
+        ),
+        (
+            "a body over the limit",
+            http.post(&mcp)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .body(vec![b' '; 2 << 20]),
+            413,
+            "POST /mcp",
+            Some("/mcp"),
+            Some("payload_too_large"),
         ),
         (
             "a method the route does not have",
             http.put(&mcp).header("Authorization", &auth),
             405,
             "PUT /mcp",
+            Some("/mcp"),
             Some("method_not_allowed"),
+        ),
+        (
+            "a proxy body that is not an object",
+            http.post(env.gateway.url("/v1/sources/shop/query"))
+                .header("Authorization", &auth)
+                .json(&json!([])),
+            400,
+            "POST /v1/sources/{id}/query",
+            Some("/v1/sources/{id}/query"),
+            Some("invalid_request"),
+        ),
+        (
+            "a governed path no route matched",
+            http.get(env.gateway.url("/mcp/nowhere"))
+                .header("Authorization", &auth),
+            404,
+            "GET",
+            None,
+            Some("not_found"),
         ),
         (
             "the legacy tool listing",
@@ -785,25 +828,47 @@ async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
                 .header("Authorization", &auth),
             200,
             "GET /mcp/tools/list",
+            Some("/mcp/tools/list"),
+            None,
+        ),
+        (
+            "a ping, traced by its handler",
+            http.post(&mcp)
+                .header("Authorization", &auth)
+                .header("Accept", "application/json, text/event-stream")
+                .header("MCP-Protocol-Version", HANDSHAKE)
+                .json(&ping),
+            200,
+            "ping",
+            Some("/mcp"),
             None,
         ),
     ];
-    for (what, request, status, name, code) in cases {
-        let res = request.header("traceparent", parent).send().await.unwrap();
-        assert_eq!(res.status().as_u16(), status, "{what}");
-        let rid = res.headers()["x-request-id"].to_str().unwrap().to_string();
+    for (what, request, status, name, route, code) in cases {
+        let (got, rid) = send(request).await;
+        assert_eq!(got, status, "{what}");
         let deadline = Instant::now() + Duration::from_secs(15);
-        let span = loop {
-            if let Some(s) = decode(&receiver)
+        let spans = loop {
+            let spans: Vec<Span> = decode(&receiver)
                 .into_iter()
-                .find(|s| s.kind == 2 && s.attr("interlock.request_id") == Some(rid.as_str()))
-            {
-                break s;
+                .filter(|s| s.kind == 2 && s.attr("interlock.request_id") == Some(rid.as_str()))
+                .collect();
+            if !spans.is_empty() {
+                break spans;
             }
             assert!(Instant::now() < deadline, "{what}: no server span");
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        // One span per request: a handler's span is not doubled by the fallback.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let again = decode(&receiver)
+            .into_iter()
+            .filter(|s| s.kind == 2 && s.attr("interlock.request_id") == Some(rid.as_str()))
+            .count();
+        assert_eq!(again, 1, "{what}: {spans:?}");
+        let span = &spans[0];
         assert_eq!(span.name, name, "{what}");
+        assert_eq!(span.attr("http.route"), route, "{what}");
         assert_eq!(span.trace_id, "0af7651916cd43dd8448eb211c80319c", "{what}");
         assert_eq!(span.parent, "b7ad6b7169203331", "{what}");
         assert_eq!(
@@ -814,4 +879,10 @@ async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
         assert_eq!(span.attr("error.type"), code, "{what}");
         assert_eq!(span.attr("interlock.refusal.code"), code, "{what}");
     }
+    assert!(
+        !decode(&receiver)
+            .iter()
+            .any(|s| s.attr("interlock.request_id") == Some(untraced.as_str())),
+        "an unknown path outside the governed routes is not traced"
+    );
 }

@@ -56,6 +56,8 @@ pub async fn query(
 ) -> HttpResponse {
     let span = server_span(&state, &req, Instant::now(), "/v1/sources/{id}/query", None);
     let Ok(Value::Object(mut args)) = serde_json::from_slice::<Value>(&body) else {
+        span.status(400);
+        span.refused_early("invalid_request");
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_request",
@@ -66,6 +68,8 @@ pub async fn query(
     // The same schema and typed arguments as every MCP adapter.
     let Some(tool) = state.tool_catalog.resolve(ToolKind::Query.name()) else {
         tracing::error!("the tool catalog has no interlock_query");
+        span.status(500);
+        span.refused_early("failed");
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "failed",
@@ -75,11 +79,13 @@ pub async fn query(
     let args = match crate::mcp::parse_arguments(tool, tool.name.as_str(), args) {
         Ok(args) => args,
         Err(invalid) => {
+            span.status(400);
+            span.refused_early("invalid_arguments");
             return HttpResponse::BadRequest().json(json!({
                 "error": invalid.summary(),
                 "code": "invalid_arguments",
                 "errors": invalid.errors_json(),
-            }))
+            }));
         }
     };
     // Dropping this handler's future (client gone) cancels the work.

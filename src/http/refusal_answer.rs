@@ -52,6 +52,8 @@ pub fn code_and_reason(body: Option<&Value>, status: StatusCode) -> (String, Str
         413 => "payload_too_large",
         415 => "unsupported_media_type",
         429 => "rate_limited",
+        503 => "unavailable",
+        _ if status.is_server_error() => "server_error",
         _ => "client_error",
     };
     (
@@ -94,6 +96,8 @@ mod tests {
                 "Unsupported Media Type",
             ),
             (None, 404, "not_found", "Not Found"),
+            (None, 500, "server_error", "Internal Server Error"),
+            (None, 503, "unavailable", "Service Unavailable"),
         ];
         for (body, status, code, reason) in cases {
             let status = StatusCode::from_u16(status).expect("status");

@@ -17,8 +17,10 @@ use crate::AppState;
 #[derive(Debug, Clone, Copy)]
 pub struct Spanned;
 
-/// The span of `req`, begun when it arrived (`started`), named `name`, with `route` as
-/// `http.route`; `message` adds the MCP facts and may carry the parent.
+/// The span of `req`, begun when it arrived (`started`), with `route` (the matched
+/// template; empty when none matched) as `http.route`; named after the message when
+/// `message` is given (which adds the MCP facts and may carry the parent), else
+/// `<METHOD> <route>`, or `<METHOD>` alone.
 pub fn server_span(
     state: &AppState,
     req: &HttpRequest,
@@ -47,15 +49,20 @@ pub fn server_span(
         .unwrap_or_else(SystemTime::now);
     let name = message
         .and_then(MessageFacts::span_name)
-        .unwrap_or_else(|| format!("{} {route}", req.method()));
+        .unwrap_or_else(|| match route {
+            "" => req.method().to_string(),
+            _ => format!("{} {route}", req.method()),
+        });
     state.tracing.server(name, began, parent, || {
         let mut kv = vec![
             KeyValue::new("http.request.method", req.method().to_string()),
-            KeyValue::new("http.route", route.to_string()),
             KeyValue::new("url.path", req.path().to_string()),
             KeyValue::new("url.scheme", req.connection_info().scheme().to_string()),
             KeyValue::new(names::REQUEST_ID, crate::http::request_id::of(req)),
         ];
+        if !route.is_empty() {
+            kv.push(KeyValue::new("http.route", route.to_string()));
+        }
         if let Some(peer) = req.peer_addr() {
             kv.push(KeyValue::new("client.address", peer.ip().to_string()));
         }

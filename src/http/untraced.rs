@@ -2,7 +2,7 @@
 //! (`/mcp`, `/mcp/…`, `/v1/…`) that was answered before, or without, a handler's own span
 //! (refused by the edge guard or the one-credential rule, by the framework's body limits or
 //! an unknown method, or a route that has no span of its own), and every refusal or failure
-//! elsewhere. Such a span has the HTTP attributes, the caller's parent, the status and, for a
+//! of the admin API (health probes and unknown paths elsewhere are not traced). Such a span has the HTTP attributes, the caller's parent, the status and, for a
 //! 4xx or 5xx, the refusal's code (`error.type`, `interlock.refusal.code`); so "I was
 //! refused" always has a trace, whichever layer refused.
 
@@ -14,7 +14,6 @@ use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage};
 
 use super::trace::{server_span, Spanned};
-use crate::telemetry::traces::KeyValue;
 use crate::AppState;
 
 /// Middleware body for `App::wrap(from_fn(span_untraced))`, inside the request id.
@@ -36,8 +35,9 @@ pub async fn span_untraced(
     };
     let status = res.status();
     let failed = status.is_client_error() || status.is_server_error();
+    let path = res.request().path();
     if res.request().extensions().get::<Spanned>().is_some()
-        || !(failed || governed(res.request().path()))
+        || !(governed(path) || (failed && under(path, "/admin")))
     {
         return Ok(res);
     }
@@ -47,27 +47,26 @@ pub async fn span_untraced(
         (res, None)
     };
     let req = res.request();
-    let route = req
-        .match_pattern()
-        .unwrap_or_else(|| req.path().to_string());
+    // A path no route matched names no route: the span is named by its method alone (a
+    // scanner's paths would otherwise each name a span).
+    let route = req.match_pattern().unwrap_or_default();
     let span = server_span(&state, req, started, &route, None);
     span.status(status.as_u16());
     if failed {
         let (code, _) = super::refusal_answer::code_and_reason(said.as_ref(), status);
-        span.set(|| {
-            vec![
-                KeyValue::new("error.type", code.clone()),
-                KeyValue::new("interlock.refusal.code", code),
-            ]
-        });
+        span.refused_early(&code);
     }
     Ok(res)
 }
 
 /// The routes whose every request is traced.
 fn governed(path: &str) -> bool {
-    let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
-    under("/mcp") || under("/v1")
+    under(path, "/mcp") || under(path, "/v1")
+}
+
+fn under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
 #[cfg(test)]

@@ -218,6 +218,12 @@ async function signIn(page, key, role) {
   await page.goto(`${opts.base}/console`, { waitUntil: "domcontentloaded" });
   await page.waitForSelector("#signin-key", { state: "visible", timeout: 15000 });
   check("the sign-in form has a labelled key field", await page.locator('label[for="signin-key"]').count() === 1);
+  const duplicateIds = await page.evaluate(() => {
+    const seen = new Map();
+    for (const el of document.querySelectorAll("[id]")) seen.set(el.id, (seen.get(el.id) || 0) + 1);
+    return [...seen].filter(([, n]) => n > 1).map(([id]) => id);
+  });
+  check("every id in the console is unique (a second one is never found by id)", duplicateIds.length === 0, duplicateIds.join(", "));
   await page.fill("#signin-key", key);
   await page.keyboard.press("Enter"); // keyboard submit
   await page.waitForSelector("#nav:not([hidden])", { timeout: 15000 });
@@ -861,12 +867,12 @@ async function phaseOperatorScale(context) {
   const api = (await http("GET", `/admin/activity?since=${encodeURIComponent(shownWindow.since)}&until=${encodeURIComponent(shownWindow.loaded)}&bucket=${shownWindow.bucket}`, creds.operator_key)).json;
   check("the API answers the page's window with the page's buckets", api.since === shownWindow.since && api.bucket_secs === 1800, `${api.since} vs ${shownWindow.since}, ${api.bucket_secs} s`);
   const apiSources = api.sources.filter((x) => x.source !== null);
-  const firstRows = await page.locator("#sources-summary-body tr").count();
-  const moreText = (await page.textContent("#sources-summary-more")) || "";
+  const firstRows = await page.locator("#activity-sources-body tr").count();
+  const moreText = (await page.textContent("#activity-sources-more")) || "";
   check("the ten most troubled sources are listed first, the rest behind a button that says how many", firstRows === 10 && moreText.includes(`Show all ${api.sources.length} sources`), `${firstRows} rows, button "${moreText}"`);
-  await page.click("#sources-summary-more");
-  check("the button says it expanded the table", (await page.getAttribute("#sources-summary-more", "aria-expanded")) === "true");
-  const rows = await page.$$eval("#sources-summary-body tr", (trs) => trs.map((tr) => ({
+  await page.click("#activity-sources-more");
+  check("the button says it expanded the table", (await page.getAttribute("#activity-sources-more", "aria-expanded")) === "true");
+  const rows = await page.$$eval("#activity-sources-body tr", (trs) => trs.map((tr) => ({
     source: tr.dataset.source,
     calls: Number(tr.children[2].textContent),
     unavailable: Number(tr.children[4].textContent),
@@ -901,32 +907,48 @@ async function phaseOperatorScale(context) {
   check("Tab reaches the first source's button after the filters", focused === "source-3", focused);
   startTimer("activity_24h_one_source");
   await page.keyboard.press("Enter");
-  await page.waitForFunction(() => document.activeElement?.id === "calls-title" && document.querySelector("#sources-summary").hidden, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.activeElement?.id === "calls-title" && document.querySelector("#activity-sources").hidden, null, { timeout: 30000 });
   stopTimer("activity_24h_one_source");
   const one = await page.$$eval("#calls-body tr", (trs) => trs.reduce((a, tr) => a + Number(tr.children[5].textContent), 0));
   check("choosing it charts that source alone (its unavailable calls, focus on the chart)", (await page.inputValue("#activity-source")) === "source-3" && one === failingDown.reduce((a, b) => a + b.unavailable, 0), `${one}`);
   await page.selectOption("#activity-source", "");
-  await page.waitForSelector("#sources-summary:not([hidden])", { timeout: 30000 });
+  await page.waitForSelector("#activity-sources:not([hidden])", { timeout: 30000 });
   await page.waitForFunction(() => document.querySelectorAll("#talkers-body tr").length > 1, null, { timeout: 30000 });
   const fleetCalls = await page.$$eval("#calls-body tr", (trs) => trs.reduce((a, tr) => a + Number(tr.children[1].textContent), 0));
   const failingCalls = failing.buckets.reduce((a, b) => a + b.calls, 0);
-  check("back to the whole fleet, the charts are the fleet's again (not a late answer for source-3)", fleetCalls > 40 * failingCalls, `${fleetCalls} vs source-3's ${failingCalls}`);
+  check("back to the whole fleet, the charts are the fleet's again", fleetCalls > 40 * failingCalls, `${fleetCalls} vs source-3's ${failingCalls}`);
 
-  // The open page asks again every 10 s (an hour's window), but never redraws under the
-  // keyboard: focus on a bucket stays put, and the page catches up once focus moves on.
+  // A late answer never paints over a newer one: source-3's answer is held back while the
+  // operator goes back to the whole fleet; when it arrives, the fleet stays drawn.
+  await page.route(/\/admin\/activity\?.*source=source-3/, async (route) => { await sleep(2500); await route.continue(); });
+  await page.selectOption("#activity-source", "source-3");
+  await page.selectOption("#activity-source", "");
+  await sleep(4000);
+  await page.unroute(/\/admin\/activity\?.*source=source-3/);
+  const afterLate = await page.$$eval("#calls-body tr", (trs) => trs.reduce((a, tr) => a + Number(tr.children[1].textContent), 0));
+  const summaryShown = await page.isVisible("#activity-sources");
+  check("source-3's late answer did not paint over the fleet chosen after it", afterLate > 40 * failingCalls && summaryShown, `${afterLate} calls shown, sources table shown ${summaryShown}, source ${await page.inputValue("#activity-source")}, ${failingCalls}`);
+
+  // The open page asks again every 10 s (an hour's window), but not while keyboard focus is
+  // on a bucket: the tick is skipped (counted in data-deferred), the page says updates wait,
+  // focus stays put; once focus moves on, the page refreshes.
   const hourBefore = await loadedAt();
   await page.selectOption("#activity-window", "1h");
   await page.waitForFunction((prev) => document.querySelector("#page-activity").dataset.loaded !== prev, hourBefore, { timeout: 30000 });
   const held = await loadedAt();
-  await page.focus("#calls-chart .bucket");
-  await sleep(12000);
+  const deferredBefore = Number(await page.getAttribute("#page-activity", "data-deferred") || 0);
+  await page.focus("#activity-sources-more");
+  await page.keyboard.press("Tab");
+  check("Tab from the sources table reaches the calls chart's first bucket", await page.evaluate(() => Boolean(document.activeElement?.closest("#calls-chart .bucket"))));
+  await page.waitForFunction((n) => Number(document.querySelector("#page-activity").dataset.deferred || 0) > n, deferredBefore, { timeout: 25000 });
   const kept = await page.evaluate(() => Boolean(document.activeElement?.closest("#calls-chart .bucket")) && document.activeElement.isConnected);
-  check("a bucket keeps keyboard focus across the 10 s refresh (no redraw under the keyboard)", kept && (await loadedAt()) === held, `focus kept ${kept}`);
-  await page.focus("#activity-title");
+  check("a refresh due while a bucket has keyboard focus waits: focus stays, nothing redrawn", kept && (await loadedAt()) === held, `focus kept ${kept}`);
+  check("the page says its updates wait", await page.isVisible("#activity-paused"));
+  await page.keyboard.press("Shift+Tab");
   await page.waitForFunction((prev) => document.querySelector("#page-activity").dataset.loaded !== prev, held, { timeout: 15000 });
-  check("once focus moves on, the page refreshes again", true);
+  check("once focus moves on, the page refreshes and no longer says it waits", await page.isHidden("#activity-paused"));
   await page.selectOption("#activity-window", "24h");
-  await page.waitForFunction(() => document.querySelectorAll("#sources-summary-body tr").length > 10, null, { timeout: 30000 });
+  await page.waitForFunction(() => document.querySelectorAll("#activity-sources-body tr").length > 10, null, { timeout: 30000 });
 
   await page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(page, "activity-24h");

@@ -104,6 +104,8 @@ pub async fn activity(
         "fleet": fleet.iter().map(|(at, m)| bucket_json(*at, m)).collect::<Vec<_>>(),
         "sources": sources,
         "top_talkers": top_talkers(&window.identities),
+        // The newest TRANSITIONS only: the window may hold more.
+        "circuit_truncated": i64::try_from(transitions.len()).unwrap_or(i64::MAX) >= TRANSITIONS,
         "circuit": transitions,
         "approvals": approvals,
     }))

@@ -440,7 +440,7 @@
     startEvents();
     state.timers.push(setInterval(tickTimes, 1000));
     state.timers.push(setInterval(() => { if (state.page === "sources" && !document.hidden) loadSources({ quiet: true }); }, 10000));
-    state.timers.push(setInterval(() => { if (state.page === "activity" && !document.hidden && activityDue()) loadActivity(); }, 10000));
+    state.timers.push(setInterval(activityTick, 10000));
     // Approvers land on Approvals; operators on Sources.
     route(true);
     // Keep the pending count in the nav fresh whatever page is open.
@@ -1809,8 +1809,8 @@
       return t;
     }).sort((a, b) => b.unavailable - a.unavailable || b.refused - a.refused || b.calls - a.calls
       || String(a.id).localeCompare(String(b.id), "en", { numeric: true }));
-    const body = clear($("sources-summary-body"));
-    const more = $("sources-summary-more");
+    const body = clear($("activity-sources-body"));
+    const more = $("activity-sources-more");
     const shown = more.getAttribute("aria-expanded") === "true" ? rows.length : SUMMARY_ROWS;
     more.hidden = rows.length <= SUMMARY_ROWS;
     more.textContent = more.getAttribute("aria-expanded") === "true" ? `Show the first ${SUMMARY_ROWS} only` : `Show all ${rows.length} sources`;
@@ -1829,9 +1829,10 @@
         h("td", {}, t.firstDown ? h("time", { attrs: { datetime: t.firstDown }, title: absTime(t.firstDown) }, clock(t.firstDown)) : "—"),
         h("td", { className: "num" }, t.p99 ?? "—"),
         h("td", { className: "num" }, reads ? `${Math.round(t.hits / reads * 100)} % of ${reads}` : "—"),
-        h("td", { className: "num" }, String(changes.get(t.id) || 0))));
+        h("td", { className: "num", title: r.circuit_truncated ? "the window has more transitions than the API lists: at least this many" : null },
+          `${changes.get(t.id) || 0}${r.circuit_truncated ? "+" : ""}`)));
     }
-    $("sources-summary-empty").hidden = rows.length > 0;
+    $("activity-sources-empty").hidden = rows.length > 0;
   }
 
   /** Charts one source alone (from the summary's buttons), and moves focus to its charts. */
@@ -1839,35 +1840,49 @@
     const select = $("activity-source");
     if (![...select.options].some((o) => o.value === id)) select.appendChild(h("option", { value: id }, displaySafe(id)));
     select.value = id;
-    loadActivity().then(() => $("calls-title").focus());
+    loadActivity().then((drawn) => { if (drawn) $("calls-title").focus(); });
   }
 
+  let sourcesListed = false;
+
+  /** The source filter's options, once (a source chosen from the table before may be there
+   * already). */
   async function activitySources() {
+    if (sourcesListed) return;
     const select = $("activity-source");
-    if (select.options.length > 1) return;
     try {
       const r = await api("/admin/sources");
-      for (const s of r.sources || []) select.appendChild(h("option", { value: s.id }, displaySafe(s.id)));
-    } catch (_) { /* the fleet view works without the list */ }
+      const have = new Set([...select.options].map((o) => o.value));
+      for (const s of r.sources || []) if (!have.has(s.id)) select.appendChild(h("option", { value: s.id }, displaySafe(s.id)));
+      sourcesListed = true;
+    } catch (_) { /* the fleet view works without the list; asked again next load */ }
   }
 
-  let activityLoads = 0;
+  let activityLoads = 0, activityPending = 0;
   let activityDrawnAt = 0, activityBucketSecs = 60;
 
-  /** Whether the open Activity page should ask again: every 10 s for short windows, and
-   * about every thirtieth of a bucket for long ones (a day's 30-minute buckets every minute;
-   * each ask of a day of a large fleet costs the gateway a fraction of a second). */
-  function activityDue() {
-    return Date.now() - activityDrawnAt >= Math.max(10000, activityBucketSecs * 1000 / 30) - 500
-      && !underKeyboard();
+  /** The page's refresh, every 10 s for short windows and about every thirtieth of a bucket
+   * for long ones (a day's 30-minute buckets every minute: each ask of a day of a large
+   * fleet costs the gateway a fraction of a second); never while a load is on its way, and
+   * never under the keyboard (see `underKeyboard`). */
+  function activityTick() {
+    if (state.page !== "activity" || document.hidden || activityPending) return;
+    if (Date.now() - activityDrawnAt < Math.max(10000, activityBucketSecs * 1000 / 30) - 500) return;
+    if (underKeyboard()) {
+      $("activity-paused").hidden = false;
+      const page = $("page-activity");
+      page.dataset.deferred = String(Number(page.dataset.deferred || 0) + 1);
+      return;
+    }
+    loadActivity();
   }
 
-  /** Whether keyboard focus is on something a redraw would replace (a bucket, a timeline
-   * stretch, a row's button): the page then waits, rather than drop the user's place, and
-   * catches up once focus moves on. */
+  /** Whether keyboard focus (not a mouse click) is on something a redraw would replace (a
+   * bucket, a timeline stretch, a row's button): the page then waits, saying so, rather
+   * than drop the user's place, and catches up once focus moves on. */
   function underKeyboard() {
     const a = document.activeElement;
-    return Boolean(a && a.closest && a.closest("#page-activity .chart, #page-activity tbody"));
+    return Boolean(a && a.closest && a.matches(":focus-visible") && a.closest("#page-activity .chart, #page-activity tbody"));
   }
 
   async function loadActivity() {
@@ -1875,14 +1890,15 @@
     const source = $("activity-source").value;
     // A slower answer to an earlier choice (or to the timer) must not paint over a newer one.
     const load = ++activityLoads;
+    activityPending++;
     try {
       const r = await api(`/admin/activity${qs({ since: $("activity-window").value, source })}`);
-      if (load !== activityLoads) return;
+      if (load !== activityLoads) return false;
       const drawing = performance.now();
       const series = source ? ((r.sources || []).find((s) => s.source === source) || { buckets: [] }).buckets : r.fleet;
       const frame = { since: r.since, until: r.until, bucketSecs: r.bucket_secs, rows: series || [] };
       $("activity-horizon").textContent = `What the fleet's calls did, from every replica's minutes: kept ${r.retain_hours} hours, at most ${Math.round(r.flush_interval_ms / 1000)} s behind; buckets of ${Math.round(r.bucket_secs / 60)} min.`;
-      $("sources-summary").hidden = Boolean(source);
+      $("activity-sources").hidden = Boolean(source);
       if (!source) {
         lastActivity = r;
         sourcesSummary(r);
@@ -1943,13 +1959,19 @@
       }
       $("talkers-empty").hidden = (r.top_talkers || []).length > 0;
       // How long drawing took, apart from the answer's wait (the browser test reports it).
+      performance.clearMeasures("interlock.activity.draw");
       performance.measure("interlock.activity.draw", { start: drawing });
       activityDrawnAt = Date.now();
       activityBucketSecs = r.bucket_secs;
+      $("activity-paused").hidden = true;
       Object.assign($("page-activity").dataset, { since: r.since, bucket: r.bucket_secs });
       $("page-activity").dataset.loaded = r.until;
+      return true;
     } catch (e) {
       if (load === activityLoads) announce(describeError(e, "Loading the activity"), "error");
+      return false;
+    } finally {
+      activityPending--;
     }
   }
 
@@ -2035,8 +2057,8 @@
         details.querySelector("summary").focus();
       });
     }
-    $("sources-summary-more").addEventListener("click", () => {
-      const more = $("sources-summary-more");
+    $("activity-sources-more").addEventListener("click", () => {
+      const more = $("activity-sources-more");
       more.setAttribute("aria-expanded", String(more.getAttribute("aria-expanded") !== "true"));
       if (lastActivity) sourcesSummary(lastActivity);
     });

@@ -188,6 +188,18 @@ impl ServerSpan {
         }
     }
 
+    /// Refused before its governed call began (a body that is not the route's, arguments
+    /// that fail the schema): the refusal's code as `error.type` and
+    /// `interlock.refusal.code`.
+    pub fn refused_early(&self, code: &str) {
+        self.set(|| {
+            vec![
+                KeyValue::new("error.type", code.to_string()),
+                KeyValue::new("interlock.refusal.code", code.to_string()),
+            ]
+        });
+    }
+
     /// The governed call inside this request.
     pub fn call(&self) -> CallTrace {
         CallTrace(self.0.as_ref().map(|r| {
