@@ -498,5 +498,86 @@ async fn time_spent_paused_does_not_use_up_a_deliverys_retries() {
             }
             assert!(receiver.received().iter().any(|r| r.accepted));
         }
+        // Each attempt is in the delivery's log, with the endpoint's status and how long
+        // it took; the refused one with its error.
+        let listed = common::http::get_json(
+            &env.gateway
+                .url(&format!("/admin/webhooks/{hook}/deliveries")),
+            &env.operator_key,
+        )
+        .await;
+        let log = listed["deliveries"][0]["attempt_log"].as_array().unwrap();
+        let statuses: Vec<u64> = log.iter().map(|a| a["status"].as_u64().unwrap()).collect();
+        let want: &[u64] = if paused { &[503, 200] } else { &[503] };
+        assert_eq!(statuses, want, "{listed}");
+        assert!(
+            log[0]["error"].as_str().unwrap().contains("HTTP 503"),
+            "{listed}"
+        );
+        assert!(log.iter().all(|a| a["ms"].is_u64() && a["at"].is_string()));
     }
+}
+
+/// A delivery's log keeps its newest 20 attempts, oldest first (the endpoint paused, so only
+/// this test attempts it).
+#[tokio::test]
+async fn a_deliverys_log_keeps_its_newest_twenty_attempts() {
+    use interlock::control::webhooks::{attempt_failed, Attempt, ATTEMPTS_KEPT};
+    let env = env().await;
+    let receiver = Receiver::start().await;
+    let hook = register(&env, &receiver.url).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, _) = env
+        .operator_post(&format!("/admin/webhooks/{hook}/pause"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let res = client()
+        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+    let db = common::admin(&env.control_db).await;
+    let id: uuid::Uuid = db
+        .query_one(
+            "SELECT id FROM webhook_deliveries WHERE webhook_id = $1::text::uuid",
+            &[&hook],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    for n in 1..=25_u64 {
+        let attempt = Attempt {
+            at: chrono::Utc::now(),
+            status: Some(500),
+            error: Some(format!("attempt {n}")),
+            ms: n,
+        };
+        attempt_failed(&db, id, &attempt, Some(chrono::Utc::now()))
+            .await
+            .unwrap();
+    }
+    let log: Value = db
+        .query_one(
+            "SELECT attempt_log FROM webhook_deliveries WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let kept: Vec<u64> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ms"].as_u64().unwrap())
+        .collect();
+    assert_eq!(kept.len(), usize::try_from(ATTEMPTS_KEPT).unwrap());
+    assert_eq!(
+        kept,
+        (6..=25).collect::<Vec<u64>>(),
+        "the newest, oldest first"
+    );
 }

@@ -130,6 +130,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0022_webhook_paused_time",
         sql: include_str!("../../migrations/0022_webhook_paused_time.sql"),
     },
+    Migration {
+        version: 23,
+        name: "0023_webhook_attempts",
+        sql: include_str!("../../migrations/0023_webhook_attempts.sql"),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

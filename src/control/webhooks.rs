@@ -209,11 +209,43 @@ pub async fn claim_due(
         .collect())
 }
 
-pub async fn delivered(client: &impl GenericClient, id: Uuid) -> Result<(), ControlError> {
+/// Attempts kept in a delivery's log (the newest).
+pub const ATTEMPTS_KEPT: i32 = 20;
+
+/// One attempt of a delivery, as its log keeps it.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub at: DateTime<Utc>,
+    /// The endpoint's HTTP status; `None` when no answer came.
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    pub ms: u64,
+}
+
+impl Attempt {
+    fn json(&self) -> Value {
+        serde_json::json!({"at": self.at, "status": self.status, "error": self.error, "ms": self.ms})
+    }
+}
+
+/// Appends `attempt` to the log of `id`, keeping the newest [`ATTEMPTS_KEPT`].
+const LOGGED: &str = "attempt_log = (SELECT coalesce(jsonb_agg(e ORDER BY n), '[]')
+                       FROM jsonb_array_elements(attempt_log || jsonb_build_array($2::jsonb))
+                            WITH ORDINALITY AS t(e, n)
+                      WHERE n > jsonb_array_length(attempt_log) + 1 - $3)";
+
+pub async fn delivered(
+    client: &impl GenericClient,
+    id: Uuid,
+    attempt: &Attempt,
+) -> Result<(), ControlError> {
     client
         .execute(
-            "UPDATE webhook_deliveries SET delivered_at = now(), last_error = NULL WHERE id = $1",
-            &[&id],
+            &format!(
+                "UPDATE webhook_deliveries SET delivered_at = now(), last_error = NULL, {LOGGED}
+                  WHERE id = $1"
+            ),
+            &[&id, &attempt.json(), &ATTEMPTS_KEPT],
         )
         .await?;
     Ok(())
@@ -223,17 +255,26 @@ pub async fn delivered(client: &impl GenericClient, id: Uuid) -> Result<(), Cont
 pub async fn attempt_failed(
     client: &impl GenericClient,
     id: Uuid,
-    error: &str,
+    attempt: &Attempt,
     retry_at: Option<DateTime<Utc>>,
 ) -> Result<(), ControlError> {
     client
         .execute(
-            "UPDATE webhook_deliveries
-                SET last_error = $2,
-                    next_attempt_at = coalesce($3, next_attempt_at),
-                    gave_up_at = CASE WHEN $3::timestamptz IS NULL THEN now() END
-              WHERE id = $1",
-            &[&id, &error, &retry_at],
+            &format!(
+                "UPDATE webhook_deliveries
+                    SET last_error = $4,
+                        next_attempt_at = coalesce($5, next_attempt_at),
+                        gave_up_at = CASE WHEN $5::timestamptz IS NULL THEN now() END,
+                        {LOGGED}
+                  WHERE id = $1"
+            ),
+            &[
+                &id,
+                &attempt.json(),
+                &ATTEMPTS_KEPT,
+                &attempt.error.as_deref().unwrap_or("failed"),
+                &retry_at,
+            ],
         )
         .await?;
     Ok(())
@@ -251,7 +292,8 @@ pub async fn deliveries(
         .query(
             "SELECT json_build_object('id', id, 'event', event, 'created_at', created_at,
                     'attempts', attempts, 'next_attempt_at', next_attempt_at,
-                    'delivered_at', delivered_at, 'gave_up_at', gave_up_at, 'last_error', last_error)
+                    'delivered_at', delivered_at, 'gave_up_at', gave_up_at, 'last_error', last_error,
+                    'attempt_log', attempt_log)
                FROM webhook_deliveries WHERE webhook_id = $1 ORDER BY created_at DESC LIMIT $2",
             &[&webhook, &limit],
         )

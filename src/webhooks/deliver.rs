@@ -7,7 +7,7 @@ use chrono::Utc;
 use serde_json::{json, Value};
 
 use super::{signature, target, Webhooks};
-use crate::control::webhooks::{self as outbox, Due};
+use crate::control::webhooks::{self as outbox, Attempt, Due};
 
 /// How often a replica looks for due deliveries.
 const POLL: Duration = Duration::from_millis(500);
@@ -45,15 +45,33 @@ async fn round(hooks: &Webhooks) -> Result<(), crate::control::ControlError> {
     let db = hooks.control.get().await?;
     let due = outbox::claim_due(&**db, 16, LEASE_SECS).await?;
     for d in due {
-        match attempt(hooks, &d).await {
-            Ok(()) => outbox::delivered(&**db, d.id).await?,
-            Err(why) => {
+        let at = Utc::now();
+        let started = std::time::Instant::now();
+        let result = attempt(hooks, &d).await;
+        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        match result {
+            Ok(status) => {
+                let logged = Attempt {
+                    at,
+                    status: Some(status),
+                    error: None,
+                    ms,
+                };
+                outbox::delivered(&**db, d.id, &logged).await?;
+            }
+            Err(Failed { status, why }) => {
                 let given_up =
                     Utc::now() - d.retries_from >= chrono::Duration::hours(GIVE_UP_AFTER_HOURS);
                 let retry_at = (!given_up).then(|| Utc::now() + backoff(d.attempts));
                 metrics::counter!("interlock_webhook_failures_total").increment(1);
                 tracing::warn!(delivery = %d.id, url = %d.url, attempts = d.attempts, error = %why, "webhook delivery failed");
-                outbox::attempt_failed(&**db, d.id, &why, retry_at).await?;
+                let logged = Attempt {
+                    at,
+                    status,
+                    error: Some(why),
+                    ms,
+                };
+                outbox::attempt_failed(&**db, d.id, &logged, retry_at).await?;
             }
         }
     }
@@ -66,15 +84,33 @@ fn backoff(attempts: i32) -> chrono::Duration {
     chrono::Duration::seconds(secs.min(3600))
 }
 
-/// One signed POST; `Err` says why it did not count as delivered.
-async fn attempt(hooks: &Webhooks, d: &Due) -> Result<(), String> {
+/// Why an attempt did not count as delivered, and the endpoint's status when it answered.
+struct Failed {
+    status: Option<u16>,
+    why: String,
+}
+
+impl From<String> for Failed {
+    fn from(why: String) -> Self {
+        Failed { status: None, why }
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(why: &str) -> Self {
+        Failed::from(why.to_string())
+    }
+}
+
+/// One signed POST: the endpoint's success status, or why it did not count as delivered.
+async fn attempt(hooks: &Webhooks, d: &Due) -> Result<u16, Failed> {
     let target = target::check(&d.url, hooks.allow_private).await?;
     let client = client_for(&target)?;
     let body = match d.format.as_str() {
         "slack" => slack(&d.event, &d.payload, &hooks.console_url),
         _ => d.payload.clone(),
     };
-    let body = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+    let body = serde_json::to_vec(&body).map_err(|e| Failed::from(e.to_string()))?;
     let id = d.id.to_string();
     let timestamp = Utc::now().timestamp();
     // After a rotation, signed with both secrets until the previous one's grace ends.
@@ -96,14 +132,15 @@ async fn attempt(hooks: &Webhooks, d: &Due) -> Result<(), String> {
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("not delivered: {e}"))?;
+        .map_err(|e| Failed::from(format!("not delivered: {e}")))?;
+    let status = res.status().as_u16();
     if res.status().is_success() {
-        Ok(())
+        Ok(status)
     } else {
-        Err(format!(
-            "the endpoint answered HTTP {}",
-            res.status().as_u16()
-        ))
+        Err(Failed {
+            status: Some(status),
+            why: format!("the endpoint answered HTTP {status}"),
+        })
     }
 }
 

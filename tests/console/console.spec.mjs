@@ -645,10 +645,15 @@ async function phaseOperatorRecover(context) {
   // goes out), resume (the waiting delivery goes out), the deliveries listed, delete.
   startTimer("webhooks");
   const received = [];
+  let failNext = 0; // answer this many requests 503 (the delivery is retried)
   const receiver = httpMod.createServer((req, res) => {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
-    req.on("end", () => { received.push({ headers: req.headers, body: Buffer.concat(chunks) }); res.writeHead(200); res.end(); });
+    req.on("end", () => {
+      const status = failNext > 0 ? (failNext--, 503) : 200;
+      received.push({ headers: req.headers, body: Buffer.concat(chunks), status });
+      res.writeHead(status); res.end();
+    });
   });
   await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
   const hookUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
@@ -693,10 +698,20 @@ async function phaseOperatorRecover(context) {
     await page.locator("#webhooks-body tr[data-paused=\"true\"]").getByRole("button", { name: /^Resume / }).click();
     const third = await nextDelivery(3);
     check("the waiting delivery goes out on resume", Boolean(third));
+    // A delivery the endpoint refuses once: retried, and both attempts listed with their
+    // status codes.
+    failNext = 1;
+    await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Test / }).click();
+    const retried = await nextDelivery(5);
+    check("a delivery answered 503 is retried and then accepted", received[3]?.status === 503 && retried?.status === 200 && retried.headers["webhook-id"] === received[3].headers["webhook-id"],
+      received.map((r) => r.status).join(","));
     await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Deliveries / }).click();
-    await page.waitForFunction(() => document.querySelectorAll('.deliveries tr[data-state="delivered"]').length >= 3, null, { timeout: 15000 }).catch(() => {});
+    await page.waitForFunction(() => document.querySelectorAll('.deliveries tr[data-state="delivered"]').length >= 4, null, { timeout: 15000 }).catch(() => {});
     const delivered = await page.locator('.deliveries tr[data-state="delivered"]').count();
-    check("the deliveries list each attempt as delivered", delivered >= 3, `${delivered} delivered rows`);
+    check("the deliveries list each delivery as delivered", delivered >= 4, `${delivered} delivered rows`);
+    const attempts = await page.$$eval('.deliveries tr[data-state="delivered"]', (trs) => trs.map((tr) => [...tr.querySelectorAll(".attempts li")].map((li) => li.dataset.status)));
+    check("each delivery lists its attempts with the endpoint's status codes (503, then 200 for the retried one)",
+      attempts.some((a) => a.join(",") === "503,200") && attempts.filter((a) => a.join(",") === "200").length >= 3, JSON.stringify(attempts));
     await screenshot(page, "webhooks", { fullPage: true });
     await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Delete / }).click();
     await page.waitForFunction((u) => ![...document.querySelectorAll("#webhooks-body tr[data-webhook]")].some((tr) => tr.textContent.includes(u)), hookUrl, { timeout: 10000 });

@@ -787,6 +787,16 @@
     renderWebhooks();
   }
 
+  /** A delivery's attempts, oldest first: when, the endpoint's HTTP status (or that no
+   * answer came, with why), and how long each took; the log keeps the newest 20. */
+  function attemptList(log, attempts) {
+    if (!log.length) return null;
+    const items = log.map((a) => h("li", { dataset: { status: a.status ?? "none" }, title: a.error ? displaySafe(a.error) : null },
+      `${absTime(a.at)}: ${a.status ? `HTTP ${a.status}` : "no answer"} (${a.ms} ms)`));
+    const earlier = log.length >= 20 ? attempts - log.length : 0;
+    return h("ol", { className: "attempts" }, earlier > 0 ? h("li", { className: "muted" }, `${earlier} earlier`) : null, items);
+  }
+
   async function loadDeliveries(id) {
     const box = $(`deliveries-${id}`);
     if (!box) return;
@@ -798,7 +808,8 @@
         h("caption", { className: "sr-only" }, "Deliveries, newest first"),
         h("thead", {}, h("tr", {}, ["Event", "Created", "Attempts", "Status", "Last error"].map((c) => h("th", { attrs: { scope: "col" } }, c)))),
         h("tbody", {}, list.map((d) => h("tr", { dataset: { delivery: d.id, state: d.delivered_at ? "delivered" : d.gave_up_at ? "given_up" : "pending" } },
-          h("td", { className: "mono" }, displaySafe(d.event)), h("td", {}, absTime(d.created_at)), h("td", { className: "num" }, String(d.attempts)),
+          h("td", { className: "mono" }, displaySafe(d.event)), h("td", {}, absTime(d.created_at)),
+          h("td", {}, String(d.attempts), attemptList(d.attempt_log || [], d.attempts)),
           h("td", {}, status(d)), h("td", {}, displaySafe(d.last_error || "—")))))) : h("p", { className: "muted" }, "No deliveries yet."));
     } catch (ex) {
       replaceChildren(box, h("p", { className: "error-cell" }, describeError(ex, "Loading the deliveries")));
