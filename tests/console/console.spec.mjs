@@ -819,6 +819,17 @@ async function phaseOperatorRecover(context) {
   stopTimer("activity");
   await screenshot(page, "activity", { fullPage: true });
 
+  // The top talker links to its audit records of the charted window.
+  await page.click('#talkers-body tr[data-identity="demo-agent"] a');
+  await page.waitForSelector("#page-audit:not([hidden])");
+  await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
+  const filter = await page.evaluate(() => ({ identity: document.querySelector("#audit-identity").value, since: document.querySelector("#audit-since").value, until: document.querySelector("#audit-until").value }));
+  const identities = await page.$$eval("#audit-body tr[data-seq]", (trs) => [...new Set(trs.map((tr) => tr.children[2].textContent))]);
+  const sinceMs = new Date(filter.since).getTime(), untilMs = new Date(filter.until).getTime();
+  check("the top talker's link opens its audit records of the charted hour", filter.identity === "demo-agent" && identities.join() === "demo-agent"
+    && Math.abs(untilMs - sinceMs - 3600 * 1000) < 120 * 1000, `${JSON.stringify(filter)}; identities ${identities.join()}`);
+  await page.click("#audit-clear");
+
   await page.click('#nav a[data-page="approvals"]');
   await page.waitForSelector("#page-approvals:not([hidden])");
   await page.waitForTimeout(500);

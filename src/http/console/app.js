@@ -1800,6 +1800,22 @@
     return root;
   }
 
+  /** The Audit page's filter set to a top talker's records of the charted window (and
+   * source, when one is charted). */
+  function auditFor(identity, source, since, until) {
+    // datetime-local wants local time without a zone, to the second.
+    const local = (iso) => {
+      const d = new Date(iso);
+      const p = (n) => String(n).padStart(2, "0");
+      return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+    };
+    $("audit-identity").value = identity === "(others)" ? "" : identity;
+    $("audit-source").value = source || "";
+    $("audit-outcome").value = "";
+    $("audit-since").value = local(since);
+    $("audit-until").value = local(until);
+  }
+
   /** Sources listed before "Show all". */
   const SUMMARY_ROWS = 10;
   let lastActivity = null;
@@ -1965,7 +1981,7 @@
       $("circuit-history-empty").hidden = (r.circuit || []).length > 0;
       const tb = clear($("talkers-body"));
       for (const t of r.top_talkers || []) {
-        const link = h("a", { href: "#/audit", onclick: () => { $("audit-identity").value = t.identity === "(others)" ? "" : t.identity; } }, displaySafe(t.identity));
+        const link = h("a", { href: "#/audit", onclick: () => auditFor(t.identity, source, r.since, r.until) }, displaySafe(t.identity));
         tb.appendChild(h("tr", { dataset: { identity: t.identity } }, h("td", {}, link), h("td", { className: "num" }, String(t.calls)), h("td", { className: "num" }, String(t.refused)), h("td", { className: "num" }, String(t.queued))));
       }
       $("talkers-empty").hidden = (r.top_talkers || []).length > 0;
