@@ -2,9 +2,10 @@
 //! (`/mcp`, `/mcp/…`, `/v1/…`) that was answered before, or without, a handler's own span
 //! (refused by the edge guard or the one-credential rule, by the framework's body limits or
 //! an unknown method, or a route that has no span of its own), and every refusal or failure
-//! of the admin API (health probes and unknown paths elsewhere are not traced). Such a span has the HTTP attributes, the caller's parent, the status and, for a
-//! 4xx or 5xx, the refusal's code (`error.type`, `interlock.refusal.code`); so "I was
-//! refused" always has a trace, whichever layer refused.
+//! of the admin API (health probes and unknown paths elsewhere are not traced). Such a span
+//! has the HTTP attributes, the caller's parent, the status and, for a 4xx or 5xx, the
+//! refusal's code (`error.type`, `interlock.refusal.code`); so "I was refused" always has a
+//! trace, whichever layer refused.
 
 use std::time::Instant;
 

@@ -413,6 +413,7 @@
     clear($("history-list"));
     clear($("audit-body"));
     clear($("banner"));
+    resetActivity();
     if (location.hash) history.replaceState(null, "", location.pathname);
     showSignIn(message);
   }
@@ -1871,6 +1872,19 @@
   }
 
   let sourcesListed = false;
+
+  /** Forgets the Activity page's data and choices (on sign-out: the next key may see less). */
+  function resetActivity() {
+    const select = $("activity-source");
+    while (select.options.length > 1) select.remove(1);
+    select.value = "";
+    sourcesListed = false;
+    lastActivity = null;
+    activityLoads++; // an answer still on its way is not drawn
+    for (const id of ["activity-sources-body", "calls-body", "approvals-series-body", "circuit-history-body", "talkers-body",
+      "calls-chart", "latency-chart", "cache-chart", "refusals-chart", "cost-chart", "circuit-timeline", "approvals-chart"]) clear($(id));
+    delete $("page-activity").dataset.loaded;
+  }
 
   /** The source filter's options, once (a source chosen from the table before may be there
    * already). */
