@@ -712,6 +712,14 @@ async function phaseOperatorRecover(context) {
     const attempts = await page.$$eval('.deliveries tr[data-state="delivered"]', (trs) => trs.map((tr) => [...tr.querySelectorAll(".attempts li")].map((li) => li.dataset.status)));
     check("each delivery lists its attempts with the endpoint's status codes (503, then 200 for the retried one)",
       attempts.some((a) => a.join(",") === "503,200") && attempts.filter((a) => a.join(",") === "200").length >= 3, JSON.stringify(attempts));
+    // The Sources page refreshes every 10 s and rebuilds the webhooks table: keyboard focus
+    // stays on the same action of the same endpoint, and the open deliveries keep showing.
+    await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).locator('button[data-action="rotate"]').focus();
+    const refreshedBefore = Number(await page.getAttribute("#page-sources", "data-refreshed") || 0);
+    await page.waitForFunction((n) => Number(document.querySelector("#page-sources").dataset.refreshed || 0) > n, refreshedBefore, { timeout: 25000 });
+    const focusKept = await page.evaluate((u) => document.activeElement?.dataset.action === "rotate" && document.activeElement.closest("tr")?.textContent.includes(u), hookUrl);
+    const stillListed = await page.locator('.deliveries tr[data-state="delivered"]').count();
+    check("a refresh keeps keyboard focus on the same webhook action and the open deliveries listed", focusKept && stillListed >= 4, `focus kept ${focusKept}, ${stillListed} deliveries listed`);
     await screenshot(page, "webhooks", { fullPage: true });
     await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Delete / }).click();
     await page.waitForFunction((u) => ![...document.querySelectorAll("#webhooks-body tr[data-webhook]")].some((tr) => tr.textContent.includes(u)), hookUrl, { timeout: 10000 });

@@ -646,6 +646,8 @@
         for (const id of [...state.sources.keys()]) if (!seen.has(id)) state.sources.delete(id);
         state.sourcesLoadedAt = new Date();
         renderSources();
+        const page = $("page-sources");
+        page.dataset.refreshed = String(Number(page.dataset.refreshed || 0) + 1);
       } catch (e) {
         if (e.status === 401) return;
         const msg = describeError(e, "Loading sources");
@@ -695,12 +697,19 @@
   const openDeliveries = new Set();
 
   function renderWebhooks() {
+    // The table is rebuilt on every refresh: keyboard focus goes back to the same action of
+    // the same endpoint, and an open deliveries list keeps showing until its new one loads.
+    const body = $("webhooks-body");
+    const active = document.activeElement;
+    const focusAt = active && body.contains(active) && active.dataset.action
+      ? { webhook: active.closest("tr[data-webhook]")?.dataset.webhook, action: active.dataset.action } : null;
+    const shown = new Map([...openDeliveries].map((id) => [id, $(`deliveries-${id}`)]).filter(([, box]) => box));
     const rows = [];
     for (const w of state.webhooks || []) {
       const paused = Boolean(w.paused_at);
       const stateText = [paused ? `Paused since ${absTime(w.paused_at)}` : "Delivering",
         w.previous_until ? `previous secret signs until ${absTime(w.previous_until)}` : null].filter(Boolean).join("; ");
-      const act = (label, title, fn, cls) => h("button", { type: "button", className: `btn btn-small ${cls || ""}`, attrs: { "aria-label": `${label} ${w.url}`, title }, onclick: fn }, label);
+      const act = (label, title, fn, cls, action) => h("button", { type: "button", className: `btn btn-small ${cls || ""}`, attrs: { "aria-label": `${label} ${w.url}`, title }, dataset: { action }, onclick: fn }, label);
       rows.push(h("tr", { dataset: { webhook: w.id, paused: String(paused) } },
         h("th", { attrs: { scope: "row" }, className: "mono small" }, displaySafe(w.url), w.format === "slack" ? h("span", { className: "tag" }, "slack") : null),
         h("td", {}, chips(w.events, "none")),
@@ -709,15 +718,23 @@
         h("td", { className: "num" }, String(w.failed)),
         h("td", { className: "small", dataset: { role: "webhook-state" } }, stateText),
         h("td", { className: "actions" }, h("div", { className: "btn-group" },
-          act(paused ? "Resume" : "Pause", paused ? "Deliver again, waiting deliveries first" : "Hold deliveries in the outbox", () => webhookAction(w, paused ? "resume" : "pause")),
-          act("Rotate secret", "A new secret, shown once; the old one signs beside it for a day", () => rotateWebhook(w)),
-          act("Test", "Queue a webhook.test delivery", () => webhookAction(w, "test")),
-          act(openDeliveries.has(w.id) ? "Hide deliveries" : "Deliveries", "Each delivery's attempts, last error and next retry", () => toggleDeliveries(w)),
-          act("Delete", "Remove the endpoint and its deliveries", () => deleteWebhook(w), "btn-reject")))));
-      if (openDeliveries.has(w.id)) rows.push(h("tr", { className: "deliveries-row", dataset: { deliveriesOf: w.id } }, h("td", { attrs: { colspan: 7 } }, h("div", { id: `deliveries-${w.id}`, className: "deliveries" }, "Loading deliveries…"))));
+          act(paused ? "Resume" : "Pause", paused ? "Deliver again, waiting deliveries first" : "Hold deliveries in the outbox", () => webhookAction(w, paused ? "resume" : "pause"), "", "pause"),
+          act("Rotate secret", "A new secret, shown once; the old one signs beside it for a day", () => rotateWebhook(w), "", "rotate"),
+          act("Test", "Queue a webhook.test delivery", () => webhookAction(w, "test"), "", "test"),
+          act(openDeliveries.has(w.id) ? "Hide deliveries" : "Deliveries", "Each delivery's attempts, last error and next retry", () => toggleDeliveries(w), "", "deliveries"),
+          act("Delete", "Remove the endpoint and its deliveries", () => deleteWebhook(w), "btn-reject", "delete")))));
+      if (openDeliveries.has(w.id)) {
+        const box = shown.get(w.id) || h("div", { id: `deliveries-${w.id}`, className: "deliveries" }, "Loading deliveries…");
+        rows.push(h("tr", { className: "deliveries-row", dataset: { deliveriesOf: w.id } }, h("td", { attrs: { colspan: 7 } }, box)));
+      }
     }
     if (!rows.length) rows.push(h("tr", {}, h("td", { attrs: { colspan: 7 }, className: "empty-cell" }, "No webhooks are registered.")));
-    replaceChildren($("webhooks-body"), ...rows);
+    replaceChildren(body, ...rows);
+    if (focusAt) {
+      const again = [...body.querySelectorAll("button[data-action]")]
+        .find((b) => b.dataset.action === focusAt.action && b.closest("tr[data-webhook]")?.dataset.webhook === focusAt.webhook);
+      if (again) again.focus();
+    }
     for (const id of openDeliveries) loadDeliveries(id);
   }
 
