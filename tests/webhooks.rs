@@ -508,8 +508,18 @@ async fn time_spent_paused_does_not_use_up_a_deliverys_retries() {
         .await;
         let log = listed["deliveries"][0]["attempt_log"].as_array().unwrap();
         let statuses: Vec<u64> = log.iter().map(|a| a["status"].as_u64().unwrap()).collect();
-        let want: &[u64] = if paused { &[503, 200] } else { &[503] };
-        assert_eq!(statuses, want, "{listed}");
+        // Refused until the receiver was back (how many times depends on timing), then
+        // accepted when it was owed; given up after the one refusal when it was not.
+        let (last, before) = statuses.split_last().unwrap();
+        if paused {
+            assert_eq!(*last, 200, "{listed}");
+            assert!(
+                !before.is_empty() && before.iter().all(|s| *s == 503),
+                "{listed}"
+            );
+        } else {
+            assert_eq!(statuses, [503], "{listed}");
+        }
         assert!(
             log[0]["error"].as_str().unwrap().contains("HTTP 503"),
             "{listed}"

@@ -702,8 +702,13 @@ async function phaseOperatorRecover(context) {
     // status codes.
     failNext = 1;
     await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Test / }).click();
-    const retried = await nextDelivery(5);
-    check("a delivery answered 503 is retried and then accepted", received[3]?.status === 503 && retried?.status === 200 && retried.headers["webhook-id"] === received[3].headers["webhook-id"],
+    const until503 = Date.now() + 15000;
+    while (!received.some((r) => r.status === 503) && Date.now() < until503) await sleep(100);
+    const refused = received.find((r) => r.status === 503);
+    const untilRetry = Date.now() + 15000;
+    const retriedOf = () => refused && received.find((r) => r.status === 200 && r.headers["webhook-id"] === refused.headers["webhook-id"]);
+    while (!retriedOf() && Date.now() < untilRetry) await sleep(100);
+    check("a delivery answered 503 is retried and then accepted", Boolean(refused && retriedOf()),
       received.map((r) => r.status).join(","));
     await page.locator("#webhooks-body tr[data-webhook]", { hasText: hookUrl }).getByRole("button", { name: /^Deliveries / }).click();
     await page.waitForFunction(() => document.querySelectorAll('.deliveries tr[data-state="delivered"]').length >= 4, null, { timeout: 15000 }).catch(() => {});
@@ -830,7 +835,11 @@ async function phaseOperatorRecover(context) {
   // The top talker links to its audit records of the charted window.
   await page.click('#talkers-body tr[data-identity="demo-agent"] a');
   await page.waitForSelector("#page-audit:not([hidden])");
-  await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
+  // The table may still hold the earlier visit's rows: wait for the filtered ones.
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#audit-body tr[data-seq]")];
+    return rows.length > 0 && rows.every((tr) => tr.children[2].textContent === "demo-agent");
+  }, null, { timeout: 15000 });
   const filter = await page.evaluate(() => ({ identity: document.querySelector("#audit-identity").value, since: document.querySelector("#audit-since").value, until: document.querySelector("#audit-until").value }));
   const identities = await page.$$eval("#audit-body tr[data-seq]", (trs) => [...new Set(trs.map((tr) => tr.children[2].textContent))]);
   const sinceMs = new Date(filter.since).getTime(), untilMs = new Date(filter.until).getTime();

@@ -805,21 +805,29 @@
     renderWebhooks();
   }
 
+  /** Attempts a delivery's log keeps (the gateway's `ATTEMPTS_KEPT`). */
+  const ATTEMPTS_KEPT = 20;
+
   /** A delivery's attempts, oldest first: when, the endpoint's HTTP status (or that no
    * answer came, with why), and how long each took; the log keeps the newest 20. */
   function attemptList(log, attempts) {
     if (!log.length) return null;
-    const items = log.map((a) => h("li", { dataset: { status: a.status ?? "none" }, title: a.error ? displaySafe(a.error) : null },
-      `${absTime(a.at)}: ${a.status ? `HTTP ${a.status}` : "no answer"} (${a.ms} ms)`));
-    const earlier = log.length >= 20 ? attempts - log.length : 0;
+    const items = log.map((a) => h("li", { dataset: { status: a.status ?? "none" } },
+      `${absTime(a.at)}: ${a.status ? `HTTP ${a.status}` : `no answer (${displaySafe(a.error || "failed")})`} (${a.ms} ms)`));
+    const earlier = log.length >= ATTEMPTS_KEPT ? attempts - log.length : 0;
     return h("ol", { className: "attempts" }, earlier > 0 ? h("li", { className: "muted" }, `${earlier} earlier`) : null, items);
   }
+
+  const deliveryLoads = new Map(); // webhook id -> newest load
 
   async function loadDeliveries(id) {
     const box = $(`deliveries-${id}`);
     if (!box) return;
+    const load = (deliveryLoads.get(id) || 0) + 1;
+    deliveryLoads.set(id, load);
     try {
       const r = await api(`/admin/webhooks/${encodeURIComponent(id)}/deliveries`);
+      if (deliveryLoads.get(id) !== load || !box.isConnected) return; // a newer list is coming
       const list = r.deliveries || [];
       const status = (d) => d.delivered_at ? `delivered ${absTime(d.delivered_at)}` : d.gave_up_at ? `given up ${absTime(d.gave_up_at)}` : `next attempt ${absTime(d.next_attempt_at)}`;
       replaceChildren(box, list.length ? h("table", { className: "table small" },
@@ -1889,6 +1897,7 @@
   }
 
   let sourcesListed = false;
+  let activityKey = 0; // bumped on sign-out: answers asked before it are dropped
 
   /** Forgets the Activity page's data and choices (on sign-out: the next key may see less). */
   function resetActivity() {
@@ -1896,6 +1905,7 @@
     while (select.options.length > 1) select.remove(1);
     select.value = "";
     sourcesListed = false;
+    activityKey++;
     lastActivity = null;
     activityLoads++; // an answer still on its way is not drawn
     for (const id of ["activity-sources-body", "calls-body", "approvals-series-body", "circuit-history-body", "talkers-body",
@@ -1908,8 +1918,10 @@
   async function activitySources() {
     if (sourcesListed) return;
     const select = $("activity-source");
+    const asked = activityKey;
     try {
       const r = await api("/admin/sources");
+      if (asked !== activityKey) return; // signed out meanwhile
       const have = new Set([...select.options].map((o) => o.value));
       for (const s of r.sources || []) if (!have.has(s.id)) select.appendChild(h("option", { value: s.id }, displaySafe(s.id)));
       sourcesListed = true;
