@@ -38,6 +38,30 @@ async fn register(env: &DemoEnv, url: &str) -> Value {
     res.json().await.expect("json")
 }
 
+/// Registers an endpoint for `url` and returns its id.
+async fn registered(env: &DemoEnv, url: &str) -> String {
+    register(env, url).await["id"].as_str().unwrap().to_string()
+}
+
+/// Pauses or resumes `hook` (`action`: "pause" or "resume").
+async fn set_paused(env: &DemoEnv, hook: &str, action: &str) {
+    let (status, body) = env
+        .operator_post(&format!("/admin/webhooks/{hook}/{action}"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{action}: {body}");
+}
+
+/// Queues a `webhook.test` delivery to `hook`.
+async fn queue_test(env: &DemoEnv, hook: &str) {
+    let res = client()
+        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+}
+
 /// Queues a write and approves it: three events (created, decided, executed).
 async fn approved_write(env: &DemoEnv, order: i64) -> String {
     let sql = format!("UPDATE public.orders SET status = 'held' WHERE id = {order}");
@@ -292,13 +316,7 @@ fn signed_with(r: &Received, secret: &str) -> String {
 
 /// Sends a test delivery to `hook` and waits for the `n`-th accepted request.
 async fn test_delivery(env: &DemoEnv, receiver: &Receiver, hook: &str, n: usize) -> Received {
-    let res = client()
-        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 202);
+    queue_test(env, hook).await;
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         let accepted: Vec<Received> = receiver
@@ -318,10 +336,7 @@ async fn test_delivery(env: &DemoEnv, receiver: &Receiver, hook: &str, n: usize)
 async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_endpoint_waits() {
     let env = env().await;
     let receiver = Receiver::start().await;
-    let hook = register(&env, &receiver.url).await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let hook = registered(&env, &receiver.url).await;
 
     // Rotation with a grace: the next delivery carries a signature with each secret.
     let (status, rotated) = env
@@ -361,19 +376,11 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
     );
 
     // Paused: deliveries wait in the outbox; resumed, they go out.
-    let (status, _) = env
-        .operator_post(&format!("/admin/webhooks/{hook}/pause"), json!({}))
-        .await;
-    assert_eq!(status, 200);
+    set_paused(&env, &hook, "pause").await;
     let listed =
         common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
     assert!(listed["webhooks"][0]["paused_at"].is_string(), "{listed}");
-    client()
-        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .unwrap();
+    queue_test(&env, &hook).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         receiver.received().len(),
@@ -383,10 +390,7 @@ async fn a_rotated_secret_signs_beside_the_old_one_for_its_grace_and_a_paused_en
     let listed =
         common::http::get_json(&env.gateway.url("/admin/webhooks"), &env.operator_key).await;
     assert_eq!(listed["webhooks"][0]["pending"], 1, "{listed}");
-    let (status, _) = env
-        .operator_post(&format!("/admin/webhooks/{hook}/resume"), json!({}))
-        .await;
-    assert_eq!(status, 200);
+    set_paused(&env, &hook, "resume").await;
     let deadline = Instant::now() + Duration::from_secs(15);
     while receiver.received().len() < 3 {
         assert!(
@@ -442,20 +446,9 @@ async fn time_spent_paused_does_not_use_up_a_deliverys_retries() {
     for paused in [true, false] {
         let receiver = Receiver::start().await;
         receiver.set_up(false);
-        let hook = register(&env, &receiver.url).await["id"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let (status, _) = env
-            .operator_post(&format!("/admin/webhooks/{hook}/pause"), json!({}))
-            .await;
-        assert_eq!(status, 200);
-        client()
-            .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
-            .bearer_auth(&env.operator_key)
-            .send()
-            .await
-            .unwrap();
+        let hook = registered(&env, &receiver.url).await;
+        set_paused(&env, &hook, "pause").await;
+        queue_test(&env, &hook).await;
         // Thirty hours ago: the event, and (when it was) the pause.
         db.execute(
             "UPDATE webhook_deliveries SET created_at = created_at - interval '30 hours'
@@ -471,10 +464,7 @@ async fn time_spent_paused_does_not_use_up_a_deliverys_retries() {
         };
         db.execute(backdate, &[&hook]).await.unwrap();
         if paused {
-            let (status, _) = env
-                .operator_post(&format!("/admin/webhooks/{hook}/resume"), json!({}))
-                .await;
-            assert_eq!(status, 200);
+            set_paused(&env, &hook, "resume").await;
         }
         // The first attempt fails (the receiver is down), and its failure is recorded.
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -535,21 +525,9 @@ async fn a_deliverys_log_keeps_its_newest_twenty_attempts() {
     use interlock::control::webhooks::{attempt_failed, Attempt, ATTEMPTS_KEPT};
     let env = env().await;
     let receiver = Receiver::start().await;
-    let hook = register(&env, &receiver.url).await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (status, _) = env
-        .operator_post(&format!("/admin/webhooks/{hook}/pause"), json!({}))
-        .await;
-    assert_eq!(status, 200);
-    let res = client()
-        .post(env.gateway.url(&format!("/admin/webhooks/{hook}/test")))
-        .bearer_auth(&env.operator_key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 202);
+    let hook = registered(&env, &receiver.url).await;
+    set_paused(&env, &hook, "pause").await;
+    queue_test(&env, &hook).await;
     let db = common::admin(&env.control_db).await;
     let id: uuid::Uuid = db
         .query_one(

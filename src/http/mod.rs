@@ -53,6 +53,7 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
             .collect::<Vec<_>>(),
     );
     let metrics_addr = state.settings.metrics.listen_addr();
+    let tracing_on = state.tracing.is_on();
     let data = web::Data::from(state);
     let sessions = web::Data::new(legacy::LegacySessions::default());
     let server = HttpServer::new(move || {
@@ -80,8 +81,12 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
                 refusal_trail::audit_unaudited,
             ))
             // A span for whatever no handler traced (inside the request id, outside the
-            // one-credential rule and the route guards, which refuse before any handler).
-            .wrap(actix_web::middleware::from_fn(untraced::span_untraced))
+            // one-credential rule and the route guards, which refuse before any handler);
+            // not in the chain at all when tracing is off.
+            .wrap(actix_web::middleware::Condition::new(
+                tracing_on,
+                actix_web::middleware::from_fn(untraced::span_untraced),
+            ))
             .wrap(request_id::RequestId)
             .wrap(actix_web::middleware::Condition::new(
                 metrics_addr.is_some(),

@@ -77,7 +77,7 @@ pub async fn audit_unaudited(
 
 /// Which adapter a path belongs to (the audit record's `adapter`).
 fn adapter_of(path: &str) -> &'static str {
-    let under = |prefix: &str| path == prefix || path.starts_with(&format!("{prefix}/"));
+    let under = |prefix: &str| super::untraced::under(path, prefix);
     if path == "/mcp" {
         "mcp"
     } else if under("/mcp") {

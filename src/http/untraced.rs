@@ -65,7 +65,8 @@ fn governed(path: &str) -> bool {
     under(path, "/mcp") || under(path, "/v1")
 }
 
-fn under(path: &str, prefix: &str) -> bool {
+/// `path` is `prefix` or below it (`/v1/…`, not `/v10`).
+pub(super) fn under(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
