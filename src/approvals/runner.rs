@@ -230,14 +230,15 @@ async fn read(
     let never = CancellationToken::new();
     let mode = Mode::read(a.explain, a.cap_form);
     let sent = source_span::open(trace, &now.rt, a, || source_span::operation(&a.statement));
+    let params = mask::params_to_run(a, Vec::new(), &now.rt.source.mask_key);
     let result = execute::run(
         pools,
         mode,
         Statement {
-            text: &a.statement,
+            text: a.text_to_run(),
             comment: sent.comment.as_deref(),
         },
-        &[],
+        &params,
         limits,
         &never,
         now.caller.as_ref(),

@@ -1,7 +1,19 @@
 //! Applying a decision's masks to a result, column by column, by lineage.
 
-use crate::governance::OutputColumn;
-use crate::sources::postgres::execute::Rows;
+use crate::governance::{Allowed, OutputColumn};
+use crate::sources::postgres::execute::{Rows, TextParam};
+
+/// The parameters `allowed` runs with: the caller's, then those its masks at the scan bind.
+pub fn params_to_run(
+    allowed: &Allowed,
+    mut params: Vec<TextParam>,
+    mask_key: &[u8],
+) -> Vec<TextParam> {
+    if let Some(pads) = allowed.mask_params(mask_key) {
+        params.extend(pads.map(|p| TextParam(Some(p))));
+    }
+    params
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("the result has {got} columns but the decision expected {expected}; the source's catalog is out of date — refresh it and retry")]

@@ -15,15 +15,18 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
+use crate::governance::access::{AccessProfile, PolicyRule};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
 use crate::governance::condition::{CallFacts, FactValues, StatementFacts};
 use crate::governance::cost::{CostApprovals, CostLimit, CostLimits};
 use crate::governance::effect::{CallEffect, Change};
 use crate::governance::policy::Rule;
 use crate::governance::policy::{self, RuleOutcome};
-use crate::governance::redaction::{MaskStrategy, RedactionRule};
-pub use crate::governance::verdict::{Allowed, AllowedClass, OutputColumn, Refusal, Step, Verdict};
+use crate::governance::redaction::RedactionRule;
+use crate::governance::scan_mask::{mask_rules, scan_masked};
+pub use crate::governance::verdict::{
+    Allowed, AllowedClass, MaskedStatement, OutputColumn, Refusal, Step, Verdict,
+};
 use crate::sql::cap::{cap_form, CapForm};
 use crate::sql::catalog::Catalog;
 use crate::sql::classify::{classify, StatementClass};
@@ -157,7 +160,7 @@ pub fn decide_call(
     let depth = scanned.depth();
     let guarded = move || {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            decide_inner(scanned, catalog, memo, profile, limits, call)
+            decide_inner(scanned, param_count, catalog, memo, profile, limits, call)
         }))
     };
     let outcome = if depth <= DIRECT_DEPTH {
@@ -214,6 +217,7 @@ fn held_with_params(allowed: &Allowed, param_count: usize) -> bool {
 
 fn decide_inner(
     scanned: parse::Scanned,
+    param_count: usize,
     catalog: &Catalog,
     memo: Option<&ShapeMemo>,
     profile: &AccessProfile,
@@ -233,8 +237,12 @@ fn decide_inner(
         .into();
         return (Err(refusal), Vec::new());
     }
+    let at = Placement {
+        catalog,
+        param_count,
+    };
     if !policy::needs_facts(profile) {
-        return (govern(profile, &understood, &statement), Vec::new());
+        return (govern(profile, &understood, &statement, at), Vec::new());
     }
     let statement_facts = call.map(|call| statement_facts(&understood, profile, call));
     let facts = match (call, &statement_facts) {
@@ -245,7 +253,7 @@ fn decide_inner(
         _ => FactValues::missing("the call's facts are not known here"),
     };
     let mut applicable = policy::applicable(profile, &facts);
-    let mut decided = govern(&applicable.profile, &understood, &statement);
+    let mut decided = govern(&applicable.profile, &understood, &statement, at);
     // Rules over the plan are decided in the cost step, over these facts and the plan's.
     if let Ok(a) = decided.as_mut() {
         if !a.plan_rules.is_empty() {
@@ -255,7 +263,7 @@ fn decide_inner(
     // Each report-only rule that matched: what enforcing it, alone, would have changed.
     for &(pi, ri, oi) in &applicable.reported {
         let tried = policy::with_reported(&applicable.profile, profile, pi, ri);
-        let would = govern(&tried, &understood, &statement);
+        let would = govern(&tried, &understood, &statement, at);
         if let Some(outcome) = applicable.outcomes.get_mut(oi) {
             outcome.would = Some(difference(&decided, &would));
         }
@@ -406,20 +414,7 @@ fn masked(
     profile: &AccessProfile,
     analysis: &crate::sql::lineage::Analysis,
 ) -> Option<AccessProfile> {
-    let masks: Vec<(&ResourcePattern, &MaskStrategy, bool)> = profile
-        .policies
-        .iter()
-        .flat_map(|p| &p.rules)
-        .filter(|r| r.always_applies())
-        .filter_map(|r| match &r.effect {
-            PolicyRule::Mask {
-                resource,
-                strategy,
-                allow_filter,
-            } => Some((resource, strategy, *allow_filter)),
-            _ => None,
-        })
-        .collect();
+    let masks = mask_rules(profile);
     if masks.is_empty() {
         return None;
     }
@@ -429,16 +424,19 @@ fn masked(
         .keys()
         .chain(analysis.outputs.iter().flat_map(|o| &o.lineage.sources));
     for column in columns {
-        for (resource, strategy, allow_filter) in &masks {
-            if !resource.covers_column(&column.schema, &column.table, &column.column) {
+        for mask in &masks {
+            if !mask
+                .resource
+                .covers_column(&column.schema, &column.table, &column.column)
+            {
                 continue;
             }
             let rule = RedactionRule {
                 schema: column.schema.clone(),
                 table: column.table.clone(),
                 column: column.column.clone(),
-                strategy: (*strategy).clone(),
-                allow_filter: *allow_filter,
+                strategy: mask.strategy.clone(),
+                allow_filter: mask.allow_filter,
             };
             match with.redactions.iter_mut().find(|r| {
                 r.schema == rule.schema && r.table == rule.table && r.column == rule.column
@@ -456,12 +454,21 @@ fn masked(
     Some(with)
 }
 
+/// What placing masks at the scan needs besides the statement: the catalog its relations
+/// are read from and how many parameters the caller binds.
+#[derive(Clone, Copy)]
+struct Placement<'a> {
+    catalog: &'a Catalog,
+    param_count: usize,
+}
+
 /// Authorization, masks, caps and approvals of an understood statement under `profile`
 /// (every rule of which applies).
 fn govern(
     profile: &AccessProfile,
     understood: &Understood,
     statement: &str,
+    at: Placement<'_>,
 ) -> Result<Allowed, Refusal> {
     let analysis = &understood.analysis;
     let class = match understood.class {
@@ -476,6 +483,13 @@ fn govern(
     let mut rules = DecidingRules::default();
     let (tables_read, tables_written, columns_written) = authorize(profile, analysis, &mut rules)?;
     check_masks(profile, analysis)?;
+    // A read runs with masks at the scan; a write is approved before it runs.
+    let masked = match class {
+        AllowedClass::Read => {
+            scan_masked(statement, analysis, at.catalog, profile, at.param_count)?
+        }
+        AllowedClass::Write => None,
+    };
     let output_columns = match understood.explain {
         Some(_) => vec![OutputColumn {
             name: "QUERY PLAN".to_string(),
@@ -492,6 +506,7 @@ fn govern(
         class,
         cap_form: understood.cap_form,
         statement: statement.to_string(),
+        masked,
         explain: understood.explain,
         tables_read,
         tables_written,

@@ -11,6 +11,7 @@ pub mod effect;
 pub mod pattern;
 pub mod policy;
 pub mod redaction;
+pub mod scan_mask;
 pub mod verdict;
 
 pub use access::{

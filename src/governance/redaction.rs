@@ -11,7 +11,7 @@
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::Sha256;
+use sha2::{Digest, Sha256};
 
 use crate::sql::lineage::{ColumnRef, UseKind};
 
@@ -116,11 +116,26 @@ pub fn apply(strategy: &MaskStrategy, value: &Value, hmac_key: &[u8]) -> Value {
                 .collect();
             Value::String(masked)
         }
-        MaskStrategy::Hash => Value::String(format!(
-            "{HASH_PREFIX}{}",
-            keyed_hash(hmac_key, &as_text(value))
-        )),
+        // A value the scan already hashed (`scan_mask`) is kept: hashing it again would
+        // give callers a different value for the same datum than a plain column gives.
+        MaskStrategy::Hash => match value {
+            Value::String(s) if is_hash(s) => value.clone(),
+            _ => Value::String(format!(
+                "{HASH_PREFIX}{}",
+                keyed_hash(hmac_key, &as_text(value))
+            )),
+        },
     }
+}
+
+/// Whether `text` has the shape of a hash mask: the prefix and 64 lowercase hex digits.
+fn is_hash(text: &str) -> bool {
+    text.strip_prefix(HASH_PREFIX).is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// The text a value is masked as: strings as-is, anything else as JSON.
@@ -129,6 +144,24 @@ fn as_text(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// The hash strategy's key as PostgreSQL computes the mask at the scan
+/// (`governance::scan_mask`): HMAC-SHA256's inner and outer pads of `key` (RFC 2104), as
+/// bytea text (`\x…`), bound as two parameters.
+pub fn hash_key_pads(key: &[u8]) -> [String; 2] {
+    const BLOCK: usize = 64;
+    let mut block = [0u8; BLOCK];
+    if key.len() > BLOCK {
+        block[..32].copy_from_slice(&Sha256::digest(key));
+    } else {
+        block[..key.len()].copy_from_slice(key);
+    }
+    let pad = |byte: u8| {
+        let padded: Vec<u8> = block.iter().map(|b| b ^ byte).collect();
+        format!("\\x{}", hex::encode(padded))
+    };
+    [pad(0x36), pad(0x5c)]
 }
 
 fn keyed_hash(key: &[u8], text: &str) -> String {
@@ -204,6 +237,42 @@ mod tests {
         let text = a1.as_str().unwrap_or_default();
         assert!(text.starts_with(HASH_PREFIX));
         assert_eq!(text.len(), HASH_PREFIX.len() + 64);
+    }
+
+    #[test]
+    fn key_pads_give_the_output_hmac() {
+        // PostgreSQL computes sha256(outer || sha256(inner || text)) from the two pads
+        // (`scan_mask`); the same sums here must equal the output mask's HMAC, for keys
+        // shorter and longer than a block.
+        for key in [&b"k"[..], &[7u8; 32][..], &[9u8; 100][..]] {
+            let [inner, outer] = hash_key_pads(key);
+            let bytes = |pad: &str| hex::decode(pad.trim_start_matches("\\x")).unwrap_or_default();
+            let (inner, outer) = (bytes(&inner), bytes(&outer));
+            assert_eq!((inner.len(), outer.len()), (64, 64));
+            let text = "a@x.example";
+            let mut first = Sha256::new();
+            first.update(&inner);
+            first.update(text.as_bytes());
+            let mut second = Sha256::new();
+            second.update(&outer);
+            second.update(first.finalize());
+            let sql = format!("{HASH_PREFIX}{}", hex::encode(second.finalize()));
+            assert_eq!(apply(&MaskStrategy::Hash, &json!(text), key), json!(sql));
+        }
+    }
+
+    #[test]
+    fn a_hash_is_not_hashed_again() {
+        // The value masked at the scan reaches the output mask already hashed.
+        let once = apply(&MaskStrategy::Hash, &json!("a@x.example"), b"k1");
+        assert_eq!(apply(&MaskStrategy::Hash, &once, b"k1"), once);
+        // Anything else of another shape is hashed.
+        for other in ["hmac:xyz", "hmac:", "a@x.example"] {
+            assert_ne!(
+                apply(&MaskStrategy::Hash, &json!(other), b"k1"),
+                json!(other)
+            );
+        }
     }
 
     #[test]

@@ -81,8 +81,13 @@ pub struct OutputColumn {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Allowed {
     pub class: AllowedClass,
-    /// The re-serialized statement: the only text to execute.
+    /// The re-serialized statement, as the caller and an approver read it.
     pub statement: String,
+    /// For a read of a relation with masked columns: `statement` with those relations read
+    /// through derived tables of masked values (`governance::scan_mask`), the only text to
+    /// run; `None`: `statement` runs as it is.
+    #[serde(skip)]
+    pub masked: Option<MaskedStatement>,
     /// Set for EXPLAIN: the result is a plan (one `QUERY PLAN` column).
     pub explain: Option<ExplainMode>,
     /// How the executor puts a read's row cap on `statement`.
@@ -119,6 +124,31 @@ pub struct Allowed {
     /// The statement's facts, kept for those rules.
     #[serde(skip)]
     pub statement_facts: Option<StatementFacts>,
+}
+
+/// The statement as it runs, with masks at the scan (`governance::scan_mask`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaskedStatement {
+    pub text: String,
+    /// The number of the first of the two key parameters (`$n`: inner pad, `$n+1`: outer
+    /// pad), when a hash mask is computed in the statement.
+    pub key_params: Option<usize>,
+}
+
+impl Allowed {
+    /// The text that runs: the statement with masks at the scan, or as it is.
+    pub fn text_to_run(&self) -> &str {
+        self.masked.as_ref().map_or(&self.statement, |m| &m.text)
+    }
+
+    /// The parameters the masks at the scan bind after the caller's (the hash key's pads,
+    /// `redaction::hash_key_pads`), if any.
+    pub fn mask_params(&self, mask_key: &[u8]) -> Option<[String; 2]> {
+        self.masked
+            .as_ref()
+            .and_then(|m| m.key_params)
+            .map(|_| crate::governance::redaction::hash_key_pads(mask_key))
+    }
 }
 
 /// Allowed or refused.

@@ -79,7 +79,7 @@ pub(super) async fn admit(
     let sent = source_span::open(&draft.trace, rt, a, || "EXPLAIN".to_string());
     let read = Read {
         mode: Mode::CostPlan(a.cap_form),
-        statement: &a.statement,
+        statement: a.text_to_run(),
         params,
         limits,
         caller: plan.caller(),

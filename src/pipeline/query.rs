@@ -647,6 +647,7 @@ pub async fn run_read(
     };
     let seen = ports.cache_generations(&rt.source.id, &tables);
     let params: Vec<TextParam> = plan.params.iter().map(TextParam::from_json).collect();
+    let params = mask::params_to_run(a, params, &rt.source.mask_key);
     let limits = Limits {
         max_rows: plan.max_rows,
         max_bytes: rt.source.max_bytes,
@@ -676,7 +677,7 @@ pub async fn run_read(
     });
     let read = Read {
         mode,
-        statement: &a.statement,
+        statement: a.text_to_run(),
         params: &params,
         limits,
         caller: plan.caller.as_ref(),

@@ -193,6 +193,19 @@ pub struct Analysis {
     pub from_items: usize,
     /// Every function called, by its catalog name.
     pub functions: BTreeSet<String>,
+    /// Every FROM item that reads a catalog relation, by its position among the statement's
+    /// FROM items (`crate::sql::scan_mask`): where masks are put on the relation's columns.
+    pub scans: Vec<Scan>,
+}
+
+/// One catalog relation read by one FROM item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// The item's position in the pre-order walk of the statement's FROM items
+    /// ([`crate::sql::scan_mask::positions`]); `None` when the walk did not reach it, which
+    /// a masked relation refuses.
+    pub position: Option<usize>,
+    pub relation: RelationRef,
 }
 
 impl Analysis {

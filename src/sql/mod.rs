@@ -21,6 +21,7 @@ pub mod operators;
 pub mod parse;
 pub mod resolve;
 pub mod sanitized;
+pub mod scan_mask;
 pub mod shape;
 pub mod types;
 

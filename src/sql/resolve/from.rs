@@ -17,7 +17,7 @@ use crate::sql::catalog::{is_temp_schema, CatalogRelation};
 use crate::sql::error::SqlError;
 use crate::sql::functions::{lookup_qualified, FunctionKind};
 use crate::sql::ident::{display_name, fold, fold_object_name};
-use crate::sql::lineage::{ColumnRef, Lineage, RelationRef, UseKind};
+use crate::sql::lineage::{ColumnRef, Lineage, RelationRef, Scan, UseKind};
 
 impl Resolver<'_> {
     /// Resolves one comma-separated FROM element with its joins.
@@ -155,7 +155,7 @@ impl Resolver<'_> {
                 {
                     return unsupported("This table modifier");
                 }
-                self.named_relation(name, alias.as_ref())
+                self.named_relation(name, alias.as_ref(), factor)
             }
             TableFactor::Derived {
                 lateral,
@@ -233,11 +233,13 @@ impl Resolver<'_> {
         }
     }
 
-    /// A CTE (unqualified names, innermost first) or a catalog relation.
+    /// A CTE (unqualified names, innermost first) or a catalog relation, read by the FROM
+    /// item `factor`.
     fn named_relation(
         &mut self,
         name: &ObjectName,
         alias: Option<&TableAlias>,
+        factor: &TableFactor,
     ) -> Result<FromItem, SqlError> {
         let parts = fold_object_name(name)?;
         if let [single] = parts.as_slice() {
@@ -254,6 +256,10 @@ impl Resolver<'_> {
         let columns = relation_columns(relation);
         let (schema, table) = (relation.schema.clone(), relation.name.clone());
         self.analysis.relations_read.insert(rel.clone());
+        self.analysis.scans.push(Scan {
+            position: self.positions.get(&std::ptr::from_ref(factor)).copied(),
+            relation: rel.clone(),
+        });
         alias_range_var(table, Some(schema), columns, Some(rel), alias)
     }
 

@@ -37,6 +37,7 @@ pub fn resolve(statement: &Statement, catalog: &Catalog) -> Result<Analysis, Sql
         levels: Vec::new(),
         analysis: Analysis::default(),
         subquery_names: std::collections::HashMap::new(),
+        positions: crate::sql::scan_mask::positions(statement),
     };
     let outputs = match statement {
         Statement::Query(query) => resolver.query(query)?,
@@ -69,6 +70,8 @@ struct Resolver<'c> {
     /// The output name of each scalar subquery resolved so far, by node address
     /// (PostgreSQL names an unaliased scalar subquery after its first target).
     subquery_names: std::collections::HashMap<*const sqlparser::ast::Query, String>,
+    /// Every FROM item's position (`crate::sql::scan_mask::positions`), by node address.
+    positions: std::collections::HashMap<*const sqlparser::ast::TableFactor, usize>,
 }
 
 impl Resolver<'_> {

@@ -267,17 +267,17 @@ impl Resolver<'_> {
     /// ORDER BY of a set operation or VALUES: output names and ordinals only.
     fn order_by_outputs(&mut self, order_by: &OrderBy, outputs: &[Column]) -> Result<(), SqlError> {
         for item in order_exprs(order_by)? {
-            let lineage = match &item.expr {
-                Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => {
-                    ordinal(&item.expr, outputs)?
-                }
-                Expr::Identifier(ident) => {
+            let lineage = match key_form(&item.expr) {
+                KeyForm::Number(n) => ordinal(&n, outputs)?,
+                KeyForm::Name(ident) => {
                     let name = fold(ident)?;
                     output_by_name(&name, outputs)?.ok_or_else(|| SqlError::UnknownColumn {
                         name: crate::sql::ident::display_name(&[name.as_str()]),
                     })?
                 }
-                _ => return unsupported("ORDER BY an expression over a set operation"),
+                KeyForm::Expression => {
+                    return unsupported("ORDER BY an expression over a set operation")
+                }
             };
             self.consume(&lineage, UseKind::Order)?;
         }
@@ -352,13 +352,43 @@ pub(super) fn order_exprs(order_by: &OrderBy) -> Result<&[OrderByExpr], SqlError
     }
 }
 
-pub(super) fn ordinal(expr: &Expr, outputs: &[Column]) -> Result<Lineage, SqlError> {
-    let Expr::Value(v) = expr else {
-        return unsupported("This ordinal");
-    };
-    let Value::Number(n, _) = &v.value else {
-        return unsupported("This ordinal");
-    };
+/// What PostgreSQL's grammar makes of an ORDER BY, DISTINCT ON or GROUP BY item before it
+/// looks for an ordinal or an output name (`findTargetlistEntrySQL92`): the parser keeps
+/// no node for parentheses, and folds a minus over a numeric constant into the constant
+/// (`doNegate`), so `(1)`, `((1))` and `-(-1)` are the ordinal 1 and `(name)` is a bare
+/// name. A unary `+`, a cast or a collation is an operator node: an expression.
+pub(super) enum KeyForm<'a> {
+    /// A numeric constant, with its folded sign.
+    Number(String),
+    /// A bare, unqualified name.
+    Name(&'a sqlparser::ast::Ident),
+    Expression,
+}
+
+pub(super) fn key_form(expr: &Expr) -> KeyForm<'_> {
+    match expr {
+        Expr::Nested(inner) => key_form(inner),
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => KeyForm::Number(n.clone()),
+            _ => KeyForm::Expression,
+        },
+        Expr::UnaryOp {
+            op: sqlparser::ast::UnaryOperator::Minus,
+            expr,
+        } => match key_form(expr) {
+            KeyForm::Number(n) => KeyForm::Number(match n.strip_prefix('-') {
+                Some(positive) => positive.to_string(),
+                None => format!("-{n}"),
+            }),
+            _ => KeyForm::Expression,
+        },
+        Expr::Identifier(ident) => KeyForm::Name(ident),
+        _ => KeyForm::Expression,
+    }
+}
+
+/// The output column at a 1-based position written `n`.
+pub(super) fn ordinal(n: &str, outputs: &[Column]) -> Result<Lineage, SqlError> {
     n.parse::<usize>()
         .ok()
         .and_then(|i| i.checked_sub(1))

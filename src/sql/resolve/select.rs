@@ -4,11 +4,11 @@
 
 use sqlparser::ast::{
     Distinct, Expr, GroupByExpr, OrderBy, Select, SelectFlavor, SelectItem,
-    SelectItemQualifiedWildcardKind, Value, WildcardAdditionalOptions,
+    SelectItemQualifiedWildcardKind, WildcardAdditionalOptions,
 };
 
 use super::colname::output_name;
-use super::query::{order_exprs, ordinal, output_by_name};
+use super::query::{key_form, order_exprs, ordinal, output_by_name, KeyForm};
 use super::scope::{is_local_column, lookup_range_var, Column, FromItem, Level};
 use super::{unsupported, Resolver};
 use crate::sql::error::SqlError;
@@ -139,48 +139,42 @@ impl Resolver<'_> {
 
     /// GROUP BY item: an input column or expression, else an output name or ordinal.
     fn group_key(&mut self, expr: &Expr, outputs: &[Column]) -> Result<(), SqlError> {
-        match expr {
-            Expr::GroupingSets(sets) | Expr::Cube(sets) | Expr::Rollup(sets) => {
-                for expr in sets.iter().flatten() {
-                    self.group_key(expr, outputs)?;
-                }
-                Ok(())
+        if let Expr::GroupingSets(sets) | Expr::Cube(sets) | Expr::Rollup(sets) = expr {
+            for expr in sets.iter().flatten() {
+                self.group_key(expr, outputs)?;
             }
-            Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => {
-                let lineage = ordinal(expr, outputs)?;
-                self.consume(&lineage, UseKind::Group)
-            }
+            return Ok(());
+        }
+        let lineage = match key_form(expr) {
+            KeyForm::Number(n) => ordinal(&n, outputs)?,
             // PostgreSQL (`findTargetlistEntrySQL92`): a bare name in GROUP BY is
             // an input column of this level's FROM if there is one, else an
             // output name, else an expression (which may be an outer column).
-            Expr::Identifier(ident) => {
+            KeyForm::Name(ident) => {
                 let name = fold(ident)?;
-                let lineage = if is_local_column(&self.levels, &name) {
+                if is_local_column(&self.levels, &name) {
                     self.value(expr)?
                 } else {
                     match output_by_name(&name, outputs)? {
                         Some(lineage) => lineage,
                         None => self.value(expr)?,
                     }
-                };
-                self.consume(&lineage, UseKind::Group)
+                }
             }
-            _ => {
-                let lineage = self.value(expr)?;
-                self.consume(&lineage, UseKind::Group)
-            }
-        }
+            KeyForm::Expression => self.value(expr)?,
+        };
+        self.consume(&lineage, UseKind::Group)
     }
 
     /// ORDER BY / DISTINCT ON item: ordinal, output name, else an input expression.
     fn output_or_value(&mut self, expr: &Expr, outputs: &[Column]) -> Result<Lineage, SqlError> {
-        match expr {
-            Expr::Value(v) if matches!(v.value, Value::Number(_, _)) => ordinal(expr, outputs),
-            Expr::Identifier(ident) => match output_by_name(&fold(ident)?, outputs)? {
+        match key_form(expr) {
+            KeyForm::Number(n) => ordinal(&n, outputs),
+            KeyForm::Name(ident) => match output_by_name(&fold(ident)?, outputs)? {
                 Some(lineage) => Ok(lineage),
                 None => self.value(expr),
             },
-            _ => self.value(expr),
+            KeyForm::Expression => self.value(expr),
         }
     }
 }

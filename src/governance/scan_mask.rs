@@ -1,0 +1,236 @@
+//! Masks at the scan: for a read by a caller with a mask on any column of a relation the
+//! statement reads, the statement that runs reads that relation through a derived table
+//! whose masked columns already hold the masked value. Whatever the rest of the statement
+//! does with such a column — filter, sort, group, join, window, compare with a probe row,
+//! aggregate, in any spelling PostgreSQL accepts — it only ever sees the masked value, so a
+//! disagreement between the resolver and PostgreSQL about what a name or an ordinal means
+//! can no longer reach a raw value. The resolver still refuses a misuse with its reason,
+//! and the executor still masks the output by lineage: two walls.
+//!
+//! Each strategy in SQL, with the same result the output mask gives (so the second wall
+//! changes nothing): `null` is a NULL of the column's type, `redact` the constant, `partial`
+//! the stars and the kept tail of the value's text, `hash` the keyed HMAC-SHA256 of the
+//! value's text, computed by PostgreSQL from the key's inner and outer pads, which are
+//! bound as two parameters after the caller's own (never written into the text, so they
+//! reach neither the statement logs nor `pg_stat_activity`). A NULL stays NULL.
+//!
+//! Writes are not rewritten (their target cannot be a derived table): a write is shown to
+//! an approver before it runs, and its uses of masked columns are held by the resolver.
+
+use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
+use crate::governance::redaction::{MaskStrategy, RedactionRule, HASH_PREFIX, REDACTED};
+use crate::governance::verdict::{MaskedStatement, Refusal, Step};
+use crate::sql::catalog::{Catalog, CatalogRelation};
+use crate::sql::lineage::Analysis;
+
+/// A mask rule of a policy, with the pattern of columns it covers.
+pub(crate) struct MaskRule<'a> {
+    pub resource: &'a ResourcePattern,
+    pub strategy: &'a MaskStrategy,
+    pub allow_filter: bool,
+}
+
+/// The profile's mask rules that apply to every call.
+pub(crate) fn mask_rules(profile: &AccessProfile) -> Vec<MaskRule<'_>> {
+    profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter(|r| r.always_applies())
+        .filter_map(|r| match &r.effect {
+            PolicyRule::Mask {
+                resource,
+                strategy,
+                allow_filter,
+            } => Some(MaskRule {
+                resource,
+                strategy,
+                allow_filter: *allow_filter,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The strictest mask on one column: the profile's redactions and its mask rules.
+fn column_mask<'a>(
+    redactions: &'a [RedactionRule],
+    rules: &'a [MaskRule<'a>],
+    schema: &str,
+    table: &str,
+    column: &str,
+) -> Option<&'a MaskStrategy> {
+    redactions
+        .iter()
+        .filter(|r| r.schema == schema && r.table == table && r.column == column)
+        .map(|r| &r.strategy)
+        .chain(
+            rules
+                .iter()
+                .filter(|r| r.resource.covers_column(schema, table, column))
+                .map(|r| r.strategy),
+        )
+        .max_by_key(|s| s.strictness())
+}
+
+/// `statement` with every relation of `analysis`'s scans that carries a mask for `profile`
+/// read through a derived table of masked values; `None` when no scanned relation carries
+/// one. `param_count` is the number of the caller's parameters. Refuses when a masked
+/// relation's scan cannot be placed.
+pub fn scan_masked(
+    statement: &str,
+    analysis: &Analysis,
+    catalog: &Catalog,
+    profile: &AccessProfile,
+    param_count: usize,
+) -> Result<Option<MaskedStatement>, Refusal> {
+    let rules = mask_rules(profile);
+    if rules.is_empty() && profile.redactions.is_empty() {
+        return Ok(None);
+    }
+    let key = param_count + 1;
+    let mut wanted: Vec<(usize, &CatalogRelation, Vec<Option<&MaskStrategy>>)> = Vec::new();
+    for scan in &analysis.scans {
+        let r = &scan.relation;
+        let Some(relation) = catalog.relation(&r.schema, &r.name) else {
+            return Err(unplaceable(&format!("{r} is not in the catalog")));
+        };
+        let masks: Vec<Option<&MaskStrategy>> = relation
+            .columns
+            .iter()
+            .map(|c| column_mask(&profile.redactions, &rules, &r.schema, &r.name, &c.name))
+            .collect();
+        if masks.iter().all(Option::is_none) {
+            continue;
+        }
+        let Some(position) = scan.position else {
+            return Err(unplaceable(&format!("a read of {r} could not be placed")));
+        };
+        wanted.push((position, relation, masks));
+    }
+    if wanted.is_empty() {
+        return Ok(None);
+    }
+    let hashes = wanted
+        .iter()
+        .flat_map(|(_, _, m)| m)
+        .any(|m| matches!(m, Some(MaskStrategy::Hash)));
+    let positions: Vec<usize> = wanted.iter().map(|(p, _, _)| *p).collect();
+    let derived = |position: usize, only: bool| {
+        wanted
+            .iter()
+            .find(|(p, _, _)| *p == position)
+            .map(|(_, relation, masks)| relation_query(relation, masks, only, key))
+    };
+    let text = crate::sql::scan_mask::read_through(statement, derived, &positions)
+        .map_err(|e| unplaceable(&e.to_string()))?;
+    Ok(Some(MaskedStatement {
+        text,
+        key_params: hashes.then_some(key),
+    }))
+}
+
+fn unplaceable(why: &str) -> Refusal {
+    Refusal {
+        status: 400,
+        step: Step::Redaction,
+        code: "mask_not_placeable",
+        rule: "redaction (masks at the scan)".to_string(),
+        reason: format!(
+            "This statement reads a relation with masked columns in a way the gateway cannot \
+             put its masks on ({why}); read the relation by name in FROM, or leave out the \
+             masked relation."
+        ),
+    }
+}
+
+/// `SELECT <each column, masked where it has a mask> FROM [ONLY] "schema"."name"`.
+fn relation_query(
+    relation: &CatalogRelation,
+    masks: &[Option<&MaskStrategy>],
+    only: bool,
+    key: usize,
+) -> String {
+    let columns: Vec<String> = relation
+        .columns
+        .iter()
+        .zip(masks)
+        .map(|(c, mask)| {
+            let name = quoted(&c.name);
+            match mask {
+                None => name,
+                Some(strategy) => format!("{} AS {name}", expression(strategy, &name, key)),
+            }
+        })
+        .collect();
+    format!(
+        "SELECT {} FROM {}{}.{}",
+        columns.join(", "),
+        if only { "ONLY " } else { "" },
+        quoted(&relation.schema),
+        quoted(&relation.name)
+    )
+}
+
+/// An identifier, always quoted (a column may be named like a keyword).
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The mask of `column` in SQL; `key` numbers the hash's pad parameters.
+fn expression(strategy: &MaskStrategy, column: &str, key: usize) -> String {
+    match strategy {
+        MaskStrategy::Null => format!("CASE WHEN false THEN {column} END"),
+        MaskStrategy::Redact => {
+            format!("CASE WHEN {column} IS NULL THEN NULL ELSE '{REDACTED}' END")
+        }
+        MaskStrategy::Partial { keep_last } => {
+            let text = format!("({column})::text");
+            format!(
+                "CASE WHEN {column} IS NULL THEN NULL \
+                 WHEN char_length({text}) <= {keep_last} THEN repeat('*', char_length({text})) \
+                 ELSE repeat('*', char_length({text}) - {keep_last}) || right({text}, {keep_last}) END"
+            )
+        }
+        MaskStrategy::Hash => format!(
+            "CASE WHEN {column} IS NULL THEN NULL ELSE '{HASH_PREFIX}' || encode(sha256(${outer}::bytea || \
+             sha256(${key}::bytea || convert_to(({column})::text, 'UTF8'))), 'hex') END",
+            outer = key + 1
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::catalog::{CatalogColumn, RelationKind};
+
+    #[test]
+    fn relation_query_masks_only_masked_columns() {
+        let relation = CatalogRelation {
+            schema: "public".into(),
+            name: "customers".into(),
+            kind: RelationKind::Table,
+            columns: ["id", "email", "select"]
+                .iter()
+                .map(|n| CatalogColumn {
+                    name: (*n).into(),
+                    data_type: "text".into(),
+                })
+                .collect(),
+        };
+        let redact = MaskStrategy::Redact;
+        let null = MaskStrategy::Null;
+        let got = relation_query(&relation, &[None, Some(&redact), Some(&null)], true, 3);
+        assert_eq!(
+            got,
+            "SELECT \"id\", CASE WHEN \"email\" IS NULL THEN NULL ELSE '[REDACTED]' END AS \"email\", \
+             CASE WHEN false THEN \"select\" END AS \"select\" FROM ONLY \"public\".\"customers\""
+        );
+        let hash = expression(&MaskStrategy::Hash, "\"e\"", 3);
+        assert!(
+            hash.contains("$4::bytea") && hash.contains("$3::bytea"),
+            "{hash}"
+        );
+    }
+}

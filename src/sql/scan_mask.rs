@@ -1,0 +1,252 @@
+//! Reading a relation through a derived table: how masks are put inside the statement
+//! that runs, so that PostgreSQL itself can never hand the rest of the statement a masked
+//! column's raw value, whatever the statement does with it.
+//!
+//! The resolver numbers every FROM item by its place in one pre-order walk of the
+//! statement ([`positions`]) and records which items read which catalog relation
+//! ([`crate::sql::lineage::Scan`]). [`read_through`] walks the statement to run the same
+//! way and replaces each chosen item, a table name, by a parenthesized query over that
+//! relation (built by the caller, `crate::governance::scan_mask`), under the item's own
+//! alias, or the relation's name when it had none, so every reference to the item reads
+//! the derived table's columns. Only what the resolver and PostgreSQL agree on at the
+//! level of FROM items matters here (which item is which relation: the same reading the
+//! grants rest on); how a column, an ordinal or an output name resolves does not, because
+//! no spelling of any of them can reach past the derived table.
+//!
+//! Fails closed: a statement whose walk does not place every chosen item, or that does
+//! not parse back, is refused.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{
+    Ident, ObjectName, Query, Statement, TableAlias, TableFactor, Visit, VisitMut, Visitor,
+    VisitorMut,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::sql::error::SqlError;
+
+/// The position of every FROM item of `statement`, by node address, in pre-order.
+pub fn positions(statement: &Statement) -> HashMap<*const TableFactor, usize> {
+    struct Numbering(HashMap<*const TableFactor, usize>);
+    impl Visitor for Numbering {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            let next = self.0.len();
+            self.0.insert(std::ptr::from_ref(factor), next);
+            ControlFlow::Continue(())
+        }
+    }
+    let mut numbering = Numbering(HashMap::new());
+    let _ = statement.visit(&mut numbering);
+    numbering.0
+}
+
+/// `sql` (one statement, the text the decision made) with each FROM item for whose
+/// position `derived` gives a query (`SELECT … FROM [ONLY] "schema"."name"`; it is told
+/// whether the item said `ONLY`) read through that query. Every position of `wanted` must
+/// be placed. An `EXPLAIN` is walked inside, as the resolver walks it.
+pub fn read_through(
+    sql: &str,
+    derived: impl Fn(usize, bool) -> Option<String>,
+    wanted: &[usize],
+) -> Result<String, SqlError> {
+    let mut statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| SqlError::Unsupported {
+            what: format!("A statement the masks cannot be placed in ({e})"),
+        })?;
+    let [statement] = statements.as_mut_slice() else {
+        return Err(SqlError::Unsupported {
+            what: "A statement the masks cannot be placed in (not exactly one)".to_string(),
+        });
+    };
+    let target: &mut Statement = match &mut *statement {
+        Statement::Explain { statement, .. } => statement,
+        other => other,
+    };
+    let mut placing = Placing {
+        next: 0,
+        open: Vec::new(),
+        derived: &derived,
+        placed: BTreeSet::new(),
+        failed: None,
+    };
+    let _ = target.visit(&mut placing);
+    if let Some(e) = placing.failed {
+        return Err(e);
+    }
+    for position in wanted {
+        if !placing.placed.contains(position) {
+            return Err(SqlError::Unsupported {
+                what: "A FROM item the masks cannot be placed on".to_string(),
+            });
+        }
+    }
+    Ok(statement.to_string())
+}
+
+struct Placing<'a, F> {
+    next: usize,
+    /// Positions of the items being walked, innermost last.
+    open: Vec<usize>,
+    derived: &'a F,
+    placed: BTreeSet<usize>,
+    failed: Option<SqlError>,
+}
+
+impl<F: Fn(usize, bool) -> Option<String>> VisitorMut for Placing<'_, F> {
+    type Break = ();
+
+    fn pre_visit_table_factor(&mut self, _factor: &mut TableFactor) -> ControlFlow<()> {
+        self.open.push(self.next);
+        self.next += 1;
+        ControlFlow::Continue(())
+    }
+
+    // Replaced after its own children were walked, so the query put in its place is never
+    // walked (nor numbered).
+    fn post_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
+        let Some(position) = self.open.pop() else {
+            return ControlFlow::Continue(());
+        };
+        let TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            inheritance,
+            ..
+        } = factor
+        else {
+            return ControlFlow::Continue(());
+        };
+        let only = matches!(
+            inheritance,
+            Some(sqlparser::ast::TableInheritance::Only { .. })
+        );
+        let Some(text) = (self.derived)(position, only) else {
+            return ControlFlow::Continue(());
+        };
+        match parse_query(&text) {
+            Ok(subquery) => {
+                let alias = alias.take().unwrap_or_else(|| TableAlias {
+                    explicit: true,
+                    name: last_ident(name),
+                    columns: Vec::new(),
+                    at: None,
+                });
+                *factor = TableFactor::Derived {
+                    lateral: false,
+                    subquery: Box::new(subquery),
+                    alias: Some(alias),
+                    sample: None,
+                };
+                self.placed.insert(position);
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                self.failed = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    }
+}
+
+/// The relation's own name, as the item's implicit alias (PostgreSQL's reference name of
+/// an unaliased table).
+fn last_ident(name: &ObjectName) -> Ident {
+    name.0
+        .last()
+        .and_then(|part| part.as_ident().cloned())
+        .unwrap_or_else(|| Ident::new(""))
+}
+
+fn parse_query(text: &str) -> Result<Query, SqlError> {
+    let unplaceable = |why: String| SqlError::Unsupported {
+        what: format!("A mask that cannot be placed ({why})"),
+    };
+    let mut parser = Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(text)
+        .map_err(|e| unplaceable(e.to_string()))?;
+    let query = parser
+        .parse_query()
+        .map_err(|e| unplaceable(e.to_string()))?;
+    Ok(*query)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(sql: &str) -> Statement {
+        Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .ok()
+            .and_then(|mut v| v.pop())
+            .unwrap_or_else(|| panic!("{sql} parses"))
+    }
+
+    #[test]
+    fn positions_follow_the_walk() {
+        let s = one("SELECT * FROM a JOIN (SELECT * FROM b) AS d ON true, c");
+        let mut seen: Vec<usize> = positions(&s).into_values().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn items_are_replaced_under_their_alias() {
+        let cases = [
+            (
+                "SELECT c.email FROM public.customers AS c ORDER BY (1)",
+                vec![0],
+                "SELECT c.email FROM (SELECT 'm' AS email) AS c ORDER BY (1)",
+            ),
+            (
+                "SELECT email FROM public.customers",
+                vec![0],
+                "SELECT email FROM (SELECT 'm' AS email) AS customers",
+            ),
+            (
+                "SELECT * FROM a JOIN public.customers AS c(x) ON true",
+                vec![1],
+                "SELECT * FROM a JOIN (SELECT 'm' AS email) AS c (x) ON true",
+            ),
+            (
+                "EXPLAIN SELECT * FROM customers",
+                vec![0],
+                "EXPLAIN SELECT * FROM (SELECT 'm' AS email) AS customers",
+            ),
+        ];
+        for (sql, at, want) in cases {
+            let got = read_through(
+                sql,
+                |p, _| at.contains(&p).then(|| "SELECT 'm' AS email".to_string()),
+                &at,
+            );
+            assert_eq!(got.ok().as_deref(), Some(want), "{sql}");
+        }
+    }
+
+    #[test]
+    fn only_is_handed_to_the_query() {
+        let got = read_through(
+            "SELECT * FROM ONLY t",
+            |_, only| Some(format!("SELECT {only} AS o")),
+            &[0],
+        );
+        assert_eq!(
+            got.ok().as_deref(),
+            Some("SELECT * FROM (SELECT true AS o) AS t")
+        );
+    }
+
+    #[test]
+    fn an_item_that_cannot_be_placed_refuses() {
+        // Position 5 does not exist: the statement must not run unmasked.
+        let got = read_through("SELECT * FROM t", |_, _| Some("SELECT 1".into()), &[5]);
+        assert!(got.is_err());
+        let got = read_through("SELECT * FROM t", |_, _| Some("SELEC 1".into()), &[0]);
+        assert!(got.is_err());
+    }
+}
