@@ -450,25 +450,45 @@ async fn through_the_gateway_every_spelling_is_refused_or_masked() {
     eprintln!("scan masks through the gateway: {answered} answered pairs");
 }
 
-/// The findings' examples as an agent sends them.
+/// The findings' examples as an agent sends them, and what PostgreSQL cannot see through
+/// the derived tables, each refused with its own code.
 #[tokio::test]
 async fn the_reviews_examples_are_refused_with_their_reason() {
     let env = demo_env().await;
-    for sql in [
-        "SELECT c.email, c.id FROM public.customers c WHERE c.id <= 30 ORDER BY (1)",
-        "SELECT c.email, c.id FROM public.customers c WHERE c.id <= 30 ORDER BY -(-1)",
-        "SELECT DISTINCT ON ((1)) c.email, c.id FROM public.customers c ORDER BY 1",
-        "SELECT c.email, count(*) FROM public.customers c GROUP BY (1)",
-        "SELECT c.id, c.email AS country FROM public.customers c ORDER BY (country)",
-    ] {
+    let cases = [
+        ("SELECT c.email, c.id FROM public.customers c WHERE c.id <= 30 ORDER BY (1)", "masked_column_misuse"),
+        ("SELECT c.email, c.id FROM public.customers c WHERE c.id <= 30 ORDER BY -(-1)", "masked_column_misuse"),
+        ("SELECT DISTINCT ON ((1)) c.email, c.id FROM public.customers c ORDER BY 1", "masked_column_misuse"),
+        ("SELECT c.email, count(*) FROM public.customers c GROUP BY (1)", "masked_column_misuse"),
+        ("SELECT c.id, c.email AS country FROM public.customers c ORDER BY (country)", "masked_column_misuse"),
+        (
+            "SELECT c.id, c.name, count(o.id) FROM public.customers c JOIN public.orders o ON o.customer_id = c.id GROUP BY c.id",
+            "mask_grouping",
+        ),
+    ];
+    for (sql, code) in cases {
         let a = env.agent_query(json!({"sql": sql})).await;
         let text = a.body.to_string();
+        assert!(text.contains(code), "{sql}: {} {text}", a.status);
+        let proxy = common::http::client()
+            .post(env.gateway.url("/v1/sources/shop/query"))
+            .bearer_auth(&env.agent_key)
+            .json(&json!({"sql": sql}))
+            .send()
+            .await
+            .expect("proxy");
+        let status = proxy.status().as_u16();
+        let body = proxy.text().await.unwrap_or_default();
         assert!(
-            text.contains("masked_column_misuse"),
-            "{sql}: {} {text}",
-            a.status
+            status >= 400 && body.contains(code),
+            "/v1 {sql}: {status} {body}"
         );
     }
+    // Grouping by every column selected runs, masked.
+    let a = env
+        .agent_query(json!({"sql": "SELECT c.id, c.name, count(o.id) AS n FROM public.customers c JOIN public.orders o ON o.customer_id = c.id WHERE c.id <= 3 GROUP BY c.id, c.name ORDER BY c.id"}))
+        .await;
+    assert_eq!(common::mcp::rows(&a).len(), 3, "{:?}", a.body);
 }
 
 /// A hash mask computed by PostgreSQL at the scan equals the output mask's HMAC, so a

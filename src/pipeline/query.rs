@@ -703,7 +703,12 @@ pub async fn run_read(
     rt.breaker.record(permit, breaker_outcome).await;
     let mut rows = match result {
         Ok(rows) => rows,
-        Err(e) => return exec_failure(draft, e),
+        Err(e) => {
+            return match through_masks(a, &e) {
+                Some(refusal) => refusal.apply(draft),
+                None => exec_failure(draft, e),
+            }
+        }
     };
     draft.enter(GovernanceStep::Redaction);
     let rows_truncated = rows.truncated;
@@ -730,6 +735,42 @@ pub async fn run_read(
         rows: objects,
         truncated: rows_truncated,
     }
+}
+
+/// What PostgreSQL refuses in a statement only because its masked relations are read
+/// through derived tables (masks at the scan), said so with what to change: it cannot see
+/// that a relation's other columns depend on its primary key through a derived table
+/// (`GROUP BY c.id` selecting `c.name`), and two unaliased relations of one name in two
+/// schemas both become derived tables of that name.
+fn through_masks(a: &Allowed, e: &ExecError) -> Option<Refusal> {
+    a.masked.as_ref()?;
+    let ExecError::Refused { code, .. } = e else {
+        return None;
+    };
+    let (code, reason) = match code.as_str() {
+        "42803" => (
+            "mask_grouping",
+            "This statement reads a relation with masked columns, which runs through a derived \
+             table of masked values; through it PostgreSQL cannot see that the relation's other \
+             columns depend on its primary key. Add the other columns you select to GROUP BY, \
+             or aggregate them.",
+        ),
+        "42712" => (
+            "mask_alias",
+            "This statement reads two relations of the same name from two schemas without \
+             aliases, and one has masked columns (read through a derived table of that name); \
+             give each an alias.",
+        ),
+        _ => return None,
+    };
+    Some(Refusal::denied(
+        "redaction",
+        400,
+        code,
+        "redaction (masks at the scan)",
+        reason,
+        reason,
+    ))
 }
 
 pub(super) fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {

@@ -516,11 +516,13 @@ impl Gen<'_> {
             let key = match self.rng.below(3) {
                 0 => {
                     self.tags.insert("order-by-position");
-                    (1 + self.rng.below(outputs.len())).to_string()
+                    let n = (1 + self.rng.below(outputs.len())).to_string();
+                    self.folded_number(n)
                 }
                 1 => {
                     self.tags.insert("order-by-output-name");
-                    outputs[self.rng.below(outputs.len())].name.clone()
+                    let name = outputs[self.rng.below(outputs.len())].name.clone();
+                    self.folded_name(name)
                 }
                 _ => {
                     self.tags.insert("order-by-input-name");
@@ -739,11 +741,11 @@ impl Gen<'_> {
                 let key = match (item, self.rng.below(4)) {
                     (Some(i), 0) => {
                         self.tags.insert("group-by-position");
-                        (i + 1).to_string()
+                        self.folded_number((i + 1).to_string())
                     }
                     (Some(i), 1) => {
                         self.tags.insert("group-by-output-name");
-                        outputs[i].name.clone()
+                        self.folded_name(outputs[i].name.clone())
                     }
                     (_, 3) if !inner_names.is_empty() => {
                         self.tags.insert("group-by-inner-name");
@@ -793,12 +795,14 @@ impl Gen<'_> {
         let key = match self.rng.below(6) {
             0 if !outputs.is_empty() => {
                 self.tags.insert("order-by-position");
-                (1 + self.rng.below(outputs.len())).to_string()
+                let n = (1 + self.rng.below(outputs.len())).to_string();
+                self.folded_number(n)
             }
             1 | 2 if outputs.iter().any(|c| c.known) => {
                 self.tags.insert("order-by-output-name");
                 let known: Vec<&Col> = outputs.iter().filter(|c| c.known).collect();
-                known[self.rng.below(known.len())].name.clone()
+                let name = known[self.rng.below(known.len())].name.clone();
+                self.folded_name(name)
             }
             3 => {
                 self.tags.insert("order-by-expression");
@@ -811,10 +815,46 @@ impl Gen<'_> {
                 self.col_ref(ty, false)
             }
         };
-        if self.rng.chance(30) {
-            format!("{key} DESC")
+        match self.rng.below(10) {
+            0..=2 => format!("{key} DESC"),
+            3 => format!("{key} NULLS FIRST"),
+            4 => format!("{key} DESC NULLS LAST"),
+            _ => key,
+        }
+    }
+
+    /// A position in one of the spellings PostgreSQL's grammar folds back into the number
+    /// (`(1)`, `((1))`, `-(-1)`) or reads as an expression instead (`+1`, `(1)::int`), so
+    /// the resolver must tell an ordinal from a constant exactly as PostgreSQL does.
+    fn folded_number(&mut self, n: String) -> String {
+        match self.rng.below(12) {
+            0 => {
+                self.tags.insert("key-parenthesized");
+                format!("({n})")
+            }
+            1 => {
+                self.tags.insert("key-parenthesized");
+                format!("(({n}))")
+            }
+            2 => {
+                self.tags.insert("key-double-minus");
+                format!("-(-{n})")
+            }
+            3 => {
+                self.tags.insert("key-unary-plus");
+                format!("+{n}")
+            }
+            _ => n,
+        }
+    }
+
+    /// An output name, sometimes in parentheses (still the bare name to PostgreSQL).
+    fn folded_name(&mut self, name: String) -> String {
+        if self.rng.chance(20) {
+            self.tags.insert("key-parenthesized");
+            format!("({name})")
         } else {
-            key
+            name
         }
     }
 

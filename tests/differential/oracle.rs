@@ -19,6 +19,10 @@
 //! - `c-keys`: every base column of a sort or grouping key has a comparing use (not only
 //!   Project/WholeRow) in the resolver.
 //! - `d-names`: output names equal PostgreSQL's (FigureColname and aliases).
+//! - `e-scan-mask`: with every column of every relation the statement reads masked (`null`),
+//!   the text the decision runs (masks at the scan, `governance::scan_mask`) must run where
+//!   the statement does, and no output may carry any marker: whatever the statement's
+//!   spelling, no raw value gets past the derived tables, whatever the resolver made of it.
 //! - `panic` / `oracle-error`: the resolver panicked; the probe role hit an error other
 //!   than a missing privilege.
 
@@ -539,8 +543,93 @@ pub async fn check_case(client: &Client, catalog: &Catalog, case: &Case) -> Case
             }
         }
     }
+    // (e) masks at the scan.
+    if result.executed {
+        if let Some(failure) = scan_masked_leaks(client, catalog, &case.sql, analysis).await {
+            failures.push(failure);
+        }
+    }
     result.failures = failures;
     result
+}
+
+/// Runs `sql` with every column of every relation it reads masked at the scan; a failure
+/// when the masked text cannot be made or run, or when an output carries any marker.
+async fn scan_masked_leaks(
+    client: &Client,
+    catalog: &Catalog,
+    sql: &str,
+    analysis: &Analysis,
+) -> Option<Failure> {
+    use interlock::governance::{AccessProfile, MaskStrategy, RedactionRule};
+    let redactions = analysis
+        .scans
+        .iter()
+        .filter_map(|scan| catalog.relation(&scan.relation.schema, &scan.relation.name))
+        .flat_map(|r| {
+            r.columns.iter().map(|c| RedactionRule {
+                schema: r.schema.clone(),
+                table: r.name.clone(),
+                column: c.name.clone(),
+                strategy: MaskStrategy::Null,
+                allow_filter: false,
+            })
+        })
+        .collect();
+    let profile = AccessProfile {
+        roles: Vec::new(),
+        policies: Vec::new(),
+        redactions,
+    };
+    let limits = interlock::sql::parse::ParseLimits {
+        max_bytes: DEFAULT_MAX_SQL_BYTES,
+        ..Default::default()
+    };
+    let fail = |detail: String| {
+        Some(Failure {
+            check: "e-scan-mask",
+            detail,
+        })
+    };
+    let text = match interlock::sql::parse(sql, 0, &limits) {
+        Ok(parsed) => parsed.sql,
+        Err(e) => return fail(format!("does not parse again: {e}")),
+    };
+    let masked = match interlock::governance::scan_mask::scan_masked(
+        &text, analysis, catalog, &profile, 0,
+    ) {
+        Ok(Some(m)) => m.text,
+        Ok(None) => return None,
+        Err(r) => return fail(format!("no masked text: {}", r.reason)),
+    };
+    match execute(client, &masked).await {
+        // What PostgreSQL cannot see through a derived table (a primary key's functional
+        // dependencies; two unaliased relations of one name): refused, with its own code
+        // (`mask_grouping`, `mask_alias`), so fail-closed, never a leak.
+        Err(e)
+            if e.contains("must appear in the GROUP BY clause")
+                || e.contains("specified more than once") =>
+        {
+            None
+        }
+        Err(e) => fail(format!("the masked text does not run ({e}): {masked}")),
+        Ok(rows) => {
+            let seen: BTreeSet<ColumnRef> = rows
+                .iter()
+                .flatten()
+                .flatten()
+                .flat_map(|v| markers(v))
+                .collect();
+            if seen.is_empty() {
+                None
+            } else {
+                fail(format!(
+                    "data of {} got past the masks: {masked}",
+                    show(&seen)
+                ))
+            }
+        }
+    }
 }
 
 /// Self-check of the plan oracle: every column it attributes to `sql` must be one that
