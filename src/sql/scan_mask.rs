@@ -6,7 +6,7 @@
 //! statement ([`positions`]) and records which items read which catalog relation
 //! ([`crate::sql::lineage::Scan`]). [`read_through`] walks the statement to run the same
 //! way and replaces each chosen item, a table name, by a parenthesized query over that
-//! relation (built by the caller, `crate::governance::scan_mask`), under the item's own
+//! relation (built by the caller, the governance layer's `scan_mask`), under the item's own
 //! alias, or the relation's name when it had none, so every reference to the item reads
 //! the derived table's columns. Only what the resolver and PostgreSQL agree on at the
 //! level of FROM items matters here (which item is which relation: the same reading the
