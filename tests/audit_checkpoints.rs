@@ -669,3 +669,122 @@ async fn the_gateway_signs_checkpoints_on_its_own_schedule_and_readyz_shows_them
         "{ready}"
     );
 }
+
+/// The control database's owner deletes the tail of a checkpointed log and the tree behind
+/// it (no key, no hash computed): the default check names the checkpoint that no longer
+/// holds, and the tree is never grown, voided or signed again over the cut.
+#[actix_rt::test]
+async fn cutting_the_log_below_a_checkpoint_fails_verify_and_is_never_signed_over() {
+    let db = common::fresh_control_db().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    let key = new_key();
+    let vkey = key.verifier_key().to_string();
+    let other = new_key();
+    for i in 1..=15 {
+        writer.append(record(i)).await.unwrap();
+        if i == 10 || i == 15 {
+            ledger::checkpoint(&pool, &key).await.unwrap().unwrap();
+        }
+    }
+    use interlock::control::signed_heads;
+    // Before: both checkpoints hold, with their signatures (and without a key, their roots).
+    for (given, signatures) in [
+        (Some(vkey.as_str()), 2),
+        (None, 0),
+        (Some(other.verifier_key()), 0),
+    ] {
+        let held = signed_heads::verify(&pool, given).await.unwrap();
+        assert!(held.ok, "{held:?}");
+        assert_eq!((held.checked, held.signatures_checked), (2, signatures));
+    }
+
+    let owner = common::admin(&db).await;
+    let first_break = || async {
+        let report = signed_heads::verify(&pool, Some(&vkey)).await.unwrap();
+        assert!(!report.ok || report.first_break.is_none());
+        report.first_break.map(|b| (b.tree_size, b.reason))
+    };
+    // A checkpoint's row given another (valid) note: the note no longer states its size.
+    let note: String = owner
+        .query_one(
+            "SELECT note FROM audit_checkpoints WHERE tree_size = 15",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    owner
+        .batch_execute("UPDATE audit_checkpoints SET note = (SELECT note FROM audit_checkpoints WHERE tree_size = 10) WHERE tree_size = 15")
+        .await
+        .unwrap();
+    let (at, why) = first_break().await.expect("a swapped note is named");
+    assert!(at == 15 && why.contains("not the 15"), "{at}: {why}");
+    owner
+        .execute(
+            "UPDATE audit_checkpoints SET note = $1 WHERE tree_size = 15",
+            &[&note],
+        )
+        .await
+        .unwrap();
+    assert_eq!(first_break().await, None);
+    // The leaf of record 15 rewritten in the tree: the root at 15 is not the signed one.
+    let leaf = i64::try_from(interlock::ledger::tree::leaf_index(14)).unwrap();
+    let kept: Vec<u8> = owner
+        .query_one(
+            "SELECT hash FROM audit_tree_hashes WHERE idx = $1",
+            &[&leaf],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    owner
+        .execute(
+            "UPDATE audit_tree_hashes SET hash = sha256(hash) WHERE idx = $1",
+            &[&leaf],
+        )
+        .await
+        .unwrap();
+    let (at, why) = first_break().await.expect("a rewritten tree is named");
+    assert!(at == 15 && why.contains("rewritten"), "{at}: {why}");
+    owner
+        .execute(
+            "UPDATE audit_tree_hashes SET hash = $2 WHERE idx = $1",
+            &[&leaf, &kept],
+        )
+        .await
+        .unwrap();
+    assert_eq!(first_break().await, None);
+    // The review's case: the tail deleted, the tree emptied.
+    owner
+        .batch_execute(
+            "DELETE FROM audit_records WHERE seq > 12; DELETE FROM audit_tree_hashes; UPDATE audit_tree SET size = 0",
+        )
+        .await
+        .unwrap();
+    let (at, why) = first_break().await.expect("a cut log is named");
+    assert!(at == 10 && why.contains("removed"), "{at}: {why}");
+    // The cut tree is not grown again: no seq at or below a checkpoint is voided, nothing
+    // is signed over the rewritten log.
+    let refused = ledger::checkpoint(&pool, &key)
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        refused.as_deref().is_some_and(|e| e.contains("cut back")),
+        "{refused:?}"
+    );
+    let voids: i64 = owner
+        .query_one("SELECT count(*) FROM audit_records WHERE void", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(voids, 0);
+    let signed: i64 = owner
+        .query_one("SELECT count(*) FROM audit_checkpoints", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(signed, 2);
+}

@@ -132,6 +132,13 @@ async fn a_scan_over_the_limit_is_refused_with_a_plan_an_agent_can_act_on() {
     let refused = query(&env, SCAN).await;
     assert_eq!(outcome(&refused), "cost_exceeded", "{:?}", refused.body);
     assert_eq!(refused.body["error"]["data"]["status"], 403);
+    // Decided after the call began, still a plain JSON refusal with its status (issue 47).
+    assert_eq!(
+        (refused.status, refused.sse),
+        (403, false),
+        "{:?}",
+        refused.body
+    );
     let d = cost_details(&refused);
     assert_eq!(d["exceeded"][0]["measure"], "cost", "{d}");
     assert_eq!(d["exceeded"][0]["limit"], 10000);
@@ -498,6 +505,8 @@ async fn two_gateways_share_one_cost_budget_through_redis() {
     for gw in [&env.gateway, &b] {
         let a = query_at(gw, &env.agent_key, &lookup(999), None).await;
         assert_eq!(outcome(&a), "cost_budget_exhausted", "{:?}", a.body);
+        assert_eq!((a.status, a.sse), (429, false), "{:?}", a.body);
+        assert!(a.headers.get("retry-after").is_some(), "{:?}", a.headers);
     }
     drop(redis);
 }

@@ -518,6 +518,22 @@ async fn a_read_held_for_approval_runs_once_approved_and_only_its_requester_sees
     })
     .await;
     assert_eq!(done["state"], "executed", "{done:#}");
+    // The admin API (approver and operator, one approval and the list) never carries the
+    // rows: only the requester reads them.
+    for key in [&env.approver_key, &env.operator_key] {
+        let one = show(&env.gateway, key, &id).await;
+        assert!(
+            one["result"].is_null() && one["result_withheld"] == true,
+            "{one:#}"
+        );
+        let list =
+            common::http::get_json(&env.gateway.url("/admin/approvals?state=executed"), key).await;
+        assert!(
+            list["approvals"].as_array().is_some_and(|a| !a.is_empty())
+                && !list.to_string().contains("@example.com"),
+            "{list}"
+        );
+    }
     let answer = status(&env.gateway, &env.agent_key, &id).await;
     let result = &answer["result"];
     let rows = result["returning"]["rows"]

@@ -49,6 +49,8 @@ struct Verified {
     witness: Option<Witnessed>,
     /// The live records against the tree's leaves.
     tree: control::leaves::LeafReport,
+    /// The tree against every stored signed checkpoint.
+    checkpoints: control::signed_heads::SignedHeadsReport,
 }
 
 /// What a witness file proved.
@@ -90,15 +92,31 @@ pub async fn verify(
         }
     };
     let tree = control::leaves::verify(&pool).await?;
+    // Signatures are checked with the given key, else the configured one, else not at all
+    // (roots and sizes still are).
+    let head_key = verifier_key().ok();
+    let checkpoints = control::signed_heads::verify(&pool, head_key.as_deref()).await?;
     let (ok, tree_ok, mismatch) = (live.ok, tree.ok, tree.first_mismatch);
+    let head_break = checkpoints.first_break.clone();
+    // The answer's "ok" holds only when everything checked holds.
+    let mut live = live;
+    live.ok = ok && tree_ok && checkpoints.ok;
     print_json(&Verified {
         live,
         archive,
         witness,
         tree,
+        checkpoints,
     })?;
     if !ok {
         bail!("the audit chain is broken; see first_break");
+    }
+    if let Some(b) = head_break {
+        bail!(
+            "the signed checkpoint of {} records does not hold: {}",
+            b.tree_size,
+            b.reason
+        );
     }
     if !tree_ok {
         bail!(

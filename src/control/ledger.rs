@@ -111,6 +111,22 @@ pub async fn extend(pool: &ControlPool) -> Result<u64, ControlError> {
             .query_one("SELECT size FROM audit_tree", &[])
             .await?
             .get(0);
+        // A tree smaller than a signed checkpoint was cut back: growing it again would
+        // void the missing seqs and sign the rewritten log. Refuse; `audit verify` says so.
+        let signed: i64 = tx
+            .query_one(
+                "SELECT coalesce(max(tree_size), 0) FROM audit_checkpoints",
+                &[],
+            )
+            .await?
+            .get(0);
+        if size < signed {
+            return Err(invalid(format!(
+                "the audit tree holds {size} records but a signed checkpoint covers {signed}: \
+                 the log was cut back after it was signed; it is not extended, voided or signed \
+                 again (run `interlock audit verify`)"
+            )));
+        }
         let rows = tx
             .query(
                 "SELECT seq, hash FROM audit_records WHERE seq > $1 ORDER BY seq LIMIT $2",

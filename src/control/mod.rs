@@ -24,6 +24,7 @@ pub mod profiles;
 pub mod roles;
 pub mod scanned;
 pub mod settings;
+pub mod signed_heads;
 pub mod sources;
 pub mod token_identities;
 pub mod webhooks;

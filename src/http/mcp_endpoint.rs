@@ -6,8 +6,11 @@
 //! step up to execution first, so refusals answer as plain JSON with their real HTTP status
 //! (clients read error bodies only from JSON responses); allowed calls then answer on a
 //! request-scoped SSE stream whose closing cancels the work. An answer that is ready before
-//! the first keep-alive would be due goes out as that stream in one write (headers and the
-//! one event, with a length); a longer call streams, with keep-alives.
+//! the first keep-alive would be due is handed over whole: a result goes out as that stream
+//! in one write (headers and the one event, with a length), a refusal decided while the
+//! call ran (cost admission, a database refusal, an upstream failure) as plain JSON with
+//! its status, like every other refusal; a longer call streams, with keep-alives, and its
+//! answer, whatever it is, is the stream's event.
 
 use std::time::Duration;
 
@@ -194,14 +197,20 @@ pub async fn tool_call(
             return to_http(reply);
         }
     };
-    // The stream answers 200; the request's span ends with the stream's work.
-    span.status(200);
-    let (mut body, tx) = SseBody::new(token.clone(), KEEPALIVE);
-    let st = state.clone();
+    // An answer ready before the first keep-alive is due is handed over whole (`quick`),
+    // so a refusal decided while the call ran (cost admission, a database refusal, an
+    // upstream failure) still answers as plain JSON with its own HTTP status and headers;
+    // only an answer after the stream began (a long call, or one with a progress token,
+    // whose stream opens at once) comes as the stream's event.
     let progress = call.progress_token.is_some();
+    let (quick, answer) = tokio::sync::oneshot::channel::<Reply>();
+    let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
+    let st = state.clone();
+    let span = std::sync::Arc::new(span);
+    let work_span = span.clone();
     actix_rt::spawn(async move {
         let _registration = registration;
-        let _span = span;
+        let span = work_span;
         if let Some(t) = &call.progress_token {
             let _ = tx
                 .send(event(&mcp::progress_notification(t, 0.0, Some("running"))))
@@ -210,24 +219,54 @@ pub async fn tool_call(
         let outcome = prepared.run(&*st, &token).await;
         let started = std::time::Instant::now();
         let reply = crate::call::render_governed(&outcome, &call, &st.server_info);
-        let sent = reply.body.as_ref().map(event);
         CallStage::Render.since(started);
-        if let Some(sent) = sent {
+        let reply = match quick.send(reply) {
+            Ok(()) => return,
+            Err(reply) => reply,
+        };
+        // The stream answers 200; the request's span ends with the stream's work.
+        span.status(200);
+        if let Some(sent) = reply.body.as_ref().map(event) {
             let _ = tx.send(sent).await;
         }
     });
+    // While this waits, the body owns the cancellation guard: if the client goes away,
+    // actix drops this future, the body with it, and the work is cancelled.
+    let mut answer = answer;
+    if !progress {
+        if let Ok(Ok(reply)) = tokio::time::timeout(KEEPALIVE, &mut answer).await {
+            span.status(reply.status);
+            return quick_answer(reply);
+        }
+    }
+    // From here the answer goes on the stream; one handed over meanwhile is still whole.
+    answer.close();
+    if let Ok(reply) = answer.try_recv() {
+        span.status(reply.status);
+        return quick_answer(reply);
+    }
+    drop(span);
     let mut res = HttpResponse::Ok();
     res.insert_header(("Content-Type", "text/event-stream"))
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"));
-    // While this waits, the body owns the cancellation guard: if the client goes away,
-    // actix drops this future, the body with it, and the work is cancelled.
-    if !progress {
-        if let Ok(Some(event)) = tokio::time::timeout(KEEPALIVE, body.first_event()).await {
-            return res.body(event);
-        }
-    }
     res.streaming(body)
+}
+
+/// An answer ready before the stream began: a result as the stream in one write (headers
+/// and its one event), anything else as plain JSON with its status.
+fn quick_answer(reply: Reply) -> HttpResponse {
+    if reply.status != 200 {
+        return to_http(reply);
+    }
+    let mut res = HttpResponse::Ok();
+    res.insert_header(("Content-Type", "text/event-stream"))
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"));
+    match reply.body.as_ref() {
+        Some(body) => res.body(event(body)),
+        None => res.finish(),
+    }
 }
 
 /// A protocol reply as HTTP: JSON body, or empty (202/405).

@@ -39,14 +39,6 @@ impl SseBody {
     }
 }
 
-impl SseBody {
-    /// Waits for the first event, without sending keep-alives meanwhile (the caller bounds
-    /// the wait). `None` when the sender is gone without sending one.
-    pub async fn first_event(&mut self) -> Option<Bytes> {
-        self.rx.recv().await
-    }
-}
-
 /// One SSE `message` event carrying a JSON-RPC message.
 pub fn event(json: &serde_json::Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {json}\n\n"))

@@ -23,6 +23,7 @@ pub mod resolve;
 pub mod sanitized;
 pub mod scan_mask;
 pub mod shape;
+pub mod spelling;
 pub mod types;
 
 pub use cap::{cap_form, CapForm};

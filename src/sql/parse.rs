@@ -124,7 +124,8 @@ impl Scanned {
         keep: bool,
     ) -> Result<(ParsedStatement, Option<Canonical>), SqlError> {
         let dialect = PostgreSqlDialect {};
-        let statement = parse_one(&dialect, self.tokens)?;
+        let mut statement = parse_one(&dialect, self.tokens)?;
+        crate::sql::spelling::respell_strings(&mut statement);
         let text = statement.to_string();
         let tokens = Tokenizer::new(&dialect, &text)
             .tokenize_with_location()
@@ -194,13 +195,16 @@ fn check_tokens(tokens: &[TokenWithSpan], param_count: usize) -> Result<(), SqlE
             return Err(SqlError::NulCharacter { spelling });
         }
         match &tok.token {
-            Token::Number(n, _) => {
+            Token::Number(n, long) => {
                 let lower = n.to_ascii_lowercase();
                 let prefixed = ["0x", "0o", "0b"].iter().any(|p| lower.starts_with(p));
                 let glued = matches!(next, Some(Token::Word(_) | Token::Number(_, _)));
-                if prefixed || glued || n.contains('_') {
+                // `1L`: the tokenizer reads a long suffix (other dialects'); PostgreSQL
+                // refuses the trailing junk.
+                if prefixed || glued || *long || n.contains('_') {
+                    let literal = if *long { format!("{n}L") } else { n.clone() };
                     return Err(SqlError::NumericJunk {
-                        literal: shorten(n),
+                        literal: shorten(&literal),
                     });
                 }
             }
@@ -369,6 +373,14 @@ mod tests {
             ("SELECT id::text FROM t", 0, None),
             ("SELECT 1 /* unterminated", 0, Some("sql_unparseable")),
             ("SELECT 'a'\n'b'", 0, Some("sql_unparseable")),
+            ("SELECT 1L", 0, Some("sql_lexical_differential")),
+            (
+                "SELECT id FROM t WHERE id = 1L",
+                0,
+                Some("sql_lexical_differential"),
+            ),
+            ("SELECT 'it''''s'", 0, None),
+            ("SELECT 'a\\'''", 0, None),
         ];
         for (sql, params, want) in cases {
             let got = parse(sql, *params, &MAX).err().map(|e| e.code());

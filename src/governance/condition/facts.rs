@@ -154,6 +154,20 @@ fn strings(what: &str, items: &[String], max: usize) -> Result<Value, String> {
     )))
 }
 
+/// Every function called under both names a rule may write it by: its bare name (`now`)
+/// and its catalog-qualified name (`pg_catalog.now`); every callable function is a
+/// `pg_catalog` one.
+fn functions(names: &[String]) -> Result<Value, String> {
+    let both: Vec<String> = names
+        .iter()
+        .flat_map(|name| {
+            let qualified = format!("{}.{name}", crate::sql::catalog::PG_CATALOG);
+            [name.clone(), qualified]
+        })
+        .collect();
+    strings("statement.functions", &both, MAX_COLUMNS)
+}
+
 fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -293,10 +307,7 @@ impl FactValues {
                 strings("statement.columns_written", &s.columns_written, MAX_COLUMNS)?,
             ),
             ("deletes_rows", Value::Bool(s.deletes_rows)),
-            (
-                "functions",
-                strings("statement.functions", &s.functions, MAX_COLUMNS)?,
-            ),
+            ("functions", functions(&s.functions)?),
             ("reads_clock", Value::Bool(s.reads_clock)),
             ("row_cap", int(s.row_cap)),
         ]);

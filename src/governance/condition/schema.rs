@@ -158,7 +158,7 @@ pub static STATEMENT: Object = Object {
         field(
             "functions",
             T::Strings(MAX_COLUMNS),
-            "every function called, by its catalog name (e.g. `lower`, `pg_catalog.now`)",
+            "every function called, under both its names, bare and `pg_catalog.`-qualified (`lower` and `pg_catalog.lower`), so a rule may write either",
         ),
         field(
             "reads_clock",

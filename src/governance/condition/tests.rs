@@ -116,6 +116,11 @@ fn conditions_over_every_fact_evaluate_as_written() {
             "statement.functions.map(f, f + '()').exists(f, f == 'lower()')",
             true,
         ),
+        // Both spellings of a function's name (docs/policy-conditions.md).
+        ("'pg_catalog.lower' in statement.functions", true),
+        ("'lower' in statement.functions", true),
+        ("'pg_catalog.upper' in statement.functions", false),
+        ("'public.lower' in statement.functions", false),
         (
             "!statement.explain && !statement.analyze && !statement.deletes_rows",
             true,

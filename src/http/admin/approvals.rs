@@ -16,9 +16,14 @@ use crate::telemetry::traces::propagation::traceparent;
 use crate::telemetry::traces::{names, KeyValue, ServerSpan};
 use crate::AppState;
 
-/// An approval as approvers see it.
+/// An approval as approvers see it. A held read's rows are withheld: approvers and
+/// operators hold no grant that lets them read them, and only the requester receives them
+/// (`interlock_approval_status`). A write's `RETURNING` rows stay: they are what the
+/// approved change did, masked as the requester sees them.
 pub fn approval_json(a: &Approval) -> Value {
     let age = (Utc::now() - a.created_at).num_seconds().max(0);
+    let read = a.touches.get("action").and_then(Value::as_str) == Some("read");
+    let withheld = read && a.result.is_some();
     json!({
         "id": a.id,
         "source_id": a.source_id,
@@ -37,7 +42,8 @@ pub fn approval_json(a: &Approval) -> Value {
         "executed_at": a.executed_at,
         "rows_affected": a.rows_affected,
         "rows_changed": a.rows_changed,
-        "result": a.result,
+        "result": if read { &None } else { &a.result },
+        "result_withheld": withheld,
         "error": a.error,
         "statement_sha256": hex::encode(sha2::Sha256::digest(a.statement.as_bytes())),
         "preview": a.preview,

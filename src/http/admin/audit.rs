@@ -64,17 +64,21 @@ pub async fn list(
 }
 
 pub async fn verify(_caller: Admin<Operators>, state: web::Data<AppState>) -> HttpResponse {
+    let key = state.checkpoint_key.as_ref().map(|k| k.verifier_key());
     let checked = async {
         let chain = repo::verify(&state.control).await?;
         let tree = crate::control::leaves::verify(&state.control).await?;
-        Ok::<_, crate::control::ControlError>((chain, tree))
+        let heads = crate::control::signed_heads::verify(&state.control, key).await?;
+        Ok::<_, crate::control::ControlError>((chain, tree, heads))
     };
     match checked.await {
-        Ok((chain, tree)) => {
+        Ok((chain, tree, heads)) => {
             let mut body = serde_json::to_value(&chain).unwrap_or_default();
-            // "ok" holds only when both hold: the chain, and the records against the tree.
-            body["ok"] = (chain.ok && tree.ok).into();
+            // "ok" holds only when all hold: the chain, the records against the tree, and
+            // the tree against every signed checkpoint.
+            body["ok"] = (chain.ok && tree.ok && heads.ok).into();
             body["tree"] = serde_json::to_value(&tree).unwrap_or_default();
+            body["checkpoints"] = serde_json::to_value(&heads).unwrap_or_default();
             HttpResponse::Ok().json(body)
         }
         Err(e) => {
