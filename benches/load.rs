@@ -20,6 +20,10 @@
 //!   OpenTelemetry traces of every call or of one in a hundred to an OTLP sink in this
 //!   process, and every call to a collector that accepts and never answers (the bounded
 //!   queue full, spans dropped); two interleaved rounds, against the agent cell's baseline;
+//! - **masks on / masks off** (`--masks-only 1`): the agent cell with the demo's mask on
+//!   `public.customers.email` (every read of customers runs through a derived table of masked
+//!   values: masks at the scan) and with it removed, two interleaved rounds, against the agent
+//!   cell's baseline; the ratio of the two is what the rewrite costs;
 //! - **tools/list**, against `/healthz` (no database, no audit);
 //! - **memory**: gateway and source-backend private memory after the first 20 s and at the
 //!   end of 60 s of agent-style load at 32 connections.
@@ -28,7 +32,8 @@
 //! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`
 //! (with `--profile-traced 1`, every call traced to an OTLP sink);
 //! `--cost-only 1` runs only the agent cells, with cost admission off and on;
-//! `--traces-only 1` runs only the agent cells, with tracing off, at 100 % and at 1 %).
+//! `--traces-only 1` runs only the agent cells, with tracing off, at 100 % and at 1 %;
+//! `--masks-only 1` runs only the agent cells with the demo's mask on and off).
 //! See BENCHMARKS.md.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -563,6 +568,35 @@ async fn cost_admission(state: &interlock::state::AppState, on: bool) {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
+/// Puts the demo's mask on `public.customers.email` back (the demo access file) or removes
+/// it; the agent cell reads customers, so with it every read runs through the derived table
+/// of masked values.
+async fn demo_mask(state: &interlock::state::AppState, on: bool) {
+    if on {
+        interlock::control::policy_file::apply(
+            &state.control,
+            &interlock::control::policy_file::AccessFile::parse(interlock::demo::ACCESS_TOML)
+                .expect("demo access"),
+        )
+        .await
+        .expect("apply");
+    } else {
+        state
+            .control
+            .get()
+            .await
+            .expect("control")
+            .execute(
+                "DELETE FROM redaction_rules WHERE source_id = 'shop' AND table_name = 'customers'",
+                &[],
+            )
+            .await
+            .expect("remove the mask");
+    }
+    state.profiles.invalidate_all();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
 /// Sets how the shop source carries the caller's identity.
 async fn propagate(control: &interlock::control::ControlPool, how: Propagation) {
     let changes = interlock::control::sources::SourceChanges {
@@ -582,6 +616,7 @@ fn main() {
     let cost_only = arg("--cost-only", 0) > 0; // only the agent cells, admission off and on
     let traces_only = arg("--traces-only", 0) > 0; // only the agent cells, tracing off and on
     let profile_traced = arg("--profile-traced", 0) > 0; // the profiling window traces every call
+    let masks_only = arg("--masks-only", 0) > 0; // only the agent cells, the demo mask on and off
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -648,6 +683,26 @@ fn main() {
             println!("{:<6} {:>22} {:>9} {:>7} {:>9} {:>9} {:>9} {:>7}", "conns", "cell", "req/s", "ratio", "p50 ms", "p99 ms", "+p50 ms", "errors");
             interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");
             tokio::time::sleep(Duration::from_millis(1200)).await;
+            if masks_only {
+                let mut baseline = BTreeMap::new();
+                for conns in [1, 32] {
+                    baseline.insert(conns, direct(&cl, Direct::Simple, conns, secs).await);
+                }
+                for round in 1..=2 {
+                    for on in [true, false] {
+                        demo_mask(&gateway_state, on).await;
+                        for conns in [1, 32] {
+                            let before = stages(&base, &op).await;
+                            let g = governed(&base, &key, Governed::Agent, conns, secs).await;
+                            let after = stages(&base, &op).await;
+                            let cell = format!("masks {} #{round}", if on { "on" } else { "off" });
+                            print_pair(&cell, conns, baseline[&conns], g, &breakdown(&before, &after));
+                        }
+                    }
+                }
+                demo_mask(&gateway_state, true).await;
+                return;
+            }
             let mut simple = BTreeMap::new();
             for conns in LEVELS {
                 if (cost_only || traces_only) && conns == 8 {

@@ -209,3 +209,75 @@ async fn metrics_need_an_operator_key_or_their_own_listener() {
         .expect("main");
     assert_eq!(res.status().as_u16(), 401);
 }
+
+/// RUNTIME.md's edge limits (issue 49): with `server.max_in_flight` requests in flight, the
+/// next is turned away at once with 503 `server_busy` and `Retry-After`, and served again
+/// once a slot is free; a client that does not finish its request head within
+/// `server.client_request_timeout_secs` gets 408.
+#[tokio::test]
+async fn requests_beyond_the_in_flight_bound_wait_outside_and_slow_heads_time_out() {
+    let env = demo_env_with(
+        |s| {
+            s.server.max_in_flight = 2;
+            s.server.client_request_timeout_secs = 1;
+        },
+        |_| {},
+    )
+    .await;
+    let addr = env.gateway.addr;
+    let port = addr.port();
+    let ping = move || {
+        tokio::task::spawn_blocking(move || {
+            raw(
+                addr,
+                &post_mcp(&format!("127.0.0.1:{port}"), ""),
+                Duration::from_secs(5),
+            )
+        })
+    };
+    assert_eq!(status_of(&ping().await.expect("join")), 200);
+    // Two long reads hold both slots while they stream.
+    let long = serde_json::json!({"source_id": "shop",
+        "sql": "SELECT count(*) FROM generate_series(1, 2000000001) AS g"});
+    let first = common::mcp::start_query(addr, &env.agent_key, long.clone()).await;
+    let second = common::mcp::start_query(addr, &env.agent_key, long).await;
+    let busy = ping().await.expect("join");
+    assert_eq!(status_of(&busy), 503, "{busy}");
+    assert!(
+        busy.to_ascii_lowercase().contains("retry-after: 1"),
+        "{busy}"
+    );
+    assert!(busy.contains("server_busy"), "{busy}");
+    // The clients go away: their work is cancelled and the slots come back.
+    drop(first);
+    drop(second);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let answer = ping().await.expect("join");
+        if status_of(&answer) == 200 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never served again: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A head that never ends.
+    let started = std::time::Instant::now();
+    let slow = tokio::task::spawn_blocking(move || {
+        raw(
+            addr,
+            &format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"),
+            Duration::from_secs(10),
+        )
+    })
+    .await
+    .expect("join");
+    assert_eq!(status_of(&slow), 408, "{slow}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+}

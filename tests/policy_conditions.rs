@@ -74,44 +74,63 @@ async fn conditions_over_each_fact_decide_each_effect() {
     let night = r#"kind = "deny"
 when = "statement.class == 'write' && 'public.orders' in statement.tables_written && (request.hour < 9 || request.hour >= 18) && !('oncall' in caller.groups)"
 message = "Orders change only in business hours (09–18 UTC) unless you are on call.""#;
-    // (rules, clock hour, sql, expected outcome)
-    let cases: Vec<(Vec<&str>, u32, &str, &str)> = vec![
+    // (rules, clock hour, sql, expected outcome, the rule's result in the audit record)
+    let cases: Vec<(Vec<&str>, u32, &str, &str, &str)> = vec![
         // Time windows on the injected clock.
-        (vec![night], 22, WRITE, "refused:policy_denied"),
-        (vec![night], 10, WRITE, "queued"),
-        (vec![night], 8, WRITE, "refused:policy_denied"),
-        (vec![night], 22, READ, "ok"),
+        (vec![night], 22, WRITE, "refused:policy_denied", "matched"),
+        (vec![night], 10, WRITE, "queued", "not_matched"),
+        (vec![night], 8, WRITE, "refused:policy_denied", "matched"),
+        (vec![night], 22, READ, "ok", "not_matched"),
         // The caller, the request and the statement.
-        (vec!["kind = \"deny\"\nwhen = \"caller.identity == 'demo-agent' && caller.kind == 'agent' && caller.credential == 'api_key'\""], 10, READ, "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"'analyst' in caller.roles && request.tool == 'interlock_query' && request.source == 'shop'\""], 10, READ, "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"request.adapter == 'mcp' && request.dialect == '2026-07-28'\""], 10, READ, "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"request.weekday == 5 && request.date == '2026-12-04' && request.minute == 15\""], 10, READ, "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"request.weekday == 0\""], 10, READ, "ok"),
-        (vec!["kind = \"deny\"\nwhen = \"statement.explain\""], 10, "EXPLAIN SELECT id FROM public.orders", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"statement.explain\""], 10, READ, "ok"),
-        (vec!["kind = \"deny\"\nwhen = \"'lower' in statement.functions\""], 10, "SELECT lower(name) AS n FROM public.customers WHERE id = 1", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"statement.reads_clock\""], 10, "SELECT now() AS t", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"statement.row_cap > 500\""], 10, READ, "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"statement.deletes_rows\""], 10, "DELETE FROM public.orders WHERE id = 1", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"statement.deletes_rows\""], 10, WRITE, "queued"),
+        (vec!["kind = \"deny\"\nwhen = \"caller.identity == 'demo-agent' && caller.kind == 'agent' && caller.credential == 'api_key'\""], 10, READ, "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'analyst' in caller.roles && request.tool == 'interlock_query' && request.source == 'shop'\""], 10, READ, "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.adapter == 'mcp' && request.dialect == '2026-07-28'\""], 10, READ, "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.weekday == 5 && request.date == '2026-12-04' && request.minute == 15\""], 10, READ, "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.weekday == 0\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.explain\""], 10, "EXPLAIN SELECT id FROM public.orders", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.explain\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'lower' in statement.functions\""], 10, "SELECT lower(name) AS n FROM public.customers WHERE id = 1", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.reads_clock\""], 10, "SELECT now() AS t", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.row_cap > 500\""], 10, READ, "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.deletes_rows\""], 10, "DELETE FROM public.orders WHERE id = 1", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.deletes_rows\""], 10, WRITE, "queued", "not_matched"),
         // Lineage: the column behind an alias, a CTE and a subquery is still the column.
-        (vec!["kind = \"deny\"\nwhen = \"'public.customers.name' in statement.columns_read\""], 10, "WITH x AS (SELECT name AS who FROM public.customers) SELECT who AS contact FROM x", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"'public.customers.name' in statement.columns_returned\""], 10, "SELECT c FROM (SELECT upper(name) AS c FROM public.customers) s", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"'public.customers.name' in statement.columns_returned\""], 10, "SELECT id FROM public.customers WHERE name = 'x'", "ok"),
-        (vec!["kind = \"deny\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, "SELECT o.id FROM public.orders o WHERE o.customer_id IN (SELECT c.id FROM public.customers c)", "refused:policy_denied"),
-        (vec!["kind = \"deny\"\nwhen = \"'public.orders.status' in statement.columns_written\""], 10, WRITE, "refused:policy_denied"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.customers.name' in statement.columns_read\""], 10, "WITH x AS (SELECT name AS who FROM public.customers) SELECT who AS contact FROM x", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.customers.name' in statement.columns_returned\""], 10, "SELECT c FROM (SELECT upper(name) AS c FROM public.customers) s", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.customers.name' in statement.columns_returned\""], 10, "SELECT id FROM public.customers WHERE name = 'x'", "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, "SELECT o.id FROM public.orders o WHERE o.customer_id IN (SELECT c.id FROM public.customers c)", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.orders.status' in statement.columns_written\""], 10, WRITE, "refused:policy_denied", "matched"),
         // A deny of a resource, only when the condition holds.
-        (vec!["kind = \"deny\"\naction = \"read\"\nresource = \"public.customers.name\"\nwhen = \"request.hour >= 18\""], 22, READ, "refused:policy_denied"),
-        (vec!["kind = \"deny\"\naction = \"read\"\nresource = \"public.customers.name\"\nwhen = \"request.hour >= 18\""], 10, READ, "ok"),
+        (vec!["kind = \"deny\"\naction = \"read\"\nresource = \"public.customers.name\"\nwhen = \"request.hour >= 18\""], 22, READ, "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\naction = \"read\"\nresource = \"public.customers.name\"\nwhen = \"request.hour >= 18\""], 10, READ, "ok", "not_matched"),
         // A read a require_approval rule applies to waits for an approver.
-        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, READ, "queued"),
-        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, "SELECT id FROM public.orders", "ok"),
+        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, READ, "queued", "matched"),
+        (vec!["kind = \"require_approval\"\nwhen = \"'public.customers' in statement.tables_read\""], 10, "SELECT id FROM public.orders", "ok", "not_matched"),
         // Fail closed: a missing claim is an evaluation error, so the deny applies.
-        (vec!["kind = \"deny\"\nwhen = \"caller.claims.department == 'sales'\""], 10, READ, "refused:policy_denied"),
+        (vec!["kind = \"deny\"\nwhen = \"caller.claims.department == 'sales'\""], 10, READ, "refused:policy_denied", "error"),
         // A report-only rule never changes the answer.
-        (vec!["kind = \"deny\"\nmode = \"report\"\nwhen = \"true\""], 10, READ, "ok"),
+        (vec!["kind = \"deny\"\nmode = \"report\"\nwhen = \"true\""], 10, READ, "ok", "matched"),
+        // Every fact's twin: the same condition over a value the fact does not hold must
+        // not match (a fact never populated would make the deny apply through an error).
+        (vec!["kind = \"deny\"\nwhen = \"caller.identity == 'someone-else'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"caller.kind == 'operator'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"caller.credential == 'oauth'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'auditor' in caller.roles\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.tool == 'interlock_discover'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.source == 'handbook'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.adapter == 'proxy'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.dialect == '2025-11-25'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.date == '2026-12-05'\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"request.minute == 16\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'upper' in statement.functions\""], 10, "SELECT lower(name) AS n FROM public.customers WHERE id = 1", "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'pg_catalog.lower' in statement.functions\""], 10, "SELECT lower(name) AS n FROM public.customers WHERE id = 1", "refused:policy_denied", "matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.reads_clock\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"statement.row_cap > 100000\""], 10, READ, "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.orders.status' in statement.columns_read\""], 10, "WITH x AS (SELECT name AS who FROM public.customers) SELECT who AS contact FROM x", "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.products' in statement.tables_read\""], 10, "SELECT o.id FROM public.orders o WHERE o.customer_id IN (SELECT c.id FROM public.customers c)", "ok", "not_matched"),
+        (vec!["kind = \"deny\"\nwhen = \"'public.orders.total_cents' in statement.columns_written\""], 10, WRITE, "queued", "not_matched"),
     ];
-    for (rules, hour, sql, want) in &cases {
+    for (rules, hour, sql, want, result) in &cases {
         policy(&env, rules).await;
         clock.set(Some(at(*hour)));
         let a = query(&env, &env.agent_key, sql).await;
@@ -121,6 +140,24 @@ message = "Orders change only in business hours (09–18 UTC) unless you are on 
             "{rules:?} at {hour}h: {sql}\n{:?}",
             a.body
         );
+        // The rule decided it by its condition, not through an evaluation error (which
+        // applies a deny too: fail closed), and the twin's condition held false.
+        // (The record keeps the rules that matched or failed; a rule that did not match
+        // leaves no entry.)
+        let id = a.headers["x-request-id"].to_str().unwrap().to_string();
+        let record = env.audit_of(&id).await;
+        let kept = &record["decision"]["policy"];
+        match *result {
+            "not_matched" => assert!(
+                kept.as_array()
+                    .is_none_or(|k| k.iter().all(|r| r["result"] == "not_matched")),
+                "{rules:?} at {hour}h: {sql}\n{record}"
+            ),
+            _ => assert_eq!(
+                kept[0]["result"], *result,
+                "{rules:?} at {hour}h: {sql}\n{record}"
+            ),
+        }
         if want.starts_with("refused:policy_denied") && rules[0] == night {
             let reason = a.body["error"]["data"]["reason"]
                 .as_str()

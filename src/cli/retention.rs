@@ -41,6 +41,8 @@ pub async fn list(settings: &Settings) -> anyhow::Result<()> {
 
 #[derive(Serialize)]
 struct Verified {
+    /// The chain alone (the flattened report's `ok` is everything's).
+    chain_ok: bool,
     #[serde(flatten)]
     live: control::audit::VerifyReport,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -98,10 +100,11 @@ pub async fn verify(
     let checkpoints = control::signed_heads::verify(&pool, head_key.as_deref()).await?;
     let (ok, tree_ok, mismatch) = (live.ok, tree.ok, tree.first_mismatch);
     let head_break = checkpoints.first_break.clone();
-    // The answer's "ok" holds only when everything checked holds.
+    // The answer's "ok" holds only when everything checked holds; "chain_ok" is the chain's.
     let mut live = live;
     live.ok = ok && tree_ok && checkpoints.ok;
     print_json(&Verified {
+        chain_ok: ok,
         live,
         archive,
         witness,
@@ -111,17 +114,17 @@ pub async fn verify(
     if !ok {
         bail!("the audit chain is broken; see first_break");
     }
+    if !tree_ok {
+        bail!(
+            "record {} is not the record the audit tree, and so the signed checkpoints, committed to: the log was rewritten after it was checkpointed",
+            mismatch.unwrap_or_default()
+        );
+    }
     if let Some(b) = head_break {
         bail!(
             "the signed checkpoint of {} records does not hold: {}",
             b.tree_size,
             b.reason
-        );
-    }
-    if !tree_ok {
-        bail!(
-            "record {} is not the record the audit tree, and so the signed checkpoints, committed to: the log was rewritten after it was checkpointed",
-            mismatch.unwrap_or_default()
         );
     }
     Ok(())

@@ -483,6 +483,9 @@ fn govern(
     let mut rules = DecidingRules::default();
     let (tables_read, tables_written, columns_written) = authorize(profile, analysis, &mut rules)?;
     check_masks(profile, analysis)?;
+    if understood.explain.is_some() {
+        explain_sees_only_what_it_names(analysis, at.catalog)?;
+    }
     // A read runs with masks at the scan; a write is approved before it runs.
     let masked = match class {
         AllowedClass::Read => {
@@ -531,6 +534,33 @@ fn govern(
         },
         statement_facts: None,
     })
+}
+
+/// A plan of a view is the plan of what the view reads: it names the relations, columns
+/// and filters behind it and counts their rows, which the caller may not be allowed to
+/// see. EXPLAIN of a statement that reads a view is refused.
+fn explain_sees_only_what_it_names(
+    analysis: &crate::sql::lineage::Analysis,
+    catalog: &Catalog,
+) -> Result<(), Refusal> {
+    let view = analysis.relations_read.iter().find(|r| {
+        catalog
+            .relation(&r.schema, &r.name)
+            .is_some_and(|c| c.kind == crate::sql::catalog::RelationKind::View)
+    });
+    match view {
+        None => Ok(()),
+        Some(view) => Err(Refusal {
+            status: 403,
+            step: Step::Authorize,
+            code: "explain_over_view",
+            rule: format!("explain (view {view})"),
+            reason: format!(
+                "A plan of {view} would show the relations, columns and row counts behind the \
+                 view; run the query itself without EXPLAIN."
+            ),
+        }),
+    }
 }
 
 /// The rules that always apply, with their policy's name.

@@ -88,6 +88,25 @@ impl Summary<'_> {
         self.estimate.nodes.iter().all(|n| self.is_visible(n))
     }
 
+    /// Why no number of the plan may be shown, if so: the plan reads rows the caller cannot
+    /// see — a relation behind a view, or one under row-level security (the planner's
+    /// estimates ignore the policies) — so every estimate, step row count and relation size
+    /// is a count of hidden rows. Only which limit was exceeded is said then.
+    fn numbers_withheld(&self) -> Option<&'static str> {
+        if !self.all_visible() {
+            return Some("the plan reads relations you cannot see (behind a view)");
+        }
+        let scanned = scanned(self.estimate, self.visible);
+        for r in &scanned {
+            match self.facts(r) {
+                Some(f) if !f.row_security => {}
+                Some(_) => return Some("a relation it reads has row-level security"),
+                None => return Some("the source's catalog could not be read"),
+            }
+        }
+        None
+    }
+
     fn step_json(&self, n: &PlanNode) -> Value {
         let expressions = self.all_visible();
         let mut step = json!({
@@ -148,6 +167,18 @@ impl Summary<'_> {
 
     /// The structured summary (the refusal's `details.cost`, the approval's preview).
     pub fn to_json(&self) -> Value {
+        if let Some(why) = self.numbers_withheld() {
+            return json!({
+                "estimate": {"withheld": why},
+                "exceeded": self.exceeded.iter().map(|l| json!({
+                    "measure": l.measure.as_str(),
+                    "limit": l.limit,
+                    "rule": l.rule,
+                })).collect::<Vec<_>>(),
+                "expensive_steps": [],
+                "relations": [],
+            });
+        }
         let e = self.estimate;
         let hidden = e.nodes.iter().filter(|n| !self.is_visible(n)).count();
         let relations: Vec<Value> = scanned(e, self.visible)
@@ -180,6 +211,26 @@ impl Summary<'_> {
     pub fn sentence(&self) -> String {
         let e = self.estimate;
         let mut s = String::from("Refused before it ran: ");
+        if let Some(why) = self.numbers_withheld() {
+            let parts: Vec<String> = self
+                .exceeded
+                .iter()
+                .map(|l| {
+                    format!(
+                        "the {} is over its limit of {} ({})",
+                        l.measure.noun(),
+                        l.limit,
+                        l.rule
+                    )
+                })
+                .collect();
+            s.push_str(&parts.join("; "));
+            s.push_str(&format!(
+                ". The estimate is not shown: {why}. Narrow the read (a predicate on an indexed \
+                 column, a smaller LIMIT, fewer joined rows), or ask an operator to raise the limit."
+            ));
+            return s;
+        }
         let parts: Vec<String> = self
             .exceeded
             .iter()
@@ -264,21 +315,24 @@ mod tests {
         .unwrap()
     }
 
-    fn facts(row_security: bool) -> RelationFacts {
+    fn facts(schema: &str, name: &str, row_security: bool) -> RelationFacts {
         RelationFacts {
-            schema: "public".into(),
-            name: "events".into(),
+            schema: schema.into(),
+            name: name.into(),
             estimated_rows: 100000.0,
             row_security,
             analyzed_at: None,
-            indexes: vec![
-                "CREATE UNIQUE INDEX events_pkey ON public.events USING btree (id)".into(),
-            ],
+            indexes: vec![format!(
+                "CREATE UNIQUE INDEX {name}_pkey ON {schema}.{name} USING btree (id)"
+            )],
         }
     }
 
+    /// Issue 47 §4: a plan that reads rows the caller cannot see (behind a view, under
+    /// row-level security, or not known) shows no number of it and names nothing hidden;
+    /// only a plan wholly over visible relations without policies is shown.
     #[test]
-    fn names_only_what_the_caller_may_see() {
+    fn a_plan_over_hidden_rows_shows_no_number() {
         let e = plan();
         let exceeded = [CostLimit {
             measure: CostMeasure::Cost,
@@ -286,53 +340,60 @@ mod tests {
             on_exceed: OnExceed::Refuse,
             rule: "policy cost rule r: max_cost 100".into(),
         }];
-        let events = [("public".to_string(), "events".to_string())];
-        let relations = [facts(false)];
-        let s = Summary {
-            estimate: &e,
-            exceeded: &exceeded,
-            visible: &events,
-            relations: &relations,
-            now: Utc::now(),
-        };
-        let text = s.to_json().to_string() + &s.sentence();
-        assert!(
-            !text.contains("salaries") && !text.contains("amount"),
-            "{text}"
-        );
-        let j = s.to_json();
-        assert_eq!(j["steps_not_shown"], 1);
-        assert_eq!(j["exceeded"][0]["estimate"], 900.0);
-        assert_eq!(j["expensive_steps"][0]["relation"], "public.events");
-        // The plan reads a relation the caller cannot see: no expression is shown.
-        assert!(!text.contains("'%x%'"), "{text}");
-        assert_eq!(j["relations"][0]["indexes"][0], relations[0].indexes[0]);
-        assert!(
-            s.sentence().contains("Seq Scan of public.events"),
-            "{}",
-            s.sentence()
-        );
-    }
-
-    #[test]
-    fn filters_are_shown_only_where_no_policy_predicate_can_hide_in_them() {
-        let e = plan();
-        let both = [
-            ("public".to_string(), "events".to_string()),
-            ("hr".to_string(), "salaries".to_string()),
+        let events = ("public".to_string(), "events".to_string());
+        let salaries = ("hr".to_string(), "salaries".to_string());
+        // (visible, catalog facts, shown)
+        let cases = [
+            (
+                vec![events.clone()],
+                vec![facts("public", "events", false)],
+                false,
+            ),
+            (
+                vec![events.clone(), salaries.clone()],
+                vec![
+                    facts("public", "events", true),
+                    facts("hr", "salaries", false),
+                ],
+                false,
+            ),
+            (
+                vec![events.clone(), salaries.clone()],
+                vec![facts("public", "events", false)],
+                false,
+            ),
+            (
+                vec![events.clone(), salaries.clone()],
+                vec![
+                    facts("public", "events", false),
+                    facts("hr", "salaries", false),
+                ],
+                true,
+            ),
         ];
-        let filter_of = |relations: &[RelationFacts]| {
+        for (visible, relations, shown) in cases {
             let s = Summary {
                 estimate: &e,
-                exceeded: &[],
-                visible: &both,
-                relations,
+                exceeded: &exceeded,
+                visible: &visible,
+                relations: &relations,
                 now: Utc::now(),
             };
-            s.to_json()["expensive_steps"][0]["filter"].clone()
-        };
-        assert_eq!(filter_of(&[facts(false)]), "(e.note ~~ '%x%'::text)");
-        assert_eq!(filter_of(&[facts(true)]), "(not shown: row-level security)");
-        assert_eq!(filter_of(&[]), "(not shown: the catalog could not be read)");
+            let j = s.to_json();
+            let text = j.to_string() + &s.sentence();
+            assert_eq!(j["exceeded"][0]["limit"], 100, "{text}");
+            if shown {
+                assert_eq!(j["exceeded"][0]["estimate"], 900.0, "{text}");
+                assert_eq!(j["expensive_steps"][0]["filter"], "(e.note ~~ '%x%'::text)");
+                assert!(text.contains("Seq Scan of public.events"), "{text}");
+            } else {
+                assert!(j["estimate"]["withheld"].is_string(), "{text}");
+                for hidden in [
+                    "900", "1000", "5000", "salaries", "amount", "%x%", "Seq Scan",
+                ] {
+                    assert!(!text.contains(hidden), "{hidden} in {text}");
+                }
+            }
+        }
     }
 }

@@ -77,6 +77,7 @@ pub async fn verify(_caller: Admin<Operators>, state: web::Data<AppState>) -> Ht
             // "ok" holds only when all hold: the chain, the records against the tree, and
             // the tree against every signed checkpoint.
             body["ok"] = (chain.ok && tree.ok && heads.ok).into();
+            body["chain_ok"] = chain.ok.into();
             body["tree"] = serde_json::to_value(&tree).unwrap_or_default();
             body["checkpoints"] = serde_json::to_value(&heads).unwrap_or_default();
             HttpResponse::Ok().json(body)

@@ -55,7 +55,7 @@ pub enum ExecError {
     /// its row counts would tell what the policy hides (PostgreSQL refused it, run with
     /// `row_security = off`). SQLSTATE 42501 under that setting; a plain lack of privilege
     /// on a table is refused alike, before anything ran.
-    #[error("EXPLAIN ANALYZE is refused here: a row-level security policy (or a missing privilege) applies to a relation it reads, and its row counts would reveal rows the policy hides; run EXPLAIN without ANALYZE, or the query itself")]
+    #[error("EXPLAIN is refused here: a row-level security policy (or a missing privilege) applies to a relation it reads, and a plan's row estimates and counts would reveal the rows the policy hides; run the query itself")]
     RowSecurity,
     /// An approved write whose preview showed the rows it changes (by key) would have
     /// changed other rows; it was rolled back.
