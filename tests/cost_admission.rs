@@ -521,6 +521,39 @@ async fn a_cost_budget_drains_by_estimate_and_refills_with_the_clock() {
     let huge = query(&env, SCAN).await;
     assert_eq!(outcome(&huge), "cost_exceeded", "{:?}", huge.body);
     assert!(huge.body["error"]["data"]["retry_after_secs"].is_null());
+    // Over a view (its table in hr, which the role denies) neither refusal tells the
+    // estimate: it counts rows the caller cannot see (issue 47 §4).
+    let over_view = query(
+        &env,
+        "SELECT id, note FROM public.event_notes ORDER BY note",
+    )
+    .await;
+    assert_eq!(outcome(&over_view), "cost_exceeded", "{:?}", over_view.body);
+    env.gateway
+        .state
+        .rate
+        .budget_clock()
+        .advance(Duration::from_secs(10));
+    // Cheap reads of the view (a LIMIT over its scan) until the budget is spent.
+    let mut spent = None;
+    for _ in 0..200 {
+        let a = query(&env, "SELECT id FROM public.event_notes LIMIT 1").await;
+        if outcome(&a) != "ok" {
+            spent = Some(a);
+            break;
+        }
+    }
+    let spent = spent.expect("the budget was never spent");
+    assert_eq!(outcome(&spent), "cost_budget_exhausted", "{:?}", spent.body);
+    for a in [&over_view, &spent] {
+        let d = cost_details(a);
+        assert!(d["estimate"]["withheld"].is_string(), "{d}");
+        let text = a.body.to_string();
+        for secret in ["event_log", "hr.", "secret", "200000"] {
+            assert!(!text.contains(secret), "{secret:?} leaked: {text}");
+        }
+        assert!(text.contains("not shown"), "{text}");
+    }
 }
 
 #[tokio::test]

@@ -462,7 +462,7 @@ async fn the_reviews_examples_are_refused_with_their_reason() {
         ("SELECT c.email, count(*) FROM public.customers c GROUP BY (1)", "masked_column_misuse"),
         ("SELECT c.id, c.email AS country FROM public.customers c ORDER BY (country)", "masked_column_misuse"),
         (
-            "SELECT c.id, c.name, count(o.id) FROM public.customers c JOIN public.orders o ON o.customer_id = c.id GROUP BY c.id",
+            "SELECT c.id, c.email, count(o.id) FROM public.customers c JOIN public.orders o ON o.customer_id = c.id GROUP BY c.id",
             "mask_grouping",
         ),
     ];
@@ -484,9 +484,19 @@ async fn the_reviews_examples_are_refused_with_their_reason() {
             "/v1 {sql}: {status} {body}"
         );
     }
-    // Grouping by every column selected runs, masked.
+    // What the refusal advises runs, masked: group first, then join the relation; and a
+    // GROUP BY of a masked relation's key without its masked column runs as it is.
     let a = env
-        .agent_query(json!({"sql": "SELECT c.id, c.name, count(o.id) AS n FROM public.customers c JOIN public.orders o ON o.customer_id = c.id WHERE c.id <= 3 GROUP BY c.id, c.name ORDER BY c.id"}))
+        .agent_query(json!({"sql": "SELECT c.id, c.email, t.n FROM public.customers c JOIN (SELECT customer_id, count(*) AS n FROM public.orders GROUP BY customer_id) t ON t.customer_id = c.id WHERE c.id <= 3 ORDER BY c.id"}))
+        .await;
+    let r = common::mcp::rows(&a);
+    assert!(
+        r.iter()
+            .all(|row| row["email"].as_str().is_some_and(|e| e.starts_with('*'))),
+        "{r:?}"
+    );
+    let a = env
+        .agent_query(json!({"sql": "SELECT c.id, c.name, count(o.id) AS n FROM public.customers c JOIN public.orders o ON o.customer_id = c.id WHERE c.id <= 3 GROUP BY c.id ORDER BY c.id"}))
         .await;
     assert_eq!(common::mcp::rows(&a).len(), 3, "{:?}", a.body);
 }

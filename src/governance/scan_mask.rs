@@ -14,6 +14,12 @@
 //! bound as two parameters after the caller's own (never written into the text, so they
 //! reach neither the statement logs nor `pg_stat_activity`). A NULL stays NULL.
 //!
+//! A relation is read through its derived table when the statement reads any of its masked
+//! columns at all (a use of any kind, an output, `*`, a whole row): which columns a statement
+//! reads is the reading grants rest on, checked against PostgreSQL's own column privileges;
+//! how it uses them — the reading each review found a new way to get wrong — no longer
+//! decides what PostgreSQL hands the statement.
+//!
 //! Writes are not rewritten (their target cannot be a derived table): a write is shown to
 //! an approver before it runs, and its uses of masked columns are held by the resolver.
 
@@ -103,6 +109,19 @@ pub fn scan_masked(
         if masks.iter().all(Option::is_none) {
             continue;
         }
+        // A relation none of whose masked columns the statement reads in any way (used,
+        // returned, in `*` or a whole row) runs as it is: its masked values cannot reach
+        // the answer. Which columns a statement reads is what grants rest on, and PostgreSQL's
+        // column privileges check it (`tests/resolver_differential.rs`, `a-privileges`);
+        // how it uses them, the reading reviews kept finding wrong, no longer matters.
+        let reads_masked = relation
+            .columns
+            .iter()
+            .zip(&masks)
+            .any(|(c, m)| m.is_some() && reads_column(analysis, &r.schema, &r.name, &c.name));
+        if !reads_masked {
+            continue;
+        }
         let Some(position) = scan.position else {
             return Err(unplaceable(&format!("a read of {r} could not be placed")));
         };
@@ -128,6 +147,19 @@ pub fn scan_masked(
         text,
         key_params: hashes.then_some(key),
     }))
+}
+
+/// Whether the statement reads the column in any way: a use of any kind, or an output
+/// derived from it.
+fn reads_column(analysis: &Analysis, schema: &str, table: &str, column: &str) -> bool {
+    let is = |c: &crate::sql::lineage::ColumnRef| {
+        c.schema == schema && c.table == table && c.column == column
+    };
+    analysis.uses.keys().any(is)
+        || analysis
+            .outputs
+            .iter()
+            .any(|o| o.lineage.sources.iter().any(is))
 }
 
 fn unplaceable(why: &str) -> Refusal {
@@ -184,12 +216,13 @@ fn expression(strategy: &MaskStrategy, column: &str, key: usize) -> String {
         MaskStrategy::Redact => {
             format!("CASE WHEN {column} IS NULL THEN NULL ELSE '{REDACTED}' END")
         }
+        // The kept tail padded on the left with stars to the value's length; a value no
+        // longer than the tail is all stars. NULL stays NULL (char_length of NULL is NULL).
         MaskStrategy::Partial { keep_last } => {
             let text = format!("({column})::text");
             format!(
-                "CASE WHEN {column} IS NULL THEN NULL \
-                 WHEN char_length({text}) <= {keep_last} THEN repeat('*', char_length({text})) \
-                 ELSE repeat('*', char_length({text}) - {keep_last}) || right({text}, {keep_last}) END"
+                "lpad(CASE WHEN char_length({text}) <= {keep_last} THEN '' \
+                 ELSE right({text}, {keep_last}) END, char_length({text}), '*')"
             )
         }
         MaskStrategy::Hash => format!(

@@ -111,7 +111,7 @@ pub(super) async fn admit(
     match a.cost_limits.admit(&estimate) {
         Admission::Admitted => {}
         Admission::Refused { exceeded } => {
-            let (shown, reason) = summary_of(ports, plan, &estimate, &exceeded).await;
+            let (shown, reason, _) = summary_of(ports, plan, &estimate, &exceeded).await;
             set(&mut record, "exceeded", json!(exceeded));
             settle(draft, rt, identity, record, "refused", estimate.total_cost);
             let first = exceeded.first().map_or("cost limit", |l| l.rule.as_str());
@@ -144,14 +144,17 @@ pub(super) async fn admit(
         let decided = decide_planned(&a.plan_rules, &plan.facts_with(&estimate.facts()));
         record_rules(ports, draft, &decided.outcomes);
         if let Some((rule, message)) = decided.denied {
-            let (shown, _) = summary_of(ports, plan, &estimate, &[]).await;
+            let (shown, _, withheld) = summary_of(ports, plan, &estimate, &[]).await;
             settle(draft, rt, identity, record, "refused", estimate.total_cost);
+            let cost = match withheld {
+                None => format!("cost {:.0}", estimate.total_cost),
+                Some(why) => format!("its cost is not shown: {why}"),
+            };
             let reason = message.unwrap_or_else(|| {
                 format!(
                     "Refused before it ran by {rule}, a rule over the planner's estimate \
-                     (cost {:.0}); narrow the read (a predicate on an indexed column, a \
-                     smaller LIMIT) or ask the policy owner.",
-                    estimate.total_cost
+                     ({cost}); narrow the read (a predicate on an indexed column, a smaller \
+                     LIMIT) or ask the policy owner."
                 )
             });
             let refusal = Refusal::denied(
@@ -198,7 +201,14 @@ pub(super) async fn admit(
             json!({"per_second": budget.per_second, "burst": budget.burst, "units": request.units}),
         );
         if let Err(refusal) = ports.charge_cost(&request).await {
-            let (outcome, label) = budget_refusal(draft, &request, &estimate, identity, refusal);
+            // What the refusal may say of the estimate: nothing, over rows the caller
+            // cannot see.
+            let (_, _, withheld) = summary_of(ports, plan, &estimate, &[]).await;
+            let estimated = Estimated {
+                plan: &estimate,
+                withheld,
+            };
+            let (outcome, label) = budget_refusal(draft, &request, &estimated, identity, refusal);
             settle(draft, rt, identity, record, label, estimate.total_cost);
             return Err((outcome, SourceReport::Answered));
         }
@@ -222,7 +232,7 @@ async fn hold(
     approvals: u32,
 ) -> Result<Admitted, NotAdmitted> {
     let (rt, identity) = (plan.runtime(), plan.identity_name());
-    let (shown, _) = summary_of(ports, plan, estimate, exceeded).await;
+    let (shown, _, _) = summary_of(ports, plan, estimate, exceeded).await;
     if !params.is_empty() {
         settle(draft, rt, identity, record, "refused", estimate.total_cost);
         let refusal = Refusal::denied(
@@ -406,7 +416,7 @@ async fn summary_of(
     plan: &ReadPlan,
     estimate: &PlanEstimate,
     exceeded: &[CostLimit],
-) -> (Value, String) {
+) -> (Value, String, Option<&'static str>) {
     let visible: Vec<(String, String)> = plan
         .allowed()
         .tables_read
@@ -431,7 +441,7 @@ async fn summary_of(
         relations: &relations,
         now: chrono::Utc::now(),
     };
-    (s.to_json(), s.sentence())
+    (s.to_json(), s.sentence(), s.numbers_withheld())
 }
 
 fn describe_exceeded(estimate: &PlanEstimate, exceeded: &[CostLimit]) -> String {
@@ -449,17 +459,30 @@ fn describe_exceeded(estimate: &PlanEstimate, exceeded: &[CostLimit]) -> String 
         .join(", ")
 }
 
+/// An estimate, and why its numbers may not be shown to the caller, if so.
+struct Estimated<'a> {
+    plan: &'a PlanEstimate,
+    withheld: Option<&'static str>,
+}
+
 /// The answer to a read its budget refuses, and its outcome label.
 fn budget_refusal(
     draft: &mut AuditDraft,
     request: &CostRequest,
-    estimate: &PlanEstimate,
+    estimate: &Estimated<'_>,
     identity: &str,
     refusal: CostBudgetRefusal,
 ) -> (Outcome, &'static str) {
     let source = request.source.as_str();
+    let (shown, cost) = match estimate.withheld {
+        None => (
+            json!({"cost": estimate.plan.total_cost}),
+            format!("{:.0}", request.units),
+        ),
+        Some(why) => (json!({"withheld": why}), format!("(not shown: {why})")),
+    };
     let budget = json!({
-        "estimate": {"cost": estimate.total_cost},
+        "estimate": shown,
         "budget": {"per_second": request.quota.per_second, "burst": request.quota.burst},
     });
     match refusal {
@@ -476,10 +499,10 @@ fn budget_refusal(
                     format!("budget holds less than {:.0} units", request.units),
                     format!(
                     "Your cost budget on source {source} ({:.0} units per second, burst {:.0}) \
-                     holds less than this read's estimated cost of {:.0}; retry after \
+                     holds less than this read's estimated cost {cost}; retry after \
                      {secs:.3} s, or send cheaper reads (a predicate on an indexed column, a \
                      smaller LIMIT).",
-                    request.quota.per_second, request.quota.burst, request.units
+                    request.quota.per_second, request.quota.burst
                 ),
                 )
                 .retry_after(retry_after)
@@ -496,11 +519,10 @@ fn budget_refusal(
                 format!("identity {identity}: cost budget burst {burst:.0}"),
                 format!("cost {:.0} > burst {burst:.0}", request.units),
                 format!(
-                    "Refused before it ran: the estimated cost {:.0} is more than your whole \
+                    "Refused before it ran: the estimated cost {cost} is more than your whole \
                      cost budget burst of {burst:.0} on source {source}, so no wait would let \
                      it run. Narrow it (a predicate on an indexed column, a smaller LIMIT), or \
-                     ask an operator for a larger burst.",
-                    request.units
+                     ask an operator for a larger burst."
                 ),
             )
             .with_details(json!({ "cost": budget }))

@@ -750,10 +750,11 @@ fn through_masks(a: &Allowed, e: &ExecError) -> Option<Refusal> {
     let (code, reason) = match code.as_str() {
         "42803" => (
             "mask_grouping",
-            "This statement reads a relation with masked columns, which runs through a derived \
-             table of masked values; through it PostgreSQL cannot see that the relation's other \
-             columns depend on its primary key. Add the other columns you select to GROUP BY, \
-             or aggregate them.",
+            "This statement reads a masked column of a relation it groups by its primary key; \
+             the masks run in a derived table, through which PostgreSQL cannot see that the \
+             relation's other columns depend on the key. Group in a subquery and join the \
+             relation to it (... JOIN (SELECT customer_id, count(*) AS n FROM orders GROUP BY \
+             customer_id) t ON t.customer_id = c.id), or add the other columns to GROUP BY.",
         ),
         "42712" => (
             "mask_alias",

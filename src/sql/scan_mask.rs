@@ -162,7 +162,14 @@ fn last_ident(name: &ObjectName) -> Ident {
         .unwrap_or_else(|| Ident::new(""))
 }
 
+/// The query of a derived table, parsed once per text: a relation's derived table is the
+/// same text for every statement read under the same masks, so it is kept (bounded).
 fn parse_query(text: &str) -> Result<Query, SqlError> {
+    static PARSED: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Query>>> =
+        std::sync::LazyLock::new(|| moka::sync::Cache::new(1024));
+    if let Some(query) = PARSED.get(text) {
+        return Ok(Query::clone(&query));
+    }
     let unplaceable = |why: String| SqlError::Unsupported {
         what: format!("A mask that cannot be placed ({why})"),
     };
@@ -172,6 +179,7 @@ fn parse_query(text: &str) -> Result<Query, SqlError> {
     let query = parser
         .parse_query()
         .map_err(|e| unplaceable(e.to_string()))?;
+    PARSED.insert(text.to_string(), std::sync::Arc::new(Query::clone(&query)));
     Ok(*query)
 }
 

@@ -92,7 +92,7 @@ impl Summary<'_> {
     /// see — a relation behind a view, or one under row-level security (the planner's
     /// estimates ignore the policies) — so every estimate, step row count and relation size
     /// is a count of hidden rows. Only which limit was exceeded is said then.
-    fn numbers_withheld(&self) -> Option<&'static str> {
+    pub fn numbers_withheld(&self) -> Option<&'static str> {
         if !self.all_visible() {
             return Some("the plan reads relations you cannot see (behind a view)");
         }
