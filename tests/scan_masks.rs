@@ -225,10 +225,20 @@ fn masked_text(sql: &str, catalog: &Catalog, profile: &AccessProfile) -> Result<
     }
     let analysis =
         interlock::sql::resolve(classification.target, catalog).map_err(|e| e.to_string())?;
-    let masked = scan_masked(&parsed.sql, &analysis, catalog, profile, 0)
+    let by_tree = scan_masked(&parsed.sql, &analysis, catalog, profile, 0, None)
         .map_err(|r| r.reason)?
         .ok_or("no mask placed")?;
-    Ok(masked.text)
+    // The names cut out of the text (a remembered statement's way) give the same statement.
+    let again = interlock::sql::parse(&parsed.sql, 0, &limits).map_err(|e| e.to_string())?;
+    let named = interlock::sql::scan_mask::named_items(&again.statement, &parsed.sql);
+    let spliced = scan_masked(&parsed.sql, &analysis, catalog, profile, 0, Some(&named))
+        .map_err(|r| r.reason)?
+        .ok_or("no mask placed")?;
+    let tree = |sql: &str| interlock::sql::parse(sql, 0, &limits).map(|p| p.statement);
+    if tree(&spliced.text).ok() != tree(&by_tree.text).ok() {
+        return Err(format!("spliced {} ≠ {}", spliced.text, by_tree.text));
+    }
+    Ok(spliced.text)
 }
 
 async fn shop() -> (String, tokio_postgres::Client, Catalog) {

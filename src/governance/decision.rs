@@ -34,6 +34,7 @@ use crate::sql::error::SqlError;
 use crate::sql::input::DEFAULT_MAX_SQL_BYTES;
 use crate::sql::lineage::{ColumnRef, RelationRef};
 use crate::sql::memo::{ShapeMemo, Understood};
+use crate::sql::scan_mask::{named_items, NamedAt};
 use crate::sql::shape::Shape;
 use crate::sql::{parse, resolve};
 
@@ -224,7 +225,7 @@ fn decide_inner(
     limits: &SqlLimits,
     call: Option<&CallFacts>,
 ) -> (Result<Allowed, Refusal>, Vec<RuleOutcome>) {
-    let (understood, statement) = match understand(scanned, catalog, memo) {
+    let (understood, statement, named) = match understand(scanned, catalog, memo) {
         Ok(u) => u,
         Err(refusal) => return (Err(refusal), Vec::new()),
     };
@@ -240,6 +241,7 @@ fn decide_inner(
     let at = Placement {
         catalog,
         param_count,
+        named: named.as_deref(),
     };
     if !policy::needs_facts(profile) {
         return (govern(profile, &understood, &statement, at), Vec::new());
@@ -460,6 +462,8 @@ fn masked(
 struct Placement<'a> {
     catalog: &'a Catalog,
     param_count: usize,
+    /// Where the statement's FROM items name their relations in its text, when known.
+    named: Option<&'a [NamedAt]>,
 }
 
 /// Authorization, masks, caps and approvals of an understood statement under `profile`
@@ -488,9 +492,14 @@ fn govern(
     }
     // A read runs with masks at the scan; a write is approved before it runs.
     let masked = match class {
-        AllowedClass::Read => {
-            scan_masked(statement, analysis, at.catalog, profile, at.param_count)?
-        }
+        AllowedClass::Read => scan_masked(
+            statement,
+            analysis,
+            at.catalog,
+            profile,
+            at.param_count,
+            at.named,
+        )?,
         AllowedClass::Write => None,
     };
     let output_columns = match understood.explain {
@@ -608,18 +617,22 @@ fn cost_approvals(profile: &AccessProfile) -> Vec<CostApprovals> {
         .collect()
 }
 
+/// What was understood of a statement, the text to run, and where its FROM items name
+/// their relations in that text (when the parse or the memo knows).
+type UnderstoodText = (Arc<Understood>, String, Option<Vec<NamedAt>>);
+
 /// Parse, classify and resolve, or what `memo` remembers of them for a
 /// statement of this shape; with the text to run.
 fn understand(
     scanned: parse::Scanned,
     catalog: &Catalog,
     memo: Option<&ShapeMemo>,
-) -> Result<(Arc<Understood>, String), Refusal> {
+) -> Result<UnderstoodText, Refusal> {
     let memo = memo.filter(|m| m.enabled());
     let shape = memo.map(|_| Shape::of(scanned.tokens()));
     if let (Some(memo), Some(shape)) = (memo, &shape) {
-        if let Some(recalled) = memo.recall(shape) {
-            return Ok(recalled);
+        if let Some((understood, text, named)) = memo.recall(shape) {
+            return Ok((understood, text, Some(named)));
         }
     }
     let (parsed, canonical) = scanned.parse_keeping(memo.is_some())?;
@@ -641,6 +654,10 @@ fn understand(
             None => cap_form(&parsed.statement),
         },
     });
+    // Where the masks at the scan may cut the text, read off the tree parsed from it.
+    let named = canonical
+        .as_ref()
+        .map(|c| named_items(&c.statement, &parsed.sql));
     if let (Some(memo), Some(shape), Some(canonical)) = (memo, shape, canonical) {
         memo.remember(
             shape,
@@ -650,7 +667,7 @@ fn understand(
             Arc::clone(&understood),
         );
     }
-    Ok((understood, parsed.sql))
+    Ok((understood, parsed.sql, named))
 }
 
 /// The highest `ApprovalsRequired` matching a written table or column, or

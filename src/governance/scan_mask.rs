@@ -28,6 +28,7 @@ use crate::governance::redaction::{MaskStrategy, RedactionRule, HASH_PREFIX, RED
 use crate::governance::verdict::{MaskedStatement, Refusal, Step};
 use crate::sql::catalog::{Catalog, CatalogRelation};
 use crate::sql::lineage::Analysis;
+use crate::sql::scan_mask::NamedAt;
 
 /// A mask rule of a policy, with the pattern of columns it covers.
 pub(crate) struct MaskRule<'a> {
@@ -81,14 +82,16 @@ fn column_mask<'a>(
 
 /// `statement` with every relation of `analysis`'s scans that carries a mask for `profile`
 /// read through a derived table of masked values; `None` when no scanned relation carries
-/// one. `param_count` is the number of the caller's parameters. Refuses when a masked
-/// relation's scan cannot be placed.
+/// one. `param_count` is the number of the caller's parameters; `named`, where the text's
+/// FROM items name their relations (`sql::scan_mask::named_items`), when known. Refuses
+/// when a masked relation's scan cannot be placed.
 pub fn scan_masked(
     statement: &str,
     analysis: &Analysis,
     catalog: &Catalog,
     profile: &AccessProfile,
     param_count: usize,
+    named: Option<&[NamedAt]>,
 ) -> Result<Option<MaskedStatement>, Refusal> {
     let rules = mask_rules(profile);
     if rules.is_empty() && profile.redactions.is_empty() {
@@ -134,15 +137,29 @@ pub fn scan_masked(
         .iter()
         .flat_map(|(_, _, m)| m)
         .any(|m| matches!(m, Some(MaskStrategy::Hash)));
-    let positions: Vec<usize> = wanted.iter().map(|(p, _, _)| *p).collect();
-    let derived = |position: usize, only: bool| {
-        wanted
+    // Where the text says where each name stands (the memo's, or the parse's), the names
+    // are cut out of it; otherwise the statement is parsed again and its tree rewritten.
+    let cut = named.and_then(|named| {
+        let queries: Vec<(usize, String)> = wanted
             .iter()
-            .find(|(p, _, _)| *p == position)
-            .map(|(_, relation, masks)| relation_query(relation, masks, only, key))
+            .map(|(p, relation, masks)| (*p, relation_query(relation, masks, false, key)))
+            .collect();
+        crate::sql::scan_mask::splice(statement, named, &queries)
+    });
+    let text = match cut {
+        Some(text) => text,
+        None => {
+            let positions: Vec<usize> = wanted.iter().map(|(p, _, _)| *p).collect();
+            let derived = |position: usize, only: bool| {
+                wanted
+                    .iter()
+                    .find(|(p, _, _)| *p == position)
+                    .map(|(_, relation, masks)| relation_query(relation, masks, only, key))
+            };
+            crate::sql::scan_mask::read_through(statement, derived, &positions)
+                .map_err(|e| unplaceable(&e.to_string()))?
+        }
     };
-    let text = crate::sql::scan_mask::read_through(statement, derived, &positions)
-        .map_err(|e| unplaceable(&e.to_string()))?;
     Ok(Some(MaskedStatement {
         text,
         key_params: hashes.then_some(key),

@@ -43,7 +43,9 @@ use sqlparser::tokenizer::{Location, Token, Tokenizer};
 use crate::sql::cap::CapForm;
 use crate::sql::classify::{ExplainMode, StatementClass};
 use crate::sql::lineage::Analysis;
+use crate::sql::offsets::Offsets;
 use crate::sql::parse::Canonical;
+use crate::sql::scan_mask::{named_items, NamedAt};
 use crate::sql::shape::{value_of, Shape};
 
 /// Default bound on what one source's memo holds, in bytes (estimated).
@@ -78,6 +80,9 @@ struct Entry {
     /// The free literals in the order they appear in the re-serialized text,
     /// by their index among the shape's literals.
     slots: Vec<Slot>,
+    /// The FROM items that name a relation, by the piece their name stands in (a name is
+    /// never a free literal, so it never straddles one): where masks at the scan cut.
+    named: Vec<(usize, NamedAt)>,
 }
 
 struct Slot {
@@ -107,7 +112,7 @@ impl ShapeMemo {
     /// The remembered understanding of `shape` with the text to run, if the
     /// shape is remembered and this statement differs from it only in free
     /// literals, and the new text proves to tokenize as it must.
-    pub fn recall(&self, shape: &Shape) -> Option<(Arc<Understood>, String)> {
+    pub fn recall(&self, shape: &Shape) -> Option<(Arc<Understood>, String, Vec<NamedAt>)> {
         let entry = self.entries.get(shape.key())?;
         let literals = shape.literals();
         for (index, token) in &entry.fixed {
@@ -118,6 +123,9 @@ impl ShapeMemo {
         let mut text = String::with_capacity(entry.pieces.iter().map(String::len).sum::<usize>());
         let mut pieces = entry.pieces.iter();
         text.push_str(pieces.next()?);
+        // Where each piece starts in the new text.
+        let mut starts = Vec::with_capacity(entry.pieces.len());
+        starts.push(0);
         for (slot, piece) in entry.slots.iter().zip(pieces) {
             let token = &literals.get(slot.literal)?.token;
             let rendering = value_of(token)?.to_string();
@@ -130,10 +138,23 @@ impl ShapeMemo {
                 return None;
             }
             text.push_str(&rendering);
+            starts.push(text.len());
             text.push_str(piece);
         }
+        let named = entry
+            .named
+            .iter()
+            .filter_map(|(piece, at)| {
+                let start = *starts.get(*piece)?;
+                Some(NamedAt {
+                    position: at.position,
+                    name: start + at.name.start..start + at.name.end,
+                    implicit_alias: at.implicit_alias.clone(),
+                })
+            })
+            .collect();
         self.recalled.fetch_add(1, Ordering::Relaxed);
-        Some((Arc::clone(&entry.understood), text))
+        Some((Arc::clone(&entry.understood), text, named))
     }
 
     /// How many statements were decided from what the memo remembered.
@@ -219,6 +240,8 @@ fn entry(
     slots.sort_by_key(|(token, _)| *token);
     let offsets = Offsets::new(sql);
     let mut pieces = Vec::with_capacity(slots.len() + 1);
+    // Each piece's bytes in `sql`.
+    let mut bounds = Vec::with_capacity(slots.len() + 1);
     let mut from = 0;
     for (token, _) in &slots {
         let span = canonical.tokens.get(*token)?.span;
@@ -233,10 +256,29 @@ fn entry(
             return None;
         }
         pieces.push(sql.get(from..start)?.to_string());
+        bounds.push(from..start);
         from = end;
     }
     let slots: Vec<Slot> = slots.into_iter().map(|(_, slot)| slot).collect();
     pieces.push(sql.get(from..)?.to_string());
+    bounds.push(from..sql.len());
+    let named = named_items(&canonical.statement, sql)
+        .into_iter()
+        .filter_map(|at| {
+            let piece = bounds
+                .iter()
+                .position(|b| b.start <= at.name.start && at.name.end <= b.end)?;
+            let base = bounds.get(piece)?.start;
+            Some((
+                piece,
+                NamedAt {
+                    position: at.position,
+                    name: at.name.start - base..at.name.end - base,
+                    implicit_alias: at.implicit_alias,
+                },
+            ))
+        })
+        .collect();
     // The pieces with this statement's own literals must give back its text.
     let mut again = pieces.first()?.clone();
     for (slot, piece) in slots.iter().zip(pieces.iter().skip(1)) {
@@ -257,6 +299,7 @@ fn entry(
         fixed,
         pieces,
         slots,
+        named,
     })
 }
 
@@ -304,32 +347,5 @@ impl Visitor for FreeValues {
             _ => {}
         }
         ControlFlow::Continue(())
-    }
-}
-
-/// Byte offsets of the tokenizer's line/column locations (columns count
-/// characters, from 1).
-struct Offsets<'a> {
-    text: &'a str,
-    lines: Vec<usize>,
-}
-
-impl<'a> Offsets<'a> {
-    fn new(text: &'a str) -> Self {
-        let mut lines = vec![0];
-        lines.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Offsets { text, lines }
-    }
-
-    fn of(&self, at: Location) -> Option<usize> {
-        let line = usize::try_from(at.line.checked_sub(1)?).ok()?;
-        let column = usize::try_from(at.column.checked_sub(1)?).ok()?;
-        let start = *self.lines.get(line)?;
-        let rest = self.text.get(start..)?;
-        match rest.char_indices().nth(column) {
-            Some((i, _)) => Some(start + i),
-            None if rest.chars().count() == column => Some(self.text.len()),
-            None => None,
-        }
     }
 }

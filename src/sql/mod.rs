@@ -17,6 +17,7 @@ pub mod input;
 pub mod lineage;
 pub mod memo;
 pub mod nesting;
+pub mod offsets;
 pub mod operators;
 pub mod parse;
 pub mod resolve;

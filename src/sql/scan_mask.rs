@@ -27,6 +27,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
 use crate::sql::error::SqlError;
+use crate::sql::offsets::Offsets;
 
 /// The position of every FROM item of `statement`, by node address, in pre-order.
 pub fn positions(statement: &Statement) -> HashMap<*const TableFactor, usize> {
@@ -85,6 +86,105 @@ pub fn read_through(
         }
     }
     Ok(statement.to_string())
+}
+
+/// Where a FROM item that names a relation stands in the text to run: the bytes of its name,
+/// and the alias its derived table needs when the item has none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedAt {
+    pub position: usize,
+    pub name: std::ops::Range<usize>,
+    /// The alias to write (the relation's name as the text spells it, quotes included),
+    /// when the item has none.
+    pub implicit_alias: Option<String>,
+}
+
+/// The FROM items of `statement` (parsed from `text`, so its spans point into `text`) that
+/// name a relation plainly (no `ONLY`, no `*`, no arguments), by position
+/// ([`positions`]' numbering).
+pub fn named_items(statement: &Statement, text: &str) -> Vec<NamedAt> {
+    struct Finding<'t> {
+        next: usize,
+        offsets: Offsets<'t>,
+        found: Vec<NamedAt>,
+    }
+    impl Visitor for Finding<'_> {
+        type Break = ();
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            let position = self.next;
+            self.next += 1;
+            if let TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                inheritance: None,
+                ..
+            } = factor
+            {
+                let first = name.0.first().and_then(|p| p.as_ident());
+                let last = name.0.last().and_then(|p| p.as_ident());
+                if let (Some(first), Some(last)) = (first, last) {
+                    let start = self.offsets.of(first.span.start);
+                    let end = self.offsets.of(last.span.end);
+                    // The relation's own name as written: the reference name PostgreSQL
+                    // gives an unaliased table.
+                    let implicit_alias = match alias {
+                        Some(_) => None,
+                        None => Some(last.to_string()),
+                    };
+                    if let (Some(start), Some(end)) = (start, end) {
+                        if start < end {
+                            self.found.push(NamedAt {
+                                position,
+                                name: start..end,
+                                implicit_alias,
+                            });
+                        }
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut finding = Finding {
+        next: 0,
+        offsets: Offsets::new(text),
+        found: Vec::new(),
+    };
+    let _ = statement.visit(&mut finding);
+    finding.found
+}
+
+/// `text` with the names of the items at `derived`'s positions replaced by their
+/// parenthesized queries (and an alias where the item had none): the same statement
+/// [`read_through`] prints, without parsing it again. `None` when an item's place is not
+/// known; the caller then reads through the tree.
+pub fn splice(text: &str, named: &[NamedAt], derived: &[(usize, String)]) -> Option<String> {
+    let mut cuts: Vec<(&NamedAt, &String)> = Vec::with_capacity(derived.len());
+    for (position, query) in derived {
+        let at = named.iter().find(|n| n.position == *position)?;
+        cuts.push((at, query));
+    }
+    cuts.sort_by_key(|(at, _)| at.name.start);
+    let mut out =
+        String::with_capacity(text.len() + cuts.iter().map(|c| c.1.len() + 16).sum::<usize>());
+    let mut from = 0;
+    for (at, query) in cuts {
+        if at.name.start < from {
+            return None;
+        }
+        out.push_str(text.get(from..at.name.start)?);
+        out.push('(');
+        out.push_str(query);
+        out.push(')');
+        if let Some(alias) = &at.implicit_alias {
+            out.push_str(" AS ");
+            out.push_str(alias);
+        }
+        from = at.name.end;
+    }
+    out.push_str(text.get(from..)?);
+    Some(out)
 }
 
 struct Placing<'a, F> {
@@ -233,6 +333,44 @@ mod tests {
                 &at,
             );
             assert_eq!(got.ok().as_deref(), Some(want), "{sql}");
+        }
+    }
+
+    /// The splice prints what the tree rewrite prints, read back as the same tree.
+    #[test]
+    fn splicing_the_text_gives_the_statement_the_tree_gives() {
+        let derived = "SELECT 'm' AS email";
+        for (sql, at) in [
+            (
+                "SELECT c.email FROM public.customers AS c ORDER BY (1)",
+                vec![0],
+            ),
+            ("SELECT email FROM public.customers", vec![0]),
+            (
+                "SELECT * FROM a JOIN public.customers AS c (x) ON true",
+                vec![1],
+            ),
+            ("EXPLAIN SELECT * FROM customers", vec![0]),
+            (
+                "SELECT * FROM \"Customers\", (SELECT 1 FROM b) AS s, c",
+                vec![0, 3],
+            ),
+            (
+                "WITH w AS (SELECT * FROM t) SELECT * FROM w, t WHERE x IN (SELECT y FROM t AS u)",
+                vec![0, 2, 3],
+            ),
+        ] {
+            let tree = read_through(
+                sql,
+                |p, _| at.contains(&p).then(|| derived.to_string()),
+                &at,
+            )
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let parsed = one(sql);
+            let named = named_items(&parsed, sql);
+            let cuts: Vec<(usize, String)> = at.iter().map(|p| (*p, derived.to_string())).collect();
+            let spliced = splice(sql, &named, &cuts).unwrap_or_else(|| panic!("{sql}: no splice"));
+            assert_eq!(one(&spliced), one(&tree), "{sql}\n{spliced}\n{tree}");
         }
     }
 
