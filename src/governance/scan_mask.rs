@@ -1,6 +1,6 @@
-//! Masks at the scan: for a read by a caller with a mask on any column of a relation the
-//! statement reads, the statement that runs reads that relation through a derived table
-//! whose masked columns already hold the masked value. Whatever the rest of the statement
+//! Masks at the scan: for a read of a masked column (masked for this caller), the
+//! statement that runs reads the column's relation through a derived table whose masked
+//! columns already hold the masked value. Whatever the rest of the statement
 //! does with such a column — filter, sort, group, join, window, compare with a probe row,
 //! aggregate, in any spelling PostgreSQL accepts — it only ever sees the masked value, so a
 //! disagreement between the resolver and PostgreSQL about what a name or an ordinal means
