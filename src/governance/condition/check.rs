@@ -254,6 +254,18 @@ impl Checker {
     }
 }
 
+/// `root.field` when `e` selects a field of a fact root (`statement.class`).
+fn fact_path(e: &IdedExpr) -> Option<String> {
+    let Expr::Select(s) = &e.expr else {
+        return None;
+    };
+    let Expr::Ident(root) = &s.operand.expr else {
+        return None;
+    };
+    schema::root(root)?;
+    Some(format!("{root}.{}", s.field))
+}
+
 fn literal(l: &LiteralValue) -> Ty {
     match l {
         LiteralValue::Boolean(_) => Ty::Bool,
@@ -361,6 +373,14 @@ fn global(
             if !args[0].compatible(&args[1]) {
                 return err(e, format!("{} and {} cannot be equal; compare values of one type", args[0], args[1]));
             }
+            for (fact, value) in [(0, 1), (1, 0)] {
+                let fact = raw.get(fact).and_then(fact_path);
+                if let (Some(fact), Some(value)) = (fact, literal_string(raw, value)) {
+                    if let Some(why) = super::domains::never_equal(&fact, value) {
+                        return err(e, why);
+                    }
+                }
+            }
             Ty::Bool
         }
         op::LESS | op::LESS_EQUALS | op::GREATER | op::GREATER_EQUALS => {
@@ -439,6 +459,11 @@ fn global(
             };
             if !ok {
                 return err(e, format!("`in` looks for a {} in a list or map of them, not in {}", args[0], args[1]));
+            }
+            if let (Some(value), Some(fact)) = (literal_string(raw, 0), raw.get(1).and_then(fact_path)) {
+                if let Some(why) = super::domains::never_element(&fact, value) {
+                    return err(e, why);
+                }
             }
             return Ok((Ty::Bool, args[1].bound() as u64));
         }

@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod clock;
+mod domains;
 pub mod facts;
 pub mod schema;
 pub mod types;

@@ -120,7 +120,6 @@ fn conditions_over_every_fact_evaluate_as_written() {
         ("'pg_catalog.lower' in statement.functions", true),
         ("'lower' in statement.functions", true),
         ("'pg_catalog.upper' in statement.functions", false),
-        ("'public.lower' in statement.functions", false),
         (
             "!statement.explain && !statement.analyze && !statement.deletes_rows",
             true,
@@ -153,6 +152,22 @@ fn wrong_conditions_are_refused_with_their_position() {
             "unknown fact caller.grups; caller has identity, kind",
         ),
         ("user.name == 'x'", (1, 1), "unknown fact \"user\""),
+        // A literal the fact never holds: the rule would never (or always) apply.
+        (
+            "statement.class == 'writes'",
+            (1, 17),
+            "statement.class is never \"writes\": it is one of read, write",
+        ),
+        (
+            "'robot' != caller.kind",
+            (1, 9),
+            "caller.kind is never \"robot\"",
+        ),
+        (
+            "'pg_sleep' in statement.functions",
+            (1, 12),
+            "statement.functions never holds \"pg_sleep\"",
+        ),
         (
             "statement.class == 1",
             (1, 17),
