@@ -15,15 +15,16 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::governance::access::{AccessProfile, PolicyRule};
+use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
 use crate::governance::authorize::{authorize, check_masks, output_columns, DecidingRules};
 use crate::governance::condition::{CallFacts, FactValues, StatementFacts};
 use crate::governance::cost::{CostApprovals, CostLimit, CostLimits};
 use crate::governance::effect::{CallEffect, Change};
 use crate::governance::policy::Rule;
 use crate::governance::policy::{self, RuleOutcome};
+use crate::governance::redaction::MaskStrategy;
 use crate::governance::redaction::RedactionRule;
-use crate::governance::scan_mask::{mask_rules, scan_masked};
+use crate::governance::scan_mask::scan_masked;
 pub use crate::governance::verdict::{
     Allowed, AllowedClass, MaskedStatement, OutputColumn, Refusal, Step, Verdict,
 };
@@ -410,33 +411,72 @@ fn call_rule(profile: &AccessProfile) -> Option<Refusal> {
     })
 }
 
-/// The redactions of `profile` with its mask rules added for the columns `analysis`
-/// uses; the stricter mask wins where a column has two.
+/// A mask rule of a policy, with the pattern of columns it covers.
+struct MaskRule<'a> {
+    resource: &'a ResourcePattern,
+    strategy: &'a MaskStrategy,
+    allow_filter: bool,
+}
+
+/// The profile's mask rules that apply to every call.
+fn mask_rules(profile: &AccessProfile) -> Vec<MaskRule<'_>> {
+    profile
+        .policies
+        .iter()
+        .flat_map(|p| &p.rules)
+        .filter(|r| r.always_applies())
+        .filter_map(|r| match &r.effect {
+            PolicyRule::Mask {
+                resource,
+                strategy,
+                allow_filter,
+            } => Some(MaskRule {
+                resource,
+                strategy,
+                allow_filter: *allow_filter,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The redactions of `profile` with its mask rules added for the columns `analysis` uses
+/// and every column of the relations it reads (what its masks at the scan hide); the
+/// stricter mask wins where a column has two.
 fn masked(
     profile: &AccessProfile,
     analysis: &crate::sql::lineage::Analysis,
+    catalog: &Catalog,
 ) -> Option<AccessProfile> {
     let masks = mask_rules(profile);
     if masks.is_empty() {
         return None;
     }
     let mut with = profile.clone();
+    let scanned = analysis
+        .scans
+        .iter()
+        .filter_map(|s| catalog.relation(&s.relation.schema, &s.relation.name))
+        .flat_map(|r| {
+            r.columns
+                .iter()
+                .map(move |c| (r.schema.as_str(), r.name.as_str(), c.name.as_str()))
+        });
     let columns = analysis
         .uses
         .keys()
-        .chain(analysis.outputs.iter().flat_map(|o| &o.lineage.sources));
-    for column in columns {
+        .chain(analysis.outputs.iter().flat_map(|o| &o.lineage.sources))
+        .map(|c| (c.schema.as_str(), c.table.as_str(), c.column.as_str()))
+        .chain(scanned);
+    for (schema, table, column) in columns {
         for mask in &masks {
-            if !mask
-                .resource
-                .covers_column(&column.schema, &column.table, &column.column)
-            {
+            if !mask.resource.covers_column(schema, table, column) {
                 continue;
             }
             let rule = RedactionRule {
-                schema: column.schema.clone(),
-                table: column.table.clone(),
-                column: column.column.clone(),
+                schema: schema.to_string(),
+                table: table.to_string(),
+                column: column.to_string(),
                 strategy: mask.strategy.clone(),
                 allow_filter: mask.allow_filter,
             };
@@ -482,7 +522,7 @@ fn govern(
     if let Some(refusal) = call_rule(profile) {
         return Err(refusal);
     }
-    let with_masks = masked(profile, analysis);
+    let with_masks = masked(profile, analysis, at.catalog);
     let profile = with_masks.as_ref().unwrap_or(profile);
     let mut rules = DecidingRules::default();
     let (tables_read, tables_written, columns_written) = authorize(profile, analysis, &mut rules)?;

@@ -23,66 +23,16 @@
 //! Writes are not rewritten (their target cannot be a derived table): a write is shown to
 //! an approver before it runs, and its uses of masked columns are held by the resolver.
 
-use crate::governance::access::{AccessProfile, PolicyRule, ResourcePattern};
-use crate::governance::redaction::{MaskStrategy, RedactionRule, HASH_PREFIX, REDACTED};
+use crate::governance::access::AccessProfile;
+use crate::governance::redaction::{MaskStrategy, HASH_PREFIX, REDACTED};
 use crate::governance::verdict::{MaskedStatement, Refusal, Step};
 use crate::sql::catalog::{Catalog, CatalogRelation};
 use crate::sql::lineage::Analysis;
-use crate::sql::scan_mask::NamedAt;
+use crate::sql::scan_mask::{named_in, splice, NamedAt};
 
-/// A mask rule of a policy, with the pattern of columns it covers.
-pub(crate) struct MaskRule<'a> {
-    pub resource: &'a ResourcePattern,
-    pub strategy: &'a MaskStrategy,
-    pub allow_filter: bool,
-}
-
-/// The profile's mask rules that apply to every call.
-pub(crate) fn mask_rules(profile: &AccessProfile) -> Vec<MaskRule<'_>> {
-    profile
-        .policies
-        .iter()
-        .flat_map(|p| &p.rules)
-        .filter(|r| r.always_applies())
-        .filter_map(|r| match &r.effect {
-            PolicyRule::Mask {
-                resource,
-                strategy,
-                allow_filter,
-            } => Some(MaskRule {
-                resource,
-                strategy,
-                allow_filter: *allow_filter,
-            }),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The strictest mask on one column: the profile's redactions and its mask rules.
-fn column_mask<'a>(
-    redactions: &'a [RedactionRule],
-    rules: &'a [MaskRule<'a>],
-    schema: &str,
-    table: &str,
-    column: &str,
-) -> Option<&'a MaskStrategy> {
-    redactions
-        .iter()
-        .filter(|r| r.schema == schema && r.table == table && r.column == column)
-        .map(|r| &r.strategy)
-        .chain(
-            rules
-                .iter()
-                .filter(|r| r.resource.covers_column(schema, table, column))
-                .map(|r| r.strategy),
-        )
-        .max_by_key(|s| s.strictness())
-}
-
-/// `statement` with every relation of `analysis`'s scans that carries a mask for `profile`
-/// read through a derived table of masked values; `None` when no scanned relation carries
-/// one. `param_count` is the number of the caller's parameters; `named`, where the text's
+/// `statement` with every relation of `analysis`'s scans whose masked columns (`profile`'s
+/// redactions, the decision's mask rules merged in) it reads read through a derived table
+/// of masked values; `None` when there is none. `param_count` is the number of the caller's parameters; `named`, where the text's
 /// FROM items name their relations (`sql::scan_mask::named_items`), when known. Refuses
 /// when a masked relation's scan cannot be placed.
 pub fn scan_masked(
@@ -93,8 +43,7 @@ pub fn scan_masked(
     param_count: usize,
     named: Option<&[NamedAt]>,
 ) -> Result<Option<MaskedStatement>, Refusal> {
-    let rules = mask_rules(profile);
-    if rules.is_empty() && profile.redactions.is_empty() {
+    if profile.redactions.is_empty() {
         return Ok(None);
     }
     let key = param_count + 1;
@@ -107,11 +56,14 @@ pub fn scan_masked(
         let masks: Vec<Option<&MaskStrategy>> = relation
             .columns
             .iter()
-            .map(|c| column_mask(&profile.redactions, &rules, &r.schema, &r.name, &c.name))
+            .map(|c| {
+                profile
+                    .redactions
+                    .iter()
+                    .find(|m| m.schema == r.schema && m.table == r.name && m.column == c.name)
+                    .map(|m| &m.strategy)
+            })
             .collect();
-        if masks.iter().all(Option::is_none) {
-            continue;
-        }
         // A relation none of whose masked columns the statement reads in any way (used,
         // returned, in `*` or a whole row) runs as it is: its masked values cannot reach
         // the answer. Which columns a statement reads is what grants rest on, and PostgreSQL's
@@ -128,6 +80,10 @@ pub fn scan_masked(
         let Some(position) = scan.position else {
             return Err(unplaceable(&format!("a read of {r} could not be placed")));
         };
+        // The resolver may walk one item more than once (a recursive CTE's body).
+        if wanted.iter().any(|(p, _, _)| *p == position) {
+            continue;
+        }
         wanted.push((position, relation, masks));
     }
     if wanted.is_empty() {
@@ -137,29 +93,27 @@ pub fn scan_masked(
         .iter()
         .flat_map(|(_, _, m)| m)
         .any(|m| matches!(m, Some(MaskStrategy::Hash)));
-    // Where the text says where each name stands (the memo's, or the parse's), the names
-    // are cut out of it; otherwise the statement is parsed again and its tree rewritten.
-    let cut = named.and_then(|named| {
-        let queries: Vec<(usize, String)> = wanted
-            .iter()
-            .map(|(p, relation, masks)| (*p, relation_query(relation, masks, false, key)))
-            .collect();
-        crate::sql::scan_mask::splice(statement, named, &queries)
-    });
-    let text = match cut {
-        Some(text) => text,
+    // Where each name stands: the memo's or the parse's record, else the text parsed again.
+    let parsed;
+    let named = match named {
+        Some(named) => named,
         None => {
-            let positions: Vec<usize> = wanted.iter().map(|(p, _, _)| *p).collect();
-            let derived = |position: usize, only: bool| {
-                wanted
-                    .iter()
-                    .find(|(p, _, _)| *p == position)
-                    .map(|(_, relation, masks)| relation_query(relation, masks, only, key))
-            };
-            crate::sql::scan_mask::read_through(statement, derived, &positions)
-                .map_err(|e| unplaceable(&e.to_string()))?
+            parsed = named_in(statement).map_err(|e| unplaceable(&e.to_string()))?;
+            &parsed
         }
     };
+    let mut queries = Vec::with_capacity(wanted.len());
+    for (position, relation, masks) in &wanted {
+        let Some(at) = named.iter().find(|n| n.position == *position) else {
+            return Err(unplaceable(&format!(
+                "the read of {}.{} is not a plain name in FROM",
+                relation.schema, relation.name
+            )));
+        };
+        queries.push((*position, relation_query(relation, masks, at.only, key)));
+    }
+    let text = splice(statement, named, &queries)
+        .ok_or_else(|| unplaceable("two reads overlap in the text"))?;
     Ok(Some(MaskedStatement {
         text,
         key_params: hashes.then_some(key),

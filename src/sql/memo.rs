@@ -147,9 +147,8 @@ impl ShapeMemo {
             .filter_map(|(piece, at)| {
                 let start = *starts.get(*piece)?;
                 Some(NamedAt {
-                    position: at.position,
                     name: start + at.name.start..start + at.name.end,
-                    implicit_alias: at.implicit_alias.clone(),
+                    ..at.clone()
                 })
             })
             .collect();
@@ -272,9 +271,8 @@ fn entry(
             Some((
                 piece,
                 NamedAt {
-                    position: at.position,
                     name: at.name.start - base..at.name.end - base,
-                    implicit_alias: at.implicit_alias,
+                    ..at
                 },
             ))
         })

@@ -4,25 +4,24 @@
 //!
 //! The resolver numbers every FROM item by its place in one pre-order walk of the
 //! statement ([`positions`]) and records which items read which catalog relation
-//! ([`crate::sql::lineage::Scan`]). [`read_through`] walks the statement to run the same
-//! way and replaces each chosen item, a table name, by a parenthesized query over that
-//! relation (built by the caller, the governance layer's `scan_mask`), under the item's own
-//! alias, or the relation's name when it had none, so every reference to the item reads
-//! the derived table's columns. Only what the resolver and PostgreSQL agree on at the
-//! level of FROM items matters here (which item is which relation: the same reading the
-//! grants rest on); how a column, an ordinal or an output name resolves does not, because
-//! no spelling of any of them can reach past the derived table.
+//! ([`crate::sql::lineage::Scan`]). [`named_items`] finds, by the same numbering, where
+//! each item that names a relation stands in the text to run (the decision memo keeps
+//! these places with a remembered statement, so a recalled text is not parsed again), and
+//! [`splice`] replaces each chosen name by a parenthesized query over that relation (built
+//! by the caller, the governance layer's `scan_mask`), under the item's own alias, or the
+//! relation's name when it had none, so every reference to the item reads the derived
+//! table's columns. Only what the resolver and PostgreSQL agree on at the level of FROM
+//! items matters here (which item is which relation: the same reading the grants rest
+//! on); how a column, an ordinal or an output name resolves does not, because no spelling
+//! of any of them can reach past the derived table.
 //!
-//! Fails closed: a statement whose walk does not place every chosen item, or that does
-//! not parse back, is refused.
+//! Fails closed: an item whose place in the text is not known is not placed, and the
+//! caller refuses the statement.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{
-    Ident, ObjectName, Query, Statement, TableAlias, TableFactor, Visit, VisitMut, Visitor,
-    VisitorMut,
-};
+use sqlparser::ast::{Statement, TableFactor, TableInheritance, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
@@ -45,66 +44,27 @@ pub fn positions(statement: &Statement) -> HashMap<*const TableFactor, usize> {
     numbering.0
 }
 
-/// `sql` (one statement, the text the decision made) with each FROM item for whose
-/// position `derived` gives a query (`SELECT … FROM [ONLY] "schema"."name"`; it is told
-/// whether the item said `ONLY`) read through that query. Every position of `wanted` must
-/// be placed. An `EXPLAIN` is walked inside, as the resolver walks it.
-pub fn read_through(
-    sql: &str,
-    derived: impl Fn(usize, bool) -> Option<String>,
-    wanted: &[usize],
-) -> Result<String, SqlError> {
-    let mut statements =
-        Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(|e| SqlError::Unsupported {
-            what: format!("A statement the masks cannot be placed in ({e})"),
-        })?;
-    let [statement] = statements.as_mut_slice() else {
-        return Err(SqlError::Unsupported {
-            what: "A statement the masks cannot be placed in (not exactly one)".to_string(),
-        });
-    };
-    let target: &mut Statement = match &mut *statement {
-        Statement::Explain { statement, .. } => statement,
-        other => other,
-    };
-    let mut placing = Placing {
-        next: 0,
-        open: Vec::new(),
-        derived: &derived,
-        placed: BTreeSet::new(),
-        failed: None,
-    };
-    let _ = target.visit(&mut placing);
-    if let Some(e) = placing.failed {
-        return Err(e);
-    }
-    for position in wanted {
-        if !placing.placed.contains(position) {
-            return Err(SqlError::Unsupported {
-                what: "A FROM item the masks cannot be placed on".to_string(),
-            });
-        }
-    }
-    Ok(statement.to_string())
-}
-
 /// Where a FROM item that names a relation stands in the text to run: the bytes of its name,
 /// and the alias its derived table needs when the item has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedAt {
     pub position: usize,
+    /// The bytes to replace: the name, with its `ONLY` or `*` where the item has one.
     pub name: std::ops::Range<usize>,
+    /// The item said `ONLY`: its derived table must read the relation alone too.
+    pub only: bool,
     /// The alias to write (the relation's name as the text spells it, quotes included),
     /// when the item has none.
     pub implicit_alias: Option<String>,
 }
 
-/// The FROM items of `statement` (parsed from `text`, so its spans point into `text`) that
-/// name a relation plainly (no `ONLY`, no `*`, no arguments), by position
-/// ([`positions`]' numbering).
+/// The FROM items of `statement` (parsed from `text`, so its spans point into `text`; `text`
+/// is a statement as sqlparser prints it) that name a relation without arguments, by
+/// position ([`positions`]' numbering).
 pub fn named_items(statement: &Statement, text: &str) -> Vec<NamedAt> {
     struct Finding<'t> {
         next: usize,
+        text: &'t str,
         offsets: Offsets<'t>,
         found: Vec<NamedAt>,
     }
@@ -117,7 +77,7 @@ pub fn named_items(statement: &Statement, text: &str) -> Vec<NamedAt> {
                 name,
                 alias,
                 args: None,
-                inheritance: None,
+                inheritance,
                 ..
             } = factor
             {
@@ -126,20 +86,18 @@ pub fn named_items(statement: &Statement, text: &str) -> Vec<NamedAt> {
                 if let (Some(first), Some(last)) = (first, last) {
                     let start = self.offsets.of(first.span.start);
                     let end = self.offsets.of(last.span.end);
-                    // The relation's own name as written: the reference name PostgreSQL
-                    // gives an unaliased table.
-                    let implicit_alias = match alias {
-                        Some(_) => None,
-                        None => Some(last.to_string()),
-                    };
-                    if let (Some(start), Some(end)) = (start, end) {
-                        if start < end {
-                            self.found.push(NamedAt {
-                                position,
-                                name: start..end,
-                                implicit_alias,
-                            });
-                        }
+                    let around = start.zip(end).and_then(|(start, end)| {
+                        with_inheritance(self.text, start, end, inheritance.as_ref())
+                    });
+                    if let Some((name, only)) = around {
+                        self.found.push(NamedAt {
+                            position,
+                            name,
+                            only,
+                            // The relation's own name as written: the reference name
+                            // PostgreSQL gives an unaliased table.
+                            implicit_alias: alias.is_none().then(|| last.to_string()),
+                        });
                     }
                 }
             }
@@ -148,6 +106,7 @@ pub fn named_items(statement: &Statement, text: &str) -> Vec<NamedAt> {
     }
     let mut finding = Finding {
         next: 0,
+        text,
         offsets: Offsets::new(text),
         found: Vec::new(),
     };
@@ -155,10 +114,56 @@ pub fn named_items(statement: &Statement, text: &str) -> Vec<NamedAt> {
     finding.found
 }
 
+/// The bytes of a name at `start..end` with the inheritance marker sqlparser prints around
+/// it (`ONLY name`, `ONLY (name)`, `name *`), and whether it says `ONLY`; `None` when the
+/// text does not read so.
+fn with_inheritance(
+    text: &str,
+    start: usize,
+    end: usize,
+    inheritance: Option<&TableInheritance>,
+) -> Option<(std::ops::Range<usize>, bool)> {
+    let before = |marker: &str| {
+        text.get(..start)?
+            .ends_with(marker)
+            .then(|| start - marker.len())
+    };
+    let after = |marker: &str| {
+        text.get(end..)?
+            .starts_with(marker)
+            .then(|| end + marker.len())
+    };
+    let (range, only) = match inheritance {
+        None => (start..end, false),
+        Some(TableInheritance::Only {
+            parenthesized: false,
+        }) => (before("ONLY ")?..end, true),
+        Some(TableInheritance::Only {
+            parenthesized: true,
+        }) => (before("ONLY (")?..after(")")?, true),
+        Some(TableInheritance::IncludeDescendants) => (start..after(" *")?, false),
+    };
+    (range.start < range.end).then_some((range, only))
+}
+
+/// The named FROM items of `text`, a statement as sqlparser prints it, parsed once more
+/// (for a text whose places nobody kept).
+pub fn named_in(text: &str) -> Result<Vec<NamedAt>, SqlError> {
+    let statements =
+        Parser::parse_sql(&PostgreSqlDialect {}, text).map_err(|e| SqlError::Unsupported {
+            what: format!("A statement the masks cannot be placed in ({e})"),
+        })?;
+    match statements.as_slice() {
+        [statement] => Ok(named_items(statement, text)),
+        _ => Err(SqlError::Unsupported {
+            what: "A statement the masks cannot be placed in (not exactly one)".to_string(),
+        }),
+    }
+}
+
 /// `text` with the names of the items at `derived`'s positions replaced by their
-/// parenthesized queries (and an alias where the item had none): the same statement
-/// [`read_through`] prints, without parsing it again. `None` when an item's place is not
-/// known; the caller then reads through the tree.
+/// parenthesized queries (and an alias where the item had none). `None` when an item's
+/// place is not known: the statement must not run unmasked.
 pub fn splice(text: &str, named: &[NamedAt], derived: &[(usize, String)]) -> Option<String> {
     let mut cuts: Vec<(&NamedAt, &String)> = Vec::with_capacity(derived.len());
     for (position, query) in derived {
@@ -187,102 +192,6 @@ pub fn splice(text: &str, named: &[NamedAt], derived: &[(usize, String)]) -> Opt
     Some(out)
 }
 
-struct Placing<'a, F> {
-    next: usize,
-    /// Positions of the items being walked, innermost last.
-    open: Vec<usize>,
-    derived: &'a F,
-    placed: BTreeSet<usize>,
-    failed: Option<SqlError>,
-}
-
-impl<F: Fn(usize, bool) -> Option<String>> VisitorMut for Placing<'_, F> {
-    type Break = ();
-
-    fn pre_visit_table_factor(&mut self, _factor: &mut TableFactor) -> ControlFlow<()> {
-        self.open.push(self.next);
-        self.next += 1;
-        ControlFlow::Continue(())
-    }
-
-    // Replaced after its own children were walked, so the query put in its place is never
-    // walked (nor numbered).
-    fn post_visit_table_factor(&mut self, factor: &mut TableFactor) -> ControlFlow<()> {
-        let Some(position) = self.open.pop() else {
-            return ControlFlow::Continue(());
-        };
-        let TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            inheritance,
-            ..
-        } = factor
-        else {
-            return ControlFlow::Continue(());
-        };
-        let only = matches!(
-            inheritance,
-            Some(sqlparser::ast::TableInheritance::Only { .. })
-        );
-        let Some(text) = (self.derived)(position, only) else {
-            return ControlFlow::Continue(());
-        };
-        match parse_query(&text) {
-            Ok(subquery) => {
-                let alias = alias.take().unwrap_or_else(|| TableAlias {
-                    explicit: true,
-                    name: last_ident(name),
-                    columns: Vec::new(),
-                    at: None,
-                });
-                *factor = TableFactor::Derived {
-                    lateral: false,
-                    subquery: Box::new(subquery),
-                    alias: Some(alias),
-                    sample: None,
-                };
-                self.placed.insert(position);
-                ControlFlow::Continue(())
-            }
-            Err(e) => {
-                self.failed = Some(e);
-                ControlFlow::Break(())
-            }
-        }
-    }
-}
-
-/// The relation's own name, as the item's implicit alias (PostgreSQL's reference name of
-/// an unaliased table).
-fn last_ident(name: &ObjectName) -> Ident {
-    name.0
-        .last()
-        .and_then(|part| part.as_ident().cloned())
-        .unwrap_or_else(|| Ident::new(""))
-}
-
-/// The query of a derived table, parsed once per text: a relation's derived table is the
-/// same text for every statement read under the same masks, so it is kept (bounded).
-fn parse_query(text: &str) -> Result<Query, SqlError> {
-    static PARSED: std::sync::LazyLock<moka::sync::Cache<String, std::sync::Arc<Query>>> =
-        std::sync::LazyLock::new(|| moka::sync::Cache::new(1024));
-    if let Some(query) = PARSED.get(text) {
-        return Ok(Query::clone(&query));
-    }
-    let unplaceable = |why: String| SqlError::Unsupported {
-        what: format!("A mask that cannot be placed ({why})"),
-    };
-    let mut parser = Parser::new(&PostgreSqlDialect {})
-        .try_with_sql(text)
-        .map_err(|e| unplaceable(e.to_string()))?;
-    let query = parser
-        .parse_query()
-        .map_err(|e| unplaceable(e.to_string()))?;
-    PARSED.insert(text.to_string(), std::sync::Arc::new(Query::clone(&query)));
-    Ok(*query)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +211,16 @@ mod tests {
         assert_eq!(seen, vec![0, 1, 2, 3]);
     }
 
+    /// `sql` with the items at `at` read through `SELECT 'm' AS email`.
+    fn spliced(sql: &str, at: &[usize]) -> Option<String> {
+        let named = named_in(sql).ok()?;
+        let cuts: Vec<(usize, String)> = at
+            .iter()
+            .map(|p| (*p, "SELECT 'm' AS email".to_string()))
+            .collect();
+        splice(sql, &named, &cuts)
+    }
+
     #[test]
     fn items_are_replaced_under_their_alias() {
         let cases = [
@@ -316,7 +235,7 @@ mod tests {
                 "SELECT email FROM (SELECT 'm' AS email) AS customers",
             ),
             (
-                "SELECT * FROM a JOIN public.customers AS c(x) ON true",
+                "SELECT * FROM a JOIN public.customers AS c (x) ON true",
                 vec![1],
                 "SELECT * FROM a JOIN (SELECT 'm' AS email) AS c (x) ON true",
             ),
@@ -325,74 +244,46 @@ mod tests {
                 vec![0],
                 "EXPLAIN SELECT * FROM (SELECT 'm' AS email) AS customers",
             ),
-        ];
-        for (sql, at, want) in cases {
-            let got = read_through(
-                sql,
-                |p, _| at.contains(&p).then(|| "SELECT 'm' AS email".to_string()),
-                &at,
-            );
-            assert_eq!(got.ok().as_deref(), Some(want), "{sql}");
-        }
-    }
-
-    /// The splice prints what the tree rewrite prints, read back as the same tree.
-    #[test]
-    fn splicing_the_text_gives_the_statement_the_tree_gives() {
-        let derived = "SELECT 'm' AS email";
-        for (sql, at) in [
-            (
-                "SELECT c.email FROM public.customers AS c ORDER BY (1)",
-                vec![0],
-            ),
-            ("SELECT email FROM public.customers", vec![0]),
-            (
-                "SELECT * FROM a JOIN public.customers AS c (x) ON true",
-                vec![1],
-            ),
-            ("EXPLAIN SELECT * FROM customers", vec![0]),
             (
                 "SELECT * FROM \"Customers\", (SELECT 1 FROM b) AS s, c",
                 vec![0, 3],
+                "SELECT * FROM (SELECT 'm' AS email) AS \"Customers\", (SELECT 1 FROM b) AS s, (SELECT 'm' AS email) AS c",
             ),
             (
+                // The CTE's reference (1) is not a relation's and is left alone.
                 "WITH w AS (SELECT * FROM t) SELECT * FROM w, t WHERE x IN (SELECT y FROM t AS u)",
                 vec![0, 2, 3],
+                "WITH w AS (SELECT * FROM (SELECT 'm' AS email) AS t) SELECT * FROM w, (SELECT 'm' AS email) AS t WHERE x IN (SELECT y FROM (SELECT 'm' AS email) AS u)",
             ),
-        ] {
-            let tree = read_through(
-                sql,
-                |p, _| at.contains(&p).then(|| derived.to_string()),
-                &at,
-            )
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            let parsed = one(sql);
-            let named = named_items(&parsed, sql);
-            let cuts: Vec<(usize, String)> = at.iter().map(|p| (*p, derived.to_string())).collect();
-            let spliced = splice(sql, &named, &cuts).unwrap_or_else(|| panic!("{sql}: no splice"));
-            assert_eq!(one(&spliced), one(&tree), "{sql}\n{spliced}\n{tree}");
+            (
+                "SELECT * FROM ONLY t, ONLY (u), v *",
+                vec![0, 1, 2],
+                "SELECT * FROM (SELECT 'm' AS email) AS t, (SELECT 'm' AS email) AS u, (SELECT 'm' AS email) AS v",
+            ),
+        ];
+        for (sql, at, want) in cases {
+            // Each case is as sqlparser prints it, as every text to run is.
+            assert_eq!(one(sql).to_string(), sql);
+            assert_eq!(spliced(sql, &at).as_deref(), Some(want), "{sql}");
+            assert!(named_in(want).is_ok(), "{want}");
         }
     }
 
     #[test]
     fn only_is_handed_to_the_query() {
-        let got = read_through(
-            "SELECT * FROM ONLY t",
-            |_, only| Some(format!("SELECT {only} AS o")),
-            &[0],
-        );
-        assert_eq!(
-            got.ok().as_deref(),
-            Some("SELECT * FROM (SELECT true AS o) AS t")
-        );
+        let named = named_in("SELECT * FROM ONLY t, ONLY (u), v *, w").unwrap_or_default();
+        let only: Vec<bool> = named.iter().map(|n| n.only).collect();
+        assert_eq!(only, [true, true, false, false]);
     }
 
     #[test]
     fn an_item_that_cannot_be_placed_refuses() {
-        // Position 5 does not exist: the statement must not run unmasked.
-        let got = read_through("SELECT * FROM t", |_, _| Some("SELECT 1".into()), &[5]);
-        assert!(got.is_err());
-        let got = read_through("SELECT * FROM t", |_, _| Some("SELEC 1".into()), &[0]);
-        assert!(got.is_err());
+        // Position 5 does not exist, nor has a function in FROM a relation's name: the
+        // statement must not run unmasked.
+        assert_eq!(spliced("SELECT * FROM t", &[5]), None);
+        assert_eq!(
+            spliced("SELECT * FROM generate_series(1, 2) AS g", &[0]),
+            None
+        );
     }
 }
