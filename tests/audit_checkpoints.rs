@@ -20,16 +20,40 @@ fn record(i: usize) -> AuditRecord {
     common::records::record(i, Utc::now())
 }
 
+/// A fresh control database and the product's own audit writer on it.
+struct Log {
+    db: String,
+    pool: interlock::control::ControlPool,
+    writer: AuditHandle,
+    /// Kept for as long as the writer runs.
+    _supervision: Supervision,
+}
+
+async fn log() -> Log {
+    let db = common::fresh_control_db().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    Log {
+        db,
+        pool,
+        writer,
+        _supervision: supervision,
+    }
+}
+
 fn new_key() -> CheckpointKey {
     CheckpointKey::parse(&CheckpointKey::generate("interlock.test/audit").unwrap()).unwrap()
 }
 
 #[actix_rt::test]
 async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
-    let db = common::fresh_control_db().await;
-    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
-    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
-    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    let Log {
+        db,
+        pool,
+        writer,
+        _supervision,
+    } = log().await;
     let key = new_key();
     let vkey = key.verifier_key().to_string();
 
@@ -477,10 +501,12 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
     use std::sync::atomic::Ordering;
 
     let tsa = common::tsa::Tsa::start();
-    let db = common::fresh_control_db().await;
-    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
-    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
-    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    let Log {
+        db: _,
+        pool,
+        writer,
+        _supervision,
+    } = log().await;
     let key = new_key();
     let authority = TimestampAuthority::new(&tsa.url, std::time::Duration::from_secs(5))
         .unwrap()
@@ -675,10 +701,12 @@ async fn the_gateway_signs_checkpoints_on_its_own_schedule_and_readyz_shows_them
 /// holds, and the tree is never grown, voided or signed again over the cut.
 #[actix_rt::test]
 async fn cutting_the_log_below_a_checkpoint_fails_verify_and_is_never_signed_over() {
-    let db = common::fresh_control_db().await;
-    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
-    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
-    let writer = AuditHandle::start(pool.clone(), AuditConfig::default(), &supervision);
+    let Log {
+        db,
+        pool,
+        writer,
+        _supervision,
+    } = log().await;
     let key = new_key();
     let vkey = key.verifier_key().to_string();
     let other = new_key();

@@ -287,6 +287,22 @@ async fn a_scan_over_the_limit_is_refused_with_a_plan_an_agent_can_act_on() {
     }
 }
 
+/// Nothing of `hr.event_log`, behind the view `public.event_notes`, is in the answer: not
+/// its name, a column, its 200 000 rows, a plan's counts.
+fn hides_the_view(a: &Answer, what: &str) {
+    let text = a.body.to_string();
+    for secret in [
+        "event_log",
+        "hr.",
+        "secret",
+        "200000",
+        "Rows Removed",
+        "rows=",
+    ] {
+        assert!(!text.contains(secret), "{what}: {secret:?} leaked: {text}");
+    }
+}
+
 /// Issue 47 §4: nothing about a relation behind a view reaches the agent — not its name,
 /// not its columns, not a count or an estimate of its rows — whatever the statement's shape,
 /// in a cost refusal or in a plan it asks for.
@@ -304,14 +320,6 @@ async fn nothing_about_a_relation_the_caller_cannot_see_reaches_the_summary() {
         "SELECT id FROM public.event_notes WHERE note LIKE 'a%' UNION SELECT id FROM public.events",
         "SELECT * FROM (SELECT id, note FROM public.event_notes LIMIT 100000) s ORDER BY note",
     ];
-    let hidden = [
-        "event_log",
-        "hr.",
-        "secret",
-        "200000",
-        "Rows Removed",
-        "rows=",
-    ];
     for sql in shapes {
         let refused = query(&env, sql).await;
         assert_eq!(
@@ -320,10 +328,7 @@ async fn nothing_about_a_relation_the_caller_cannot_see_reaches_the_summary() {
             "{sql}: {:?}",
             refused.body
         );
-        let text = refused.body.to_string();
-        for secret in hidden {
-            assert!(!text.contains(secret), "{sql}: {secret:?} leaked: {text}");
-        }
+        hides_the_view(&refused, sql);
         let d = cost_details(&refused);
         assert!(d["estimate"]["withheld"].is_string(), "{sql}: {d}");
         assert_eq!(d["exceeded"][0]["limit"], 1000, "{sql}: {d}");
@@ -343,13 +348,7 @@ async fn nothing_about_a_relation_the_caller_cannot_see_reaches_the_summary() {
                 "{explain} {sql}: {:?}",
                 planned.body
             );
-            let text = planned.body.to_string();
-            for secret in hidden {
-                assert!(
-                    !text.contains(secret),
-                    "{explain} {sql}: {secret:?} leaked: {text}"
-                );
-            }
+            hides_the_view(&planned, &format!("{explain} {sql}"));
         }
     }
     // Over visible relations alone, the summary still shows its numbers and steps.
@@ -548,11 +547,8 @@ async fn a_cost_budget_drains_by_estimate_and_refills_with_the_clock() {
     for a in [&over_view, &spent] {
         let d = cost_details(a);
         assert!(d["estimate"]["withheld"].is_string(), "{d}");
-        let text = a.body.to_string();
-        for secret in ["event_log", "hr.", "secret", "200000"] {
-            assert!(!text.contains(secret), "{secret:?} leaked: {text}");
-        }
-        assert!(text.contains("not shown"), "{text}");
+        hides_the_view(a, "a budget refusal over the view");
+        assert!(a.body.to_string().contains("not shown"), "{:?}", a.body);
     }
 }
 

@@ -121,6 +121,23 @@ pub async fn admin(dbname: &str) -> tokio_postgres::Client {
     client
 }
 
+/// The catalog of the database `client` is connected to, as the product builds it (its own
+/// scanner, its own conversion), resolving unqualified names in `search_path`.
+pub async fn catalog_of(
+    client: &tokio_postgres::Client,
+    search_path: &str,
+) -> interlock::sql::Catalog {
+    let scan = interlock::sources::postgres::catalog_scan::scan(client, 10_000)
+        .await
+        .expect("catalog scan");
+    let stored = interlock::control::catalog::StoredCatalog {
+        scanned_at: chrono::Utc::now(),
+        truncated: scan.truncated,
+        relations: scan.relations,
+    };
+    interlock::sources::catalog::to_catalog(&stored, &[search_path.to_string()])
+}
+
 /// A new, empty database with a unique name.
 pub async fn fresh_database(prefix: &str) -> String {
     let name = format!(

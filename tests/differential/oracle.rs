@@ -70,15 +70,7 @@ pub async fn session(db: &str) -> Client {
 
 /// The catalog as the product builds it: its own scanner, its own conversion.
 pub async fn catalog(client: &Client) -> Catalog {
-    let scan = interlock::sources::postgres::catalog_scan::scan(client, 10_000)
-        .await
-        .expect("catalog scan");
-    let stored = interlock::control::catalog::StoredCatalog {
-        scanned_at: chrono::Utc::now(),
-        truncated: scan.truncated,
-        relations: scan.relations,
-    };
-    interlock::sources::catalog::to_catalog(&stored, &[SEARCH_PATH.to_string()])
+    crate::common::catalog_of(client, SEARCH_PATH).await
 }
 
 /// What the resolver made of a statement.
@@ -595,38 +587,13 @@ async fn scan_masked_leaks(
         Ok(parsed) => parsed.sql,
         Err(e) => return fail(format!("does not parse again: {e}")),
     };
-    let masked = |named: Option<&[interlock::sql::scan_mask::NamedAt]>| {
-        interlock::governance::scan_mask::scan_masked(&text, analysis, catalog, &profile, 0, named)
-    };
-    // Both ways of placing the masks: the tree rewritten, and the names cut out of the
-    // text where the parse says they stand (what a remembered statement gets).
-    let by_tree = match masked(None) {
+    let masked = match interlock::governance::scan_mask::scan_masked(
+        &text, analysis, catalog, &profile, 0, None,
+    ) {
         Ok(Some(m)) => m.text,
         Ok(None) => return None,
         Err(r) => return fail(format!("no masked text: {}", r.reason)),
     };
-    let named = match interlock::sql::parse(&text, 0, &limits) {
-        Ok(again) => interlock::sql::scan_mask::named_items(&again.statement, &text),
-        Err(e) => return fail(format!("the text to run does not parse: {e}")),
-    };
-    let masked = match masked(Some(&named)) {
-        Ok(Some(m)) => m.text,
-        other => {
-            return fail(format!(
-                "no spliced text: {:?}",
-                other.map(|m| m.map(|m| m.text))
-            ))
-        }
-    };
-    let tree = |sql: &str| {
-        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, sql)
-            .map_err(|e| e.to_string())
-    };
-    if tree(&masked) != tree(&by_tree) {
-        return fail(format!(
-            "the spliced text is another statement:\n{masked}\n{by_tree}"
-        ));
-    }
     match execute(client, &masked).await {
         // What PostgreSQL cannot see through a derived table (a primary key's functional
         // dependencies; two unaliased relations of one name): refused, with its own code
