@@ -4,9 +4,11 @@
 //! (`execute::release`). That is sound only if no read can change session state, which
 //! rests on three facts, each checked here against PostgreSQL itself:
 //!
-//! 1. every function on the allowlist is, in `pg_proc`, neither volatile nor parallel-unsafe
-//!    (PostgreSQL's own marking of functions that may change database or session state);
-//! 2. every function PostgreSQL marks volatile or parallel-unsafe — generated from
+//! 1. every function the catalogue allows is, in `pg_proc`, neither volatile nor
+//!    parallel-unsafe (PostgreSQL's own marking of functions that may change database or
+//!    session state), except the reviewed clock and random families, which change nothing
+//!    another call can observe;
+//! 2. every other function PostgreSQL marks volatile or parallel-unsafe — generated from
 //!    `pg_proc`, not listed by hand — and every statement that changes session state is
 //!    refused as a read by the decision;
 //! 3. after reads of every kind (rows, truncated, failed, timed out, refused parameters) a
@@ -25,24 +27,8 @@ use interlock::governance::{decide, AllowedClass, SqlLimits};
 use interlock::sources::catalog;
 use interlock::sources::postgres::execute::{self, CapForm, ExecError, Limits, Mode, TextParam};
 use interlock::sources::postgres::pool;
-use interlock::sql::functions::ALLOWED_FUNCTIONS;
+use interlock::sql::functions::{self as catalogue, Family};
 use tokio_util::sync::CancellationToken;
-
-/// Allowlisted names that are grammar, not `pg_proc` rows: the parser turns them into their
-/// own expression nodes (SQL value functions, CoalesceExpr, NullIfExpr, MinMaxExpr; TRIM
-/// becomes btrim/ltrim/rtrim, which are checked under their own names).
-const SYNTAX_FORMS: &[&str] = &[
-    "current_date",
-    "current_time",
-    "current_timestamp",
-    "localtime",
-    "localtimestamp",
-    "coalesce",
-    "nullif",
-    "greatest",
-    "least",
-    "trim",
-];
 
 /// Statements that change session state (or would, outside a read-only transaction).
 const SESSION_STATEMENTS: &[&str] = &[
@@ -130,7 +116,7 @@ async fn every_allowlisted_function_is_neither_volatile_nor_parallel_unsafe() {
     let f = fixture().await;
     let db = common::admin(&f.env.shop_db).await;
     let mut problems = Vec::new();
-    for func in ALLOWED_FUNCTIONS {
+    for func in catalogue::allowed() {
         let rows = db
             .query(
                 "SELECT p.oid::regprocedure::text, p.provolatile::text, p.proparallel::text
@@ -141,7 +127,10 @@ async fn every_allowlisted_function_is_neither_volatile_nor_parallel_unsafe() {
             .await
             .expect("pg_proc");
         if rows.is_empty() {
-            if !SYNTAX_FORMS.contains(&func.name) {
+            if !catalogue::classify::SYNTAX_FORMS
+                .iter()
+                .any(|(n, _, _)| *n == func.name)
+            {
                 problems.push(format!(
                     "{}: neither in pg_proc nor a syntactic form",
                     func.name
@@ -151,7 +140,10 @@ async fn every_allowlisted_function_is_neither_volatile_nor_parallel_unsafe() {
         }
         for r in rows {
             let (sig, vol, par): (String, String, String) = (r.get(0), r.get(1), r.get(2));
-            if vol == "v" || par == "u" {
+            let reviewed = matches!(func.family, Family::Clock | Family::Random);
+            // Clock and random readers may be volatile, never parallel-unsafe.
+            let state_changing = par == "u" || (vol == "v" && !reviewed);
+            if state_changing {
                 problems.push(format!("{sig}: provolatile={vol} proparallel={par}"));
             }
         }
@@ -181,7 +173,8 @@ async fn every_state_changing_function_and_statement_is_refused_as_a_read() {
         .expect("profile")
         .expect("granted");
     // Generated from PostgreSQL's catalog: every function it marks as possibly changing
-    // database or session state, called with no arguments (the allowlist is by name).
+    // database or session state, called with no arguments (the catalogue is by name), but
+    // for the reviewed clock and random families.
     let names: Vec<String> = db
         .query(
             "SELECT DISTINCT proname::text FROM pg_proc
@@ -192,7 +185,11 @@ async fn every_state_changing_function_and_statement_is_refused_as_a_read() {
         .await
         .expect("pg_proc")
         .iter()
-        .map(|r| r.get(0))
+        .map(|r| r.get::<_, String>(0))
+        .filter(|n| {
+            !catalogue::lookup(n)
+                .is_some_and(|f| matches!(f.family, Family::Clock | Family::Random))
+        })
         .collect();
     assert!(
         names.len() > 200,

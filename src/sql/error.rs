@@ -69,8 +69,12 @@ pub enum SqlError {
     AmbiguousColumn { name: String },
     #[error("Identifier {name} is longer than 63 bytes; use the exact, shorter name.")]
     IdentifierTooLong { name: String },
-    #[error("Function {name} is not on the gateway's function allowlist; use an allowlisted built-in function or remove the call.")]
-    FunctionNotAllowed { name: String },
+    #[error("Function {name} is refused (family {family}, why in docs/functions.md#{family}); instead, {instead}.")]
+    FunctionNotAllowed {
+        name: String,
+        family: &'static str,
+        instead: &'static str,
+    },
     #[error("Function {name} {problem}; {hint}.")]
     FunctionMisuse {
         name: String,
@@ -96,6 +100,15 @@ pub enum SqlError {
 }
 
 impl SqlError {
+    /// The refusal of a call to `name`, naming its family and what to write instead.
+    pub fn function_refused(name: String, refused: &crate::sql::functions::Refused) -> Self {
+        SqlError::FunctionNotAllowed {
+            name,
+            family: refused.family.code(),
+            instead: refused.alternative.unwrap_or("remove the call"),
+        }
+    }
+
     /// Stable snake_case key for machines (logs, wire errors, tests).
     pub fn code(&self) -> &'static str {
         match self {

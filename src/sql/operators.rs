@@ -66,7 +66,20 @@ pub fn check_binary_operator(op: &BinaryOperator) -> Result<(), SqlError> {
         | BinaryOperator::PGILikeMatch
         | BinaryOperator::PGNotLikeMatch
         | BinaryOperator::PGNotILikeMatch
-        | BinaryOperator::PGStartsWith => true,
+        | BinaryOperator::PGStartsWith
+        // JSON, array, range and text search operators: built-in, over their operands only.
+        | BinaryOperator::Arrow
+        | BinaryOperator::LongArrow
+        | BinaryOperator::HashArrow
+        | BinaryOperator::HashLongArrow
+        | BinaryOperator::AtArrow
+        | BinaryOperator::ArrowAt
+        | BinaryOperator::Question
+        | BinaryOperator::QuestionAnd
+        | BinaryOperator::QuestionPipe
+        | BinaryOperator::AtQuestion
+        | BinaryOperator::AtAt
+        | BinaryOperator::PGOverlap => true,
         _ => false,
     };
     if allowed {

@@ -1,4 +1,4 @@
-//! The cast-target allowlist: built-in scalar types only.
+//! The cast-target allowlist: built-in scalar types, JSON, and arrays of them.
 //!
 //! Casting to a composite type (`NULL::app.users`) names a relation, and a
 //! user-defined type can run arbitrary input functions, so only the listed
@@ -7,7 +7,7 @@
 
 use sqlparser::ast::DataType;
 
-/// True when `data_type` is an allowlisted built-in scalar type.
+/// True when `data_type` is an allowlisted built-in type.
 pub fn is_allowed_cast_target(data_type: &DataType) -> bool {
     pg_type_name(data_type).is_some()
 }
@@ -16,7 +16,7 @@ pub fn is_allowed_cast_target(data_type: &DataType) -> bool {
 /// `varchar(10)` → `varchar`, `timestamptz` → `timestamptz`); `None` for every type
 /// that is not on the allowlist. It is also the output name of an unnamed cast.
 pub fn pg_type_name(data_type: &DataType) -> Option<&'static str> {
-    use sqlparser::ast::TimezoneInfo;
+    use sqlparser::ast::{ArrayElemTypeDef, TimezoneInfo};
     let with_tz = |tz: &TimezoneInfo| matches!(tz, TimezoneInfo::WithTimeZone | TimezoneInfo::Tz);
     Some(match data_type {
         DataType::Int(_) | DataType::Integer(_) | DataType::Int4(_) => "int4",
@@ -37,6 +37,11 @@ pub fn pg_type_name(data_type: &DataType) -> Option<&'static str> {
         DataType::Timestamp(_, _) => "timestamp",
         DataType::Interval { .. } => "interval",
         DataType::Bool | DataType::Boolean => "bool",
+        DataType::JSON => "json",
+        DataType::JSONB => "jsonb",
+        DataType::Uuid => "uuid",
+        // An array of an allowed type; PostgreSQL names the cast after the element type.
+        DataType::Array(ArrayElemTypeDef::SquareBracket(inner, _)) => pg_type_name(inner)?,
         _ => return None,
     })
 }
@@ -78,8 +83,14 @@ mod tests {
             ("boolean", true),
             ("app.users", false),
             ("regclass", false),
-            ("json", false),
-            ("int[]", false),
+            ("json", true),
+            ("jsonb", true),
+            ("uuid", true),
+            ("int[]", true),
+            ("text[]", true),
+            ("regclass[]", false),
+            ("app.users[]", false),
+            ("xml", false),
         ];
         for (ty, allowed) in cases {
             let dt = cast_type(ty);

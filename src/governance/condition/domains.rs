@@ -5,7 +5,7 @@
 //! naming the values the fact does hold.
 
 use crate::sql::catalog::PG_CATALOG;
-use crate::sql::functions::ALLOWED_FUNCTIONS;
+use crate::sql::functions::lookup;
 
 /// The closed set of strings a string fact holds, if it has one.
 fn values(fact: &str) -> Option<&'static [&'static str]> {
@@ -38,7 +38,7 @@ pub fn never_element(fact: &str, literal: &str) -> Option<String> {
         .strip_prefix(PG_CATALOG)
         .and_then(|rest| rest.strip_prefix('.'))
         .unwrap_or(literal);
-    let callable = ALLOWED_FUNCTIONS.iter().any(|f| f.name == bare);
+    let callable = lookup(bare).is_some();
     (!callable).then(|| {
         format!(
             "statement.functions never holds {literal:?}: it lists only functions the gateway \

@@ -1,19 +1,20 @@
 //! Function calls: the allowlist check, argument rules, FILTER and OVER.
 //!
-//! Every call is looked up in [`crate::sql::functions`]; unknown names are
-//! refused. Arguments must be scalar expressions (a whole-row value is
-//! refused by `consume`). Set-returning functions take constants only.
+//! Every call is looked up in the function catalogue ([`crate::sql::functions`]); a name
+//! outside it, or of a refused family, is refused naming the family. The call's form
+//! (plain, OVER, WITHIN GROUP, FILTER) must be one the name takes. Arguments must be
+//! scalar expressions (a whole-row value is refused by `consume`).
 //! `ARRAY(subquery)` is an expression, not a function, and is handled here
 //! because the parser reports it as a call named `ARRAY`.
 
 use sqlparser::ast::{
-    DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
-    FunctionArguments, UnaryOperator, Value, WindowFrameBound, WindowSpec, WindowType,
+    DuplicateTreatment, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
+    FunctionArguments, WindowFrameBound, WindowSpec, WindowType,
 };
 
 use super::{unsupported, Resolver};
 use crate::sql::error::SqlError;
-use crate::sql::functions::{lookup_qualified, FunctionKind};
+use crate::sql::functions::{resolve, Kinds};
 use crate::sql::ident::{display_name, fold_object_name};
 use crate::sql::lineage::{Lineage, UseKind};
 
@@ -29,13 +30,10 @@ impl Resolver<'_> {
             }
         }
         let display = || display_name(&parts.iter().map(String::as_str).collect::<Vec<_>>());
-        let Some(entry) = lookup_qualified(&parts) else {
-            return Err(SqlError::FunctionNotAllowed { name: display() });
-        };
+        let entry = resolve(&parts).map_err(|r| SqlError::function_refused(display(), &r))?;
         if call.uses_odbc_syntax
             || !matches!(call.parameters, FunctionArguments::None)
             || call.null_treatment.is_some()
-            || !call.within_group.is_empty()
         {
             return unsupported("This function call form");
         }
@@ -44,16 +42,30 @@ impl Resolver<'_> {
             problem,
             hint,
         };
-        let is_aggregate = entry.kind == FunctionKind::Aggregate;
-        match (entry.kind, &call.over) {
-            (FunctionKind::Window, None) => {
-                return Err(misuse("needs an OVER clause", "add OVER (...)"))
+        let kinds = entry.kinds;
+        let ordered = !call.within_group.is_empty();
+        let form_ok = match (&call.over, ordered) {
+            (Some(_), true) => false,
+            (Some(_), false) => kinds.contains(Kinds::WINDOW) || kinds.contains(Kinds::AGGREGATE),
+            (None, true) => kinds.contains(Kinds::ORDERED_SET),
+            (None, false) => {
+                kinds.contains(Kinds::SCALAR)
+                    || kinds.contains(Kinds::SET_RETURNING)
+                    || kinds.contains(Kinds::AGGREGATE)
             }
-            (FunctionKind::Scalar | FunctionKind::SetReturning, Some(_)) => {
-                return Err(misuse("cannot take an OVER clause", "remove OVER (...)"))
-            }
-            _ => {}
+        };
+        if !form_ok {
+            return Err(match (&call.over, ordered) {
+                (Some(_), _) => misuse("cannot take an OVER clause here", "remove OVER (...)"),
+                (None, true) => misuse("does not take WITHIN GROUP", "remove WITHIN GROUP (...)"),
+                (None, false) if kinds.contains(Kinds::ORDERED_SET) => misuse(
+                    "needs WITHIN GROUP (ORDER BY ...) or OVER (...)",
+                    "write e.g. percentile_cont(0.5) WITHIN GROUP (ORDER BY x)",
+                ),
+                (None, false) => misuse("needs an OVER clause", "add OVER (...)"),
+            });
         }
+        let is_aggregate = ordered || kinds.contains(Kinds::AGGREGATE);
         if call.filter.is_some() && !is_aggregate {
             return Err(misuse("cannot take a FILTER clause", "remove FILTER (...)"));
         }
@@ -61,6 +73,10 @@ impl Resolver<'_> {
             self.analysis.non_deterministic = true;
         }
         self.analysis.functions.insert(entry.name.to_string());
+        for item in &call.within_group {
+            let lineage = self.value(&item.expr)?;
+            self.consume(&lineage, UseKind::Order)?;
+        }
         let args = match &call.args {
             FunctionArguments::None => Vec::new(),
             FunctionArguments::Subquery(_) => {
@@ -97,10 +113,6 @@ impl Resolver<'_> {
                 _ => return unsupported("A named or wildcard function argument"),
             }
         }
-        if entry.kind == FunctionKind::SetReturning {
-            self.set_returning_args(entry.name, &exprs)?;
-            return Ok(Lineage::derived([]));
-        }
         let mut parts = Vec::with_capacity(exprs.len());
         for expr in exprs {
             parts.push(self.operand(expr)?);
@@ -136,22 +148,6 @@ impl Resolver<'_> {
         }
         Ok(())
     }
-
-    /// Set-returning functions run with constant arguments only (`generate_series(1, 10)`).
-    pub(super) fn set_returning_args(
-        &mut self,
-        name: &str,
-        args: &[&Expr],
-    ) -> Result<(), SqlError> {
-        if !(2..=3).contains(&args.len()) || !args.iter().all(|a| is_numeric_constant(a)) {
-            return Err(SqlError::FunctionMisuse {
-                name: name.to_string(),
-                problem: "accepts only two or three constant numeric arguments",
-                hint: "pass literal numbers such as generate_series(1, 10)",
-            });
-        }
-        Ok(())
-    }
 }
 
 fn is_plain_call(call: &Function) -> bool {
@@ -161,18 +157,6 @@ fn is_plain_call(call: &Function) -> bool {
         && call.null_treatment.is_none()
         && call.over.is_none()
         && call.within_group.is_empty()
-}
-
-fn is_numeric_constant(expr: &Expr) -> bool {
-    match expr {
-        Expr::Value(v) => matches!(v.value, Value::Number(_, _)),
-        Expr::Nested(inner) => is_numeric_constant(inner),
-        Expr::UnaryOp {
-            op: UnaryOperator::Minus | UnaryOperator::Plus,
-            expr,
-        } => is_numeric_constant(expr),
-        _ => false,
-    }
 }
 
 fn call_display(name: &sqlparser::ast::ObjectName) -> String {

@@ -9,7 +9,7 @@ use sqlparser::ast::{CeilFloorKind, DateTimeField, Expr, InTarget, Value};
 use super::scope::{lookup, Found};
 use super::{unsupported, Resolver};
 use crate::sql::error::SqlError;
-use crate::sql::functions::lookup as lookup_function;
+use crate::sql::functions::resolve as resolve_function;
 use crate::sql::ident::{fold, fold_object_name};
 use crate::sql::lineage::{Lineage, UseKind};
 use crate::sql::operators::{cast_target, check_binary_operator, check_unary_operator};
@@ -186,8 +186,23 @@ impl Resolver<'_> {
             }
             Expr::Ceil { expr, field } => self.ceil_floor("ceil", expr, field),
             Expr::Floor { expr, field } => self.ceil_floor("floor", expr, field),
-            Expr::Position { .. } => self.builtin("position").map(|_| Lineage::constant()),
-            Expr::Overlay { .. } => self.builtin("overlay").map(|_| Lineage::constant()),
+            Expr::Position { expr, r#in } => {
+                self.builtin("position")?;
+                self.operands([expr.as_ref(), r#in.as_ref()])
+            }
+            Expr::Overlay {
+                expr,
+                overlay_what,
+                overlay_from,
+                overlay_for,
+            } => {
+                self.builtin("overlay")?;
+                self.operands(
+                    [expr.as_ref(), overlay_what.as_ref(), overlay_from.as_ref()]
+                        .into_iter()
+                        .chain(overlay_for.as_deref()),
+                )
+            }
             Expr::Substring {
                 expr,
                 substring_from,
@@ -339,17 +354,12 @@ impl Resolver<'_> {
 
     /// Checks a syntactic built-in (EXTRACT, TRIM, ...) against the allowlist.
     pub(super) fn builtin(&mut self, name: &str) -> Result<(), SqlError> {
-        match lookup_function(name) {
-            Some(f) => {
-                if !f.deterministic {
-                    self.analysis.non_deterministic = true;
-                }
-                self.analysis.functions.insert(f.name.to_string());
-                Ok(())
-            }
-            None => Err(SqlError::FunctionNotAllowed {
-                name: name.to_string(),
-            }),
+        let f = resolve_function(&[name.to_string()])
+            .map_err(|r| SqlError::function_refused(name.to_string(), &r))?;
+        if !f.deterministic {
+            self.analysis.non_deterministic = true;
         }
+        self.analysis.functions.insert(f.name.to_string());
+        Ok(())
     }
 }

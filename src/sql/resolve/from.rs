@@ -6,7 +6,7 @@
 //! one visible column, as PostgreSQL does for `*` expansion.
 
 use sqlparser::ast::{
-    FunctionArg, FunctionArgExpr, JoinConstraint, JoinOperator, ObjectName, TableAlias,
+    Expr, FunctionArg, FunctionArgExpr, JoinConstraint, JoinOperator, ObjectName, TableAlias,
     TableFactor, TableFunctionArgs, TableWithJoins,
 };
 
@@ -15,7 +15,7 @@ use super::scope::{lookup_cte, rename, Column, FromItem, RangeVar};
 use super::{unsupported, Resolver};
 use crate::sql::catalog::{is_temp_schema, CatalogRelation};
 use crate::sql::error::SqlError;
-use crate::sql::functions::{lookup_qualified, FunctionKind};
+use crate::sql::functions::{resolve, Entry, Kinds, Output};
 use crate::sql::ident::{display_name, fold, fold_object_name};
 use crate::sql::lineage::{ColumnRef, Lineage, RelationRef, Scan, UseKind};
 
@@ -143,6 +143,7 @@ impl Resolver<'_> {
                         args_list(args)?,
                         alias.as_ref(),
                         *with_ordinality,
+                        left,
                     );
                 }
                 if !with_hints.is_empty()
@@ -196,7 +197,7 @@ impl Resolver<'_> {
                 args,
                 with_ordinality,
                 alias,
-            } => self.table_function(name, args, alias.as_ref(), *with_ordinality),
+            } => self.table_function(name, args, alias.as_ref(), *with_ordinality, left),
             TableFactor::NestedJoin {
                 table_with_joins,
                 alias,
@@ -220,7 +221,14 @@ impl Resolver<'_> {
                     }
                 }
             }
-            TableFactor::UNNEST { .. } => not_allowed("unnest"),
+            TableFactor::UNNEST {
+                alias,
+                array_exprs,
+                with_offset: false,
+                with_offset_alias: None,
+                with_ordinality,
+            } => self.unnest(array_exprs, alias.as_ref(), *with_ordinality, left),
+            TableFactor::UNNEST { .. } => unsupported("UNNEST WITH OFFSET"),
             TableFactor::JsonTable { .. } => not_allowed("json_table"),
             TableFactor::XmlTable { .. } => not_allowed("xmltable"),
             TableFactor::TableFunction { .. }
@@ -280,38 +288,94 @@ impl Resolver<'_> {
         })
     }
 
-    /// A set-returning function in FROM: allowlisted, constant arguments.
+    /// A set-returning function in FROM. Its arguments see the FROM items to its left (a
+    /// function in FROM is implicitly LATERAL); its columns are its OUT parameters, or one
+    /// named after the function (or the alias), each derived from every argument.
     fn table_function(
         &mut self,
         name: &ObjectName,
         args: &[FunctionArg],
         alias: Option<&TableAlias>,
         with_ordinality: bool,
+        left: Option<&FromItem>,
     ) -> Result<FromItem, SqlError> {
         let parts = fold_object_name(name)?;
         let display = display_name(&parts.iter().map(String::as_str).collect::<Vec<_>>());
-        let Some(function) =
-            lookup_qualified(&parts).filter(|f| f.kind == FunctionKind::SetReturning)
-        else {
-            return Err(SqlError::FunctionNotAllowed { name: display });
-        };
-        if with_ordinality {
-            return unsupported("WITH ORDINALITY");
-        }
+        let function = resolve(&parts).map_err(|r| SqlError::function_refused(display, &r))?;
         let exprs = args
             .iter()
             .map(|arg| match arg {
                 FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => Ok(expr),
                 _ => unsupported("A named or wildcard argument"),
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.set_returning_args(function.name, &exprs)?;
+            .collect::<Result<Vec<&Expr>, _>>()?;
+        self.set_returning(function, &exprs, alias, with_ordinality, left)
+    }
+
+    /// `UNNEST(a, …)` in FROM, which the parser reports as its own item.
+    pub(super) fn unnest(
+        &mut self,
+        array_exprs: &[Expr],
+        alias: Option<&TableAlias>,
+        with_ordinality: bool,
+        left: Option<&FromItem>,
+    ) -> Result<FromItem, SqlError> {
+        let parts = ["unnest".to_string()];
+        let function =
+            resolve(&parts).map_err(|r| SqlError::function_refused("unnest".to_string(), &r))?;
+        let exprs: Vec<&Expr> = array_exprs.iter().collect();
+        self.set_returning(function, &exprs, alias, with_ordinality, left)
+    }
+
+    fn set_returning(
+        &mut self,
+        function: &'static Entry,
+        exprs: &[&Expr],
+        alias: Option<&TableAlias>,
+        with_ordinality: bool,
+        left: Option<&FromItem>,
+    ) -> Result<FromItem, SqlError> {
+        if !function.kinds.contains(Kinds::SET_RETURNING) {
+            return Err(SqlError::FunctionMisuse {
+                name: function.name.to_string(),
+                problem: "does not return a set, so it cannot be a FROM item",
+                hint: "call it in the select list",
+            });
+        }
+        let names: Vec<String> = match function.output {
+            Output::Value if function.name == "unnest" && exprs.len() > 1 => {
+                vec![function.name.to_string(); exprs.len()]
+            }
+            Output::Value => vec![function.name.to_string()],
+            Output::Columns(cols) => cols.iter().map(|c| (*c).to_string()).collect(),
+            Output::Record => {
+                return unsupported("A function returning record (with a column definition list)")
+            }
+        };
+        if !function.deterministic {
+            self.analysis.non_deterministic = true;
+        }
         self.analysis.functions.insert(function.name.to_string());
-        let columns = vec![Column::new(function.name.to_string(), Lineage::constant())];
+        let visible = left.cloned().unwrap_or_default();
+        let lineages = self.with_level(visible, |r| {
+            exprs
+                .iter()
+                .map(|e| r.operand(e))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
+        let derived = Lineage::derived(&lineages);
+        let scalar = matches!(function.output, Output::Value) && names.len() == 1;
+        let mut columns: Vec<Column> = names
+            .into_iter()
+            .map(|n| Column::new(n, derived.clone()))
+            .collect();
+        if with_ordinality {
+            columns.push(Column::new("ordinality".to_string(), Lineage::constant()));
+        }
         let fallback = alias.map_or(Ok(function.name.to_string()), |a| fold(&a.name))?;
         let mut item = alias_range_var(function.name.to_string(), None, columns, None, alias)?;
         if let Some(rv) = item.range_vars.first_mut() {
-            if alias.is_some_and(|a| a.columns.is_empty()) {
+            if scalar && alias.is_some_and(|a| a.columns.is_empty()) {
                 // PostgreSQL names a scalar function's column after the alias.
                 if let Some(col) = rv.columns.first_mut() {
                     col.name.clone_from(&fallback);
@@ -323,10 +387,16 @@ impl Resolver<'_> {
     }
 }
 
+/// A FROM form that names a function outside the catalogue (or of a refused family).
 fn not_allowed<T>(name: &str) -> Result<T, SqlError> {
-    Err(SqlError::FunctionNotAllowed {
-        name: name.to_string(),
-    })
+    let refused = match resolve(&[name.to_string()]) {
+        Err(refused) => refused,
+        Ok(_) => crate::sql::functions::Refused {
+            family: crate::sql::functions::Family::NotInCatalogue,
+            alternative: None,
+        },
+    };
+    Err(SqlError::function_refused(name.to_string(), &refused))
 }
 
 fn args_list(args: &TableFunctionArgs) -> Result<&[FunctionArg], SqlError> {
