@@ -801,6 +801,15 @@ pub(super) fn exec_failure(draft: &mut AuditDraft, e: ExecError) -> Outcome {
             e.to_string(),
         )
         .apply(draft),
+        ExecError::Unsupported(_) => Refusal::denied(
+            "execution",
+            400,
+            "result_type_unsupported",
+            "result types",
+            e.to_string(),
+            e.to_string(),
+        )
+        .apply(draft),
         ExecError::RowSecurity => Refusal::denied(
             "execution",
             403,

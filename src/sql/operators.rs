@@ -67,19 +67,17 @@ pub fn check_binary_operator(op: &BinaryOperator) -> Result<(), SqlError> {
         | BinaryOperator::PGNotLikeMatch
         | BinaryOperator::PGNotILikeMatch
         | BinaryOperator::PGStartsWith
-        // JSON, array, range and text search operators: built-in, over their operands only.
+        // JSON, array, range and text search operators: built-in, over their operands only
+        // (`?`, `?|` and `?&` never get here: the input stage refuses `?` as a placeholder).
         | BinaryOperator::Arrow
         | BinaryOperator::LongArrow
         | BinaryOperator::HashArrow
         | BinaryOperator::HashLongArrow
         | BinaryOperator::AtArrow
         | BinaryOperator::ArrowAt
-        | BinaryOperator::Question
-        | BinaryOperator::QuestionAnd
-        | BinaryOperator::QuestionPipe
-        | BinaryOperator::AtQuestion
         | BinaryOperator::AtAt
-        | BinaryOperator::PGOverlap => true,
+        | BinaryOperator::PGOverlap
+        | BinaryOperator::Overlaps => true,
         _ => false,
     };
     if allowed {

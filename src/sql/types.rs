@@ -1,4 +1,5 @@
-//! The cast-target allowlist: built-in scalar types, JSON, and arrays of them.
+//! The cast-target allowlist: built-in scalar, JSON, network, range, geometric and text
+//! search types, and arrays of them.
 //!
 //! Casting to a composite type (`NULL::app.users`) names a relation, and a
 //! user-defined type can run arbitrary input functions, so only the listed
@@ -42,8 +43,41 @@ pub fn pg_type_name(data_type: &DataType) -> Option<&'static str> {
         DataType::Uuid => "uuid",
         // An array of an allowed type; PostgreSQL names the cast after the element type.
         DataType::Array(ArrayElemTypeDef::SquareBracket(inner, _)) => pg_type_name(inner)?,
+        // Built-in types the parser knows only by name, unqualified (pg_catalog is searched
+        // first) or qualified with pg_catalog.
+        DataType::Custom(name, modifiers) if modifiers.is_empty() => named_builtin(name)?,
         _ => return None,
     })
+}
+
+/// Built-in types with input functions that read only their argument, reachable by name.
+const NAMED_BUILTINS: &[&str] = &[
+    "box",
+    "cidr",
+    "circle",
+    "daterange",
+    "inet",
+    "int4range",
+    "int8range",
+    "lseg",
+    "macaddr",
+    "macaddr8",
+    "numrange",
+    "point",
+    "tsquery",
+    "tsrange",
+    "tstzrange",
+    "tsvector",
+];
+
+fn named_builtin(name: &sqlparser::ast::ObjectName) -> Option<&'static str> {
+    let parts = crate::sql::ident::fold_object_name(name).ok()?;
+    let bare = match parts.as_slice() {
+        [bare] => bare,
+        [schema, bare] if schema == crate::sql::catalog::PG_CATALOG => bare,
+        _ => return None,
+    };
+    NAMED_BUILTINS.iter().copied().find(|b| b == bare)
 }
 
 #[cfg(test)]
@@ -91,6 +125,11 @@ mod tests {
             ("regclass[]", false),
             ("app.users[]", false),
             ("xml", false),
+            ("inet", true),
+            ("pg_catalog.int4range", true),
+            ("app.inet", false),
+            ("regconfig", false),
+            ("\"INET\"", false),
         ];
         for (ty, allowed) in cases {
             let dt = cast_type(ty);

@@ -5,7 +5,7 @@
 //! naming the values the fact does hold.
 
 use crate::sql::catalog::PG_CATALOG;
-use crate::sql::functions::lookup;
+use crate::sql::functions::{lookup, Family};
 
 /// The closed set of strings a string fact holds, if it has one.
 fn values(fact: &str) -> Option<&'static [&'static str]> {
@@ -31,6 +31,21 @@ pub fn never_equal(fact: &str, literal: &str) -> Option<String> {
 
 /// Why `literal in fact` can never hold, if it cannot.
 pub fn never_element(fact: &str, literal: &str) -> Option<String> {
+    if fact == "statement.function_families" {
+        let callable = Family::from_code(literal).is_some_and(Family::allowed);
+        return (!callable).then(|| {
+            let allowed: Vec<&str> = Family::ALL
+                .iter()
+                .filter(|f| f.allowed())
+                .map(|f| f.code())
+                .collect();
+            format!(
+                "statement.function_families never holds {literal:?}: it lists only families \
+                 the gateway lets a statement call, one of {}; the test would never hold",
+                allowed.join(", ")
+            )
+        });
+    }
     if fact != "statement.functions" {
         return None;
     }
@@ -62,6 +77,9 @@ mod tests {
         assert!(never_element("statement.functions", "pg_catalog.lower").is_none());
         assert!(never_element("statement.functions", "pg_sleep").is_some());
         assert!(never_element("statement.functions", "public.lower").is_some());
+        assert!(never_element("statement.function_families", "json").is_none());
+        assert!(never_element("statement.function_families", "digest").is_some());
+        assert!(never_element("statement.function_families", "jsonb").is_some());
         assert!(never_element("statement.tables_read", "anything").is_none());
     }
 }

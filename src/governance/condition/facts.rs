@@ -168,6 +168,17 @@ fn functions(names: &[String]) -> Result<Value, String> {
     strings("statement.functions", &both, MAX_COLUMNS)
 }
 
+/// The catalogue family (`docs/functions.md`) of every function called, each once.
+fn function_families(names: &[String]) -> Result<Value, String> {
+    let families: std::collections::BTreeSet<String> = names
+        .iter()
+        .filter_map(|name| crate::sql::functions::entry(name))
+        .map(|e| e.family.code().to_string())
+        .collect();
+    let families: Vec<String> = families.into_iter().collect();
+    strings("statement.function_families", &families, MAX_COLUMNS)
+}
+
 fn int(n: u64) -> Value {
     Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
 }
@@ -308,6 +319,7 @@ impl FactValues {
             ),
             ("deletes_rows", Value::Bool(s.deletes_rows)),
             ("functions", functions(&s.functions)?),
+            ("function_families", function_families(&s.functions)?),
             ("reads_clock", Value::Bool(s.reads_clock)),
             ("row_cap", int(s.row_cap)),
         ]);

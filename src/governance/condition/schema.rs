@@ -161,6 +161,11 @@ pub static STATEMENT: Object = Object {
             "every function called, under both its names, bare and `pg_catalog.`-qualified (`lower` and `pg_catalog.lower`), so a rule may write either",
         ),
         field(
+            "function_families",
+            T::Strings(MAX_COLUMNS),
+            "the catalogue family of every function called (`json`, `string`, … as in docs/functions.md), each once",
+        ),
+        field(
             "reads_clock",
             T::Bool,
             "the statement reads the clock (`now()`, …)",

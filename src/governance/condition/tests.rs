@@ -119,6 +119,8 @@ fn conditions_over_every_fact_evaluate_as_written() {
         // Both spellings of a function's name (docs/policy-conditions.md).
         ("'pg_catalog.lower' in statement.functions", true),
         ("'lower' in statement.functions", true),
+        ("'string' in statement.function_families", true),
+        ("'json' in statement.function_families", false),
         ("'pg_catalog.upper' in statement.functions", false),
         (
             "!statement.explain && !statement.analyze && !statement.deletes_rows",

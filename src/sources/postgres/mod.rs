@@ -18,6 +18,7 @@ pub mod row_guard;
 pub mod row_keys;
 pub mod rows;
 pub mod session;
+pub mod text_forms;
 pub mod tls;
 pub mod values;
 

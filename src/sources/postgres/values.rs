@@ -14,6 +14,8 @@
 //! | timestamptz | RFC 3339 in UTC |
 //! | time | `"HH:MM:SS[.ffffff]"` |
 //! | json, jsonb | the JSON value itself |
+//! | interval | ISO 8601 duration (`"P1Y2M3DT4H5M6.5S"`, PostgreSQL's `iso_8601` style) |
+//! | timetz, inet, cidr, macaddr, macaddr8, bit, varbit, "char", point, lseg, box, circle | PostgreSQL's text form (`text_forms`) |
 //! | bytea | base64 (standard alphabet, padded) |
 //! | one-dimensional arrays of the above | JSON arrays (NULL elements as `null`) |
 //! | composite (row) values | objects keyed by field name |
@@ -109,7 +111,7 @@ pub fn decode(ty: &Type, raw: Option<&[u8]>) -> Option<Value> {
         Type::BYTEA => {
             Value::String(base64::engine::general_purpose::STANDARD.encode(from::<&[u8]>(ty, raw)?))
         }
-        _ => return None,
+        _ => return super::text_forms::decode(ty, raw).map(Value::String),
     })
 }
 

@@ -46,13 +46,17 @@ pub struct ProcRow {
     pub body_reads_catalog: bool,
     /// `pg_operator.oprcode` names it.
     pub implements_operator: bool,
-    /// `pg_cast.castfunc` names it.
+    /// `pg_cast.castfunc` names it for a cast between two types.
     pub casts: bool,
+    /// `pg_cast.castfunc` names it for a length coercion (a type to itself, with a raw type
+    /// modifier as its second argument).
+    pub length_coercion: bool,
     /// `pg_aggregate` names it as a transition, final, combine or (de)serial step.
     pub aggregate_step: bool,
     /// `pg_type` names it as an input, output, send, receive, typmod or analyze routine.
     pub type_routine: bool,
-    /// `pg_amproc` names it as an index support routine.
+    /// `pg_amproc` names it as an index support routine (comparison and hashing routines
+    /// are refused; documented functions an index also uses, like isempty, are not).
     pub index_support: bool,
 }
 
@@ -229,7 +233,7 @@ pub fn overload_family(p: &ProcRow) -> Family {
     if p.security_definer {
         return Family::SecurityDefiner;
     }
-    if has_type(INTERNAL_TYPES) {
+    if has_type(INTERNAL_TYPES) || p.length_coercion {
         return Family::Internal;
     }
     if is(SQL_IN_STRING) {
@@ -324,7 +328,10 @@ pub fn overload_family(p: &ProcRow) -> Family {
     if p.aggregate_step {
         return Family::AggregateSupport;
     }
-    if p.index_support {
+    let support_routine = ["cmp", "hash", "compress", "in_range"]
+        .iter()
+        .any(|part| name.contains(part));
+    if p.index_support && support_routine {
         return Family::IndexSupport;
     }
     if p.casts {

@@ -196,7 +196,7 @@ impl Family {
             Family::NotInCatalogue => "not a reviewed PostgreSQL built-in: user-defined and extension functions can read any table, run any SQL or change anything, and the gateway cannot see inside them",
             Family::Procedure => "procedures may write or commit; they are never called from a read",
             Family::SecurityDefiner => "runs with its owner's rights rather than the caller's",
-            Family::Internal => "part of the server's own machinery (it takes or returns internal or cstring values, or is a trigger or handler)",
+            Family::Internal => "part of the server's own machinery (it takes or returns internal or cstring values, is a trigger or handler, or applies a raw type modifier as a length coercion)",
             Family::TypeIo => "a type's binary input or output routine; a cast or the value itself does the job",
             Family::OperatorFunction => "the function behind a built-in operator (jsonb_extract_path_text for #>>, textcat for ||): the same computation over its arguments",
             Family::AggregateSupport => "a step of an aggregate (transition, final or combine function); call the aggregate itself",

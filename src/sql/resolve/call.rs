@@ -3,13 +3,14 @@
 //! Every call is looked up in the function catalogue ([`crate::sql::functions`]); a name
 //! outside it, or of a refused family, is refused naming the family. The call's form
 //! (plain, OVER, WITHIN GROUP, FILTER) must be one the name takes. Arguments must be
-//! scalar expressions (a whole-row value is refused by `consume`).
+//! expressions, positional or named (`name => value`); a whole row passed to a function
+//! is read as a projected row is.
 //! `ARRAY(subquery)` is an expression, not a function, and is handled here
 //! because the parser reports it as a call named `ARRAY`.
 
 use sqlparser::ast::{
-    DuplicateTreatment, Function, FunctionArg, FunctionArgExpr, FunctionArgumentClause,
-    FunctionArguments, WindowFrameBound, WindowSpec, WindowType,
+    DuplicateTreatment, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgOperator,
+    FunctionArgumentClause, FunctionArguments, WindowFrameBound, WindowSpec, WindowType,
 };
 
 use super::{unsupported, Resolver};
@@ -31,6 +32,13 @@ impl Resolver<'_> {
         }
         let display = || display_name(&parts.iter().map(String::as_str).collect::<Vec<_>>());
         let entry = resolve(&parts).map_err(|r| SqlError::function_refused(display(), &r))?;
+        if is_grammar_type_name(call) {
+            return Err(SqlError::FunctionMisuse {
+                name: display(),
+                problem: "is a type name in PostgreSQL's grammar, which reads name(…) as a type",
+                hint: "cast instead (x::numeric, x::time)",
+            });
+        }
         if call.uses_odbc_syntax
             || !matches!(call.parameters, FunctionArguments::None)
             || call.null_treatment.is_some()
@@ -103,7 +111,17 @@ impl Resolver<'_> {
         let mut exprs = Vec::with_capacity(args.len());
         for arg in args {
             match arg {
-                FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => exprs.push(expr),
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(expr))
+                | FunctionArg::Named {
+                    arg: FunctionArgExpr::Expr(expr),
+                    operator: FunctionArgOperator::RightArrow | FunctionArgOperator::Assignment,
+                    ..
+                } => exprs.push(expr),
+                FunctionArg::ExprNamed {
+                    name: Expr::Identifier(_),
+                    arg: FunctionArgExpr::Expr(expr),
+                    operator: FunctionArgOperator::RightArrow | FunctionArgOperator::Assignment,
+                } => exprs.push(expr),
                 FunctionArg::Unnamed(FunctionArgExpr::Wildcard) if entry.name == "count" => {}
                 FunctionArg::Unnamed(FunctionArgExpr::QualifiedWildcard(name)) => {
                     return Err(SqlError::WholeRowMisuse {
@@ -115,7 +133,16 @@ impl Resolver<'_> {
         }
         let mut parts = Vec::with_capacity(exprs.len());
         for expr in exprs {
-            parts.push(self.operand(expr)?);
+            // A whole row passed to a function (row_to_json(t), json_agg(t)) is read as if
+            // it were projected: every column of it, under the rules a projected row obeys.
+            let lineage = self.value(expr)?;
+            let kind = if lineage.whole_row.is_some() {
+                UseKind::Project
+            } else {
+                UseKind::Expression
+            };
+            self.consume(&lineage, kind)?;
+            parts.push(lineage);
         }
         if let Some(filter) = &call.filter {
             self.predicate(filter, UseKind::Filter)?;
@@ -124,7 +151,10 @@ impl Resolver<'_> {
             None | Some(WindowType::NamedWindow(_)) => {}
             Some(WindowType::WindowSpec(spec)) => self.window_spec(spec)?,
         }
-        Ok(Lineage::derived(&parts))
+        // The result is a value computed from the row, no longer the row itself.
+        let mut result = Lineage::derived(&parts);
+        result.whole_row = None;
+        Ok(result)
     }
 
     /// Window PARTITION BY / ORDER BY keys and frame bounds.
@@ -147,6 +177,34 @@ impl Resolver<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Type names PostgreSQL's grammar reads before `(` as a type with a modifier
+/// (`numeric(10)`), never as a function call, unless quoted: sqlparser reads a call.
+const GRAMMAR_TYPE_NAMES: &[&str] = &[
+    "bit",
+    "char",
+    "character",
+    "dec",
+    "decimal",
+    "float",
+    "interval",
+    "national",
+    "nchar",
+    "numeric",
+    "time",
+    "timestamp",
+    "varchar",
+];
+
+fn is_grammar_type_name(call: &Function) -> bool {
+    match call.name.0.as_slice() {
+        [part] => part.as_ident().is_some_and(|id| {
+            id.quote_style.is_none()
+                && GRAMMAR_TYPE_NAMES.contains(&id.value.to_ascii_lowercase().as_str())
+        }),
+        _ => false,
     }
 }
 
