@@ -135,9 +135,15 @@ async fn replay_records(env: &DemoEnv) -> Vec<(i64, Value)> {
         .collect()
 }
 
-/// Makes every call of the workload, each once its predecessor's record has landed, and
-/// returns the records' (seq, effect) in call order.
-async fn run(env: &DemoEnv, keys: &[(&str, String)]) -> Vec<(i64, Value)> {
+/// One call as the gateway answered it, and its record's (seq, effect).
+struct Made {
+    seq: i64,
+    effect: Value,
+    answer: common::mcp::Answer,
+}
+
+/// Makes every call of the workload, each once its predecessor's record has landed.
+async fn run(env: &DemoEnv, keys: &[(&str, String)]) -> Vec<Made> {
     let calls: Vec<(String, u32, String, Vec<Value>)> = workload()
         .into_iter()
         .map(|(who, hour, sql, params)| {
@@ -149,23 +155,23 @@ async fn run(env: &DemoEnv, keys: &[(&str, String)]) -> Vec<(i64, Value)> {
 }
 
 /// Makes the calls (bearer credential, clock hour, sql, params) in order, each once its
-/// predecessor's record has landed; returns the records' (seq, effect) in call order.
-async fn run_calls(
-    env: &DemoEnv,
-    calls: &[(String, u32, String, Vec<Value>)],
-) -> Vec<(i64, Value)> {
+/// predecessor's record has landed; returns each answer with its record.
+async fn run_calls(env: &DemoEnv, calls: &[(String, u32, String, Vec<Value>)]) -> Vec<Made> {
     let clock = &env.gateway.state.policy_clock;
     let before = replay_records(env).await.len();
+    let mut answers = Vec::new();
     for (i, (key, hour, sql, params)) in calls.iter().enumerate() {
         clock.set(Some(at(*hour)));
-        call(
-            &env.gateway.url(""),
-            Some(key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql, "params": params}),
-        )
-        .await;
+        answers.push(
+            call(
+                &env.gateway.url(""),
+                Some(key),
+                MODERN,
+                "interlock_query",
+                json!({"source_id": "shop", "sql": sql, "params": params}),
+            )
+            .await,
+        );
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while replay_records(env).await.len() < before + i + 1 {
             assert!(
@@ -176,24 +182,120 @@ async fn run_calls(
         }
     }
     clock.set(None);
-    replay_records(env).await.split_off(before)
+    replay_records(env)
+        .await
+        .split_off(before)
+        .into_iter()
+        .zip(answers)
+        .map(|((seq, effect), answer)| Made {
+            seq,
+            effect,
+            answer,
+        })
+        .collect()
+}
+
+/// Whether a masked value has its strategy's shape (docs/types.md).
+fn looks_masked(strategy: &str, v: &Value) -> bool {
+    match strategy {
+        "null" => v.is_null(),
+        "redact" => v == "[REDACTED]",
+        "hash" => v.as_str().is_some_and(|s| s.starts_with("hmac:")),
+        partial => match partial
+            .strip_prefix("partial(")
+            .and_then(|n| n.strip_suffix(')'))
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            // Stars, then at most the kept tail in clear.
+            Some(kept) => v.as_str().is_some_and(|s| {
+                s.starts_with('*') && s.chars().filter(|c| *c != '*').count() <= kept
+            }),
+            None => false,
+        },
+    }
+}
+
+/// What the gateway answered, checked against an effect read from outside: the refusal's
+/// code, the rows within the cap and their masked columns masked, or the call queued for
+/// that many approvals (read from the approval itself).
+async fn assert_answer_is(env: &DemoEnv, effect: &Value, made: &Made, what: &str) {
+    let a = &made.answer;
+    match effect["verdict"].as_str() {
+        Some("refuse") => {
+            assert_eq!(
+                a.body["error"]["data"]["code"], effect["code"],
+                "{what}: {:?}",
+                a.body
+            );
+        }
+        Some("read") => {
+            assert_eq!(
+                a.body["result"]["isError"],
+                json!(false),
+                "{what}: {:?}",
+                a.body
+            );
+            assert_ne!(
+                a.body["result"]["structuredContent"]["status"],
+                json!("queued"),
+                "{what}: a read the effect runs at once was queued"
+            );
+            let got = rows(a);
+            if let Some(cap) = effect["row_cap"].as_u64() {
+                assert!(
+                    got.len() as u64 <= cap,
+                    "{what}: {} rows over the cap {cap}",
+                    got.len()
+                );
+            }
+            for m in effect["masked"].as_array().into_iter().flatten() {
+                let (column, strategy) = m.as_str().unwrap().split_once('=').unwrap();
+                for row in &got {
+                    assert!(
+                        looks_masked(strategy, &row[column]),
+                        "{what}: {column} not masked ({strategy}): {row}"
+                    );
+                }
+            }
+        }
+        Some("queue") => {
+            let sc = &a.body["result"]["structuredContent"];
+            assert_eq!(sc["status"], "queued", "{what}: {:?}", a.body);
+            let id: uuid::Uuid = sc["approval_id"].as_str().unwrap().parse().unwrap();
+            let client = env.pool.get().await.unwrap();
+            let required: i32 = client
+                .query_one(
+                    "SELECT approvals_required FROM approvals WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(json!(required), effect["approvals"], "{what}");
+        }
+        other => panic!("{what}: unknown verdict {other:?}"),
+    }
 }
 
 /// Every call predicted: a changed call is an example whose predicted effect is what the
-/// gateway did after the change; an unchanged call did what it did before. Returns how
-/// many changed.
-fn assert_predicted(report: &Value, before: &[(i64, Value)], after: &[(i64, Value)]) -> usize {
+/// gateway did after the change (its answer checked against the prediction, not only its
+/// record); an unchanged call did what it did before. Returns how many changed.
+async fn assert_predicted(env: &DemoEnv, report: &Value, before: &[Made], after: &[Made]) -> usize {
     assert_eq!(after.len(), before.len());
     let examples = report["examples"].as_array().unwrap();
     let mut changed = 0;
-    for (i, ((seq, was), (_, now))) in before.iter().zip(after).enumerate() {
-        match examples.iter().find(|e| e["seq"] == json!(seq)) {
+    for (i, (was, now)) in before.iter().zip(after).enumerate() {
+        match examples.iter().find(|e| e["seq"] == json!(was.seq)) {
             Some(e) => {
                 changed += 1;
-                assert_eq!(&e["recorded"], was, "call {i}");
-                assert_eq!(&e["would"], now, "call {i}");
+                assert_eq!(e["recorded"], was.effect, "call {i}");
+                assert_eq!(e["would"], now.effect, "call {i}");
+                assert_answer_is(env, &e["would"], now, &format!("call {i} (predicted)")).await;
             }
-            None => assert_eq!(was, now, "call {i} changed unpredicted"),
+            None => {
+                assert_eq!(was.effect, now.effect, "call {i} changed unpredicted");
+                assert_answer_is(env, &was.effect, now, &format!("call {i} (unchanged)")).await;
+            }
         }
     }
     assert_eq!(report["changed"], json!(changed), "{report:#}");
@@ -240,9 +342,13 @@ async fn a_replay_against_the_live_policy_predicts_every_recorded_decision() {
     // Every kind of effect is in the workload.
     for verdict in ["read", "queue", "refuse"] {
         assert!(
-            recorded.iter().any(|(_, e)| e["verdict"] == verdict),
-            "{verdict}: {recorded:?}"
+            recorded.iter().any(|m| m.effect["verdict"] == verdict),
+            "{verdict}"
         );
+    }
+    // Each answer is what its recorded effect says.
+    for (i, made) in recorded.iter().enumerate() {
+        assert_answer_is(&env, &made.effect, made, &format!("call {i}")).await;
     }
     let (status, report) = env
         .operator_post("/admin/policy/simulate", json!({"file": ""}))
@@ -365,7 +471,7 @@ async fn a_replay_against_a_changed_policy_predicts_what_the_gateway_then_does()
         .unwrap();
     env.gateway.state.profiles.invalidate_all();
     let after = run(&env, &keys).await;
-    let changed = assert_predicted(&report, &before, &after);
+    let changed = assert_predicted(&env, &report, &before, &after).await;
     assert!(changed >= 6, "the candidate changes many calls: {report:#}");
     for kind in [
         "newly_allowed",
@@ -661,7 +767,7 @@ async fn groups_and_claims_of_access_tokens_replay_exactly() {
         .unwrap();
     env.gateway.state.profiles.invalidate_all();
     let after = run_calls(&env, &calls).await;
-    let changed = assert_predicted(&report, &before, &after);
+    let changed = assert_predicted(&env, &report, &before, &after).await;
     // The sales analyst's read is newly refused; the ops analyst's and hr's writes are
     // newly allowed or refused as their claims say.
     assert!(changed >= 2, "{report:#}");
