@@ -32,6 +32,8 @@ struct Span {
     status: i32,
     links: Vec<(String, String)>,
     start: u64,
+    /// The whole span as exported (attributes, events, status message, links), as text.
+    raw: String,
 }
 
 impl Span {
@@ -75,6 +77,7 @@ fn decode(receiver: &Receiver) -> Vec<Span> {
                             .map(|l| (hex::encode(&l.trace_id), hex::encode(&l.span_id)))
                             .collect(),
                         start: s.start_time_unix_nano,
+                        raw: format!("{s:?}"),
                     });
                 }
             }
@@ -884,5 +887,120 @@ async fn requests_no_handler_traced_have_their_span_with_the_refusal_code() {
             .iter()
             .any(|s| s.attr("interlock.request_id") == Some(untraced.as_str())),
         "an unknown path outside the governed routes is not traced"
+    );
+}
+
+/// RUNTIME.md: no literal, parameter value, result value, API key or bearer token is ever
+/// exported. Every span the calls below make is scanned whole — attributes, events, status
+/// messages, links — for each of those values: a read with literals and a `$1`, a value
+/// only the result holds, refusals at several steps, the cost step's EXPLAIN, a statement
+/// PostgreSQL rejects quoting the offending value, and an approved write.
+#[tokio::test]
+async fn no_value_of_any_call_is_exported_in_any_span() {
+    let (env, receiver) = traced_env(|_| {}).await;
+    let gw = &env.gateway;
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute(
+            "INSERT INTO public.products (id, sku, name, price_cents)
+             VALUES (90001, 'SKU-RESULT-SECRET', 'result-secret-name', 1)",
+        )
+        .await
+        .expect("insert");
+    env.access(
+        "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_cost\", value = 100000000 }]\n",
+    )
+    .await;
+    let base = gw.url("");
+    let q = |sql: &str, params: serde_json::Value| {
+        call(
+            &base,
+            Some(&env.agent_key),
+            MODERN,
+            "interlock_query",
+            json!({"source_id": "shop", "sql": sql, "params": params}),
+        )
+    };
+    let mut requests = Vec::new();
+    for (sql, params) in [
+        // Literals and a parameter in a read that runs (through the cost step's EXPLAIN).
+        ("SELECT id FROM public.orders WHERE status = 'literal-secret-1' OR id = 31337001 OR customer_id = $1", json!([73737001])),
+        // A value only the result holds.
+        ("SELECT sku, name FROM public.products WHERE id = 90001", json!([])),
+        // Refusals: authorization, resolution, a function family, a parameter of the wrong type.
+        ("SELECT amount_cents FROM hr.salaries WHERE amount_cents = 31337002", json!([])),
+        ("SELECT nope FROM public.orders WHERE status = 'literal-secret-2'", json!([])),
+        ("SELECT md5('literal-secret-3')", json!([])),
+        ("SELECT id FROM public.orders WHERE id = $1", json!(["param-secret-4"])),
+        // PostgreSQL rejects it, quoting the value in its message.
+        ("SELECT id FROM public.orders WHERE id = 'pgerror-secret-5'::int", json!([])),
+    ] {
+        let a = q(sql, params).await;
+        requests.push(request_id(&a));
+    }
+    let id = common::approvals::queue(
+        gw,
+        &env.agent_key,
+        "shop",
+        "UPDATE public.orders SET status = 'write-secret-6' WHERE id = 3",
+    )
+    .await;
+    common::approvals::approve(gw, &env.approver_key, &id, json!({})).await;
+    common::approvals::wait(gw, &env.approver_key, &id, |a| a["state"] == "executed").await;
+    for rid in &requests {
+        trace_of(&receiver, rid).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !decode(&receiver)
+        .iter()
+        .any(|s| s.name == "interlock.approval.execute")
+    {
+        assert!(Instant::now() < deadline, "no execution span");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let spans = decode(&receiver);
+    // The scan covers every kind of span the calls made.
+    for name in [
+        "cost",
+        "execution",
+        "interlock.approval.execute",
+        "interlock.audit.append",
+    ] {
+        assert!(spans.iter().any(|s| s.name == name), "no {name} span");
+    }
+    assert!(spans
+        .iter()
+        .any(|s| s.attr("db.operation.name") == Some("EXPLAIN")));
+    assert!(
+        spans.iter().any(|s| s.status == 2),
+        "refusals export error statuses"
+    );
+    let secrets = [
+        "literal-secret",
+        "31337001",
+        "31337002",
+        "73737001",
+        "param-secret",
+        "pgerror-secret",
+        "write-secret",
+        "SKU-RESULT-SECRET",
+        "result-secret-name",
+        env.agent_key.as_str(),
+        env.approver_key.as_str(),
+        env.operator_key.as_str(),
+    ];
+    let mut leaks = Vec::new();
+    for s in &spans {
+        for secret in secrets {
+            if s.raw.contains(secret) {
+                leaks.push(format!("{secret} in {}: {}", s.name, s.raw));
+            }
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n{}",
+        leaks.len(),
+        leaks.join("\n")
     );
 }
