@@ -196,22 +196,34 @@ async fn every_refusal_on_every_route_leaves_one_audit_record() {
         assert_eq!(res.status().as_u16(), c.status, "{what}");
         sent.push((request_id, what, c.code));
     }
+    // A barrier: one more refused request, made after every answer above arrived. The
+    // audit writer appends in the order records are handed to it, so once the barrier's
+    // record has landed, every record the requests above handed over (a second one
+    // included) has landed before it.
+    let answer = common::mcp::call(
+        &env.gateway.url(""),
+        None,
+        common::mcp::MODERN,
+        "interlock_query",
+        serde_json::json!({"source_id": "shop", "sql": "SELECT 1"}),
+    )
+    .await;
+    assert_eq!(answer.status, 401, "the barrier is an audited refusal");
+    let barrier = answer.headers["x-request-id"]
+        .to_str()
+        .expect("id")
+        .to_string();
+    let barrier = barrier.as_str();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while records(&env, barrier).await.is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the barrier's record never landed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     for (request_id, what, code) in sent {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let found = loop {
-            let found = records(&env, &request_id).await;
-            if !found.is_empty() || Instant::now() > deadline {
-                break found;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        };
-        // Give a second record (a double audit) the time to land too.
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let found = if found.len() == 1 {
-            records(&env, &request_id).await
-        } else {
-            found
-        };
+        let found = records(&env, &request_id).await;
         assert_eq!(found.len(), 1, "{what}: exactly one record: {found:?}");
         let record = &found[0];
         assert_eq!(record["outcome"], "refused", "{what}: {record}");
