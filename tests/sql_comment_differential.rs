@@ -1,5 +1,6 @@
 //! The trace comment never changes what runs (issue 30), decided by PostgreSQL itself: every
-//! statement of the SQL-safety corpus, as sent and under the row cap's derived-table form,
+//! statement of the SQL-safety corpus, as sent, and as a read runs it (re-serialized, under
+//! the row cap in the form the gateway picks, and in the derived-table form),
 //! is planned by PostgreSQL with and without the sqlcommenter comment the gateway appends
 //! (`/*traceparent='…'*/`, random ids); both must fail with the same SQLSTATE or give the
 //! same plan, output columns included (`EXPLAIN (VERBOSE, COSTS OFF)`).
@@ -11,6 +12,7 @@ mod sqlfixture;
 
 use std::path::PathBuf;
 
+use interlock::sql::cap::capped;
 use interlock::telemetry::traces::propagation::sql_comment;
 use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
 use rand::Rng;
@@ -66,12 +68,24 @@ async fn the_trace_comment_never_changes_what_postgresql_plans() {
     let cases = sqlfixture::corpus::load_cases();
     assert!(cases.len() > 100, "the corpus");
     let mut planned_both = 0;
+    let mut appended = 0;
     for case in &cases {
         let sql = case.sql.trim_end().trim_end_matches(';');
-        for sent in [
-            sql.to_string(),
-            format!("SELECT * FROM ({sql}) AS interlock_capped LIMIT 11"),
-        ] {
+        let limits = interlock::sql::parse::ParseLimits {
+            max_bytes: interlock::sql::input::DEFAULT_MAX_SQL_BYTES,
+            ..Default::default()
+        };
+        let mut texts = vec![sql.to_string()];
+        // What a read runs: the re-serialized statement under the row cap in the form the
+        // gateway picks for it (an appended LIMIT where the statement takes one, else a
+        // derived table), and the derived-table form as well.
+        if let Ok(parsed) = interlock::sql::parse(sql, 0, &limits) {
+            let form = interlock::sql::cap_form(&parsed.statement);
+            appended += usize::from(form == interlock::sql::CapForm::Appended);
+            texts.push(capped(&parsed.sql, form, 10));
+            texts.push(capped(&parsed.sql, interlock::sql::CapForm::Wrapped, 10));
+        }
+        for sent in texts {
             let comment = random_comment(&mut rng);
             let plain = planned(&db, &sent).await;
             let commented = planned(&db, &format!("{sent}{comment}")).await;
@@ -85,4 +99,8 @@ async fn the_trace_comment_never_changes_what_postgresql_plans() {
     }
     // The property is about statements PostgreSQL runs, not only ones it refuses.
     assert!(planned_both > 100, "only {planned_both} statements planned");
+    assert!(
+        appended > 50,
+        "only {appended} statements take an appended LIMIT"
+    );
 }

@@ -34,6 +34,7 @@ use super::exec_error::{check_params, db_error, is_input_refusal, parameter_refu
 use super::request::{Caller, CapForm, Limits, PreviewTimeouts, Statement, TextParam};
 use super::rows::{Rows, Truncation};
 use super::values;
+use crate::sql::cap::capped;
 
 /// A parameter whose type PostgreSQL infers from the statement (OID 0, as an unspecified
 /// type in Parse), so a text value is read exactly as a literal in its place would be.
@@ -115,24 +116,6 @@ async fn unnamed(
         }
     };
     collect(rows, limits, false, None).await
-}
-
-/// The statement under `LIMIT cap + 1`, so the server never produces more rows than the cap
-/// needs: appended to a statement that has no limit of its own (one query level for PostgreSQL
-/// to parse and plan), or around it as a derived table. A derived table keeps its columns
-/// (names, types, duplicates) and, when it sorts, its order: PostgreSQL does not pull a
-/// subquery with ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer
-/// query, so the outer LIMIT reads the subquery's rows in the subquery's order. The text in
-/// between is the decision's own re-serialized statement (one statement, balanced by
-/// construction), and Parse of an unnamed statement refuses more than one command in any case.
-fn capped(statement: &str, cap: CapForm, max_rows: u64) -> String {
-    let limit = max_rows.saturating_add(1).min(i64::MAX as u64);
-    match cap {
-        CapForm::Appended => format!("{statement} LIMIT {limit}"),
-        CapForm::Wrapped => {
-            format!("SELECT * FROM ({statement}) AS interlock_capped LIMIT {limit}")
-        }
-    }
 }
 
 /// Sets who the transaction runs for, transaction-local (see [`Caller`]).
