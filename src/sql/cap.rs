@@ -52,6 +52,24 @@ fn takes_appended_limit(q: &Query) -> bool {
         && pipe_operators.is_empty()
 }
 
+/// The statement under `LIMIT cap + 1`, so the server never produces more rows than the cap
+/// needs: appended to a statement that has no limit of its own (one query level for PostgreSQL
+/// to parse and plan), or around it as a derived table. A derived table keeps its columns
+/// (names, types, duplicates) and, when it sorts, its order: PostgreSQL does not pull a
+/// subquery with ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer
+/// query, so the outer LIMIT reads the subquery's rows in the subquery's order. The text in
+/// between is the decision's own re-serialized statement (one statement, balanced by
+/// construction), and Parse of an unnamed statement refuses more than one command in any case.
+pub fn capped(statement: &str, cap: CapForm, max_rows: u64) -> String {
+    let limit = max_rows.saturating_add(1).min(i64::MAX as u64);
+    match cap {
+        CapForm::Appended => format!("{statement} LIMIT {limit}"),
+        CapForm::Wrapped => {
+            format!("SELECT * FROM ({statement}) AS interlock_capped LIMIT {limit}")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,24 +97,6 @@ mod tests {
             let parsed = parse(sql, 0, &ParseLimits::default());
             let got = parsed.map(|p| cap_form(&p.statement));
             assert_eq!(got.ok(), Some(want), "{sql}");
-        }
-    }
-}
-
-/// The statement under `LIMIT cap + 1`, so the server never produces more rows than the cap
-/// needs: appended to a statement that has no limit of its own (one query level for PostgreSQL
-/// to parse and plan), or around it as a derived table. A derived table keeps its columns
-/// (names, types, duplicates) and, when it sorts, its order: PostgreSQL does not pull a
-/// subquery with ORDER BY, DISTINCT, LIMIT, aggregates or set operations up into the outer
-/// query, so the outer LIMIT reads the subquery's rows in the subquery's order. The text in
-/// between is the decision's own re-serialized statement (one statement, balanced by
-/// construction), and Parse of an unnamed statement refuses more than one command in any case.
-pub fn capped(statement: &str, cap: CapForm, max_rows: u64) -> String {
-    let limit = max_rows.saturating_add(1).min(i64::MAX as u64);
-    match cap {
-        CapForm::Appended => format!("{statement} LIMIT {limit}"),
-        CapForm::Wrapped => {
-            format!("SELECT * FROM ({statement}) AS interlock_capped LIMIT {limit}")
         }
     }
 }
