@@ -964,9 +964,13 @@ async function phaseOperatorScale(context) {
   // A late answer never paints over a newer one: source-3's answer is held back while the
   // operator goes back to the whole fleet; when it arrives, the fleet stays drawn.
   await page.route(/\/admin\/activity\?.*source=source-3/, async (route) => { await sleep(2500); await route.continue(); });
+  const lateAnswer = page.waitForResponse((r) => /\/admin\/activity\?.*source=source-3/.test(r.url()), { timeout: 30000 });
   await page.selectOption("#activity-source", "source-3");
   await page.selectOption("#activity-source", "");
-  await sleep(4000);
+  // Wait for the held answer itself (its body included), then for the page to have had the
+  // chance to paint it: two frames after the fetch settled.
+  await (await lateAnswer).finished();
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(r, 50)))));
   await page.unroute(/\/admin\/activity\?.*source=source-3/);
   const afterLate = await page.$$eval("#calls-body tr", (trs) => trs.reduce((a, tr) => a + Number(tr.children[1].textContent), 0));
   const summaryShown = await page.isVisible("#activity-sources");
