@@ -7,20 +7,8 @@ use super::{Entry, Family, Kinds, Output};
 
 pub(super) const DERIVED_FROM: &str = "PostgreSQL 15";
 
-const fn e(
-    name: &'static str,
-    family: Family,
-    kinds: u8,
-    deterministic: bool,
-    output: Output,
-) -> Entry {
-    Entry {
-        name,
-        family,
-        kinds: Kinds::from_bits(kinds),
-        deterministic,
-        output,
-    }
+const fn e(name: &'static str, family: Family, kinds: u8, deterministic: bool, output: Output) -> Entry {
+    Entry { name, family, kinds: Kinds::from_bits(kinds), deterministic, output }
 }
 
 const V: Output = Output::Value;

@@ -20,6 +20,7 @@
 //! `statement.functions` and `statement.function_families`; nothing widens it.
 
 mod alternatives;
+#[rustfmt::skip]
 mod catalogue;
 pub mod classify;
 pub mod family;
