@@ -816,3 +816,65 @@ async fn cutting_the_log_below_a_checkpoint_fails_verify_and_is_never_signed_ove
         .get(0);
     assert_eq!(signed, 2);
 }
+
+/// RUNTIME.md: a checkpoint key that does not parse stops the gateway at start, naming the
+/// file; so does one that cannot be read. The gateway never serves without the key it was
+/// configured to sign with.
+#[tokio::test]
+async fn a_checkpoint_key_that_does_not_parse_stops_the_gateway_naming_the_file() {
+    let control_db = common::fresh_control_db().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let garbled = dir.path().join("garbled.key");
+    std::fs::write(&garbled, "PRIVATE+KEY+not-a-key+00000000+AAAA\n").expect("write");
+    let missing = dir.path().join("missing.key");
+    for key in [&garbled, &missing] {
+        let port = interlock::pgcluster::free_port().expect("port");
+        let config = common::control_config_file(
+            dir.path(),
+            &control_db,
+            &format!(
+                "[server]\nlisten = \"127.0.0.1:{port}\"\n[audit]\ncheckpoint_key_file = \"{}\"\n",
+                key.display()
+            ),
+        );
+        let out = tokio::task::spawn_blocking(move || {
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+                .arg("--config")
+                .arg(&config)
+                .arg("serve")
+                .env_remove("INTERLOCK_CONFIG")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            loop {
+                if let Some(status) = child.try_wait().expect("wait") {
+                    let mut stderr = String::new();
+                    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr)
+                        .expect("stderr");
+                    return (
+                        status,
+                        stderr,
+                        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+                    );
+                }
+                if std::time::Instant::now() > deadline {
+                    let _ = child.kill();
+                    panic!("the gateway kept running with an unusable checkpoint key");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        })
+        .await
+        .expect("join");
+        let (status, stderr, listening) = out;
+        assert!(!status.success(), "{key:?}: exit {status}");
+        assert!(!listening, "{key:?}: nothing listens after the refusal");
+        assert!(
+            stderr.contains("audit.checkpoint_key_file")
+                && stderr.contains(&key.display().to_string()),
+            "{key:?}: the error names the setting and the file: {stderr}"
+        );
+    }
+}

@@ -780,3 +780,89 @@ async fn groups_and_claims_of_access_tokens_replay_exactly() {
         "{report:#}"
     );
 }
+
+/// RUNTIME.md: a report-only rule that would have changed a call's answer publishes
+/// `policy.reported` on the event stream (naming the rule, the caller, the request and what
+/// it would have done), and one that would not have changed it publishes nothing.
+#[tokio::test]
+async fn a_report_only_rule_that_would_change_a_call_is_published_on_the_event_stream() {
+    use futures_util::StreamExt;
+    let (env, keys) = setup().await;
+    let res = common::http::client()
+        .get(env.gateway.url("/admin/events"))
+        .bearer_auth(&env.operator_key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 200);
+    let mut stream = res.bytes_stream();
+    tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+        .await
+        .expect("connected");
+    let base = env.gateway.url("");
+    let query = |key: String, sql: &'static str| {
+        let base = base.clone();
+        async move {
+            call(
+                &base,
+                Some(&key),
+                MODERN,
+                "interlock_query",
+                json!({"source_id": "shop", "sql": sql}),
+            )
+            .await
+        }
+    };
+    // Not matched: no event. Then matched (the watch rule would deny a products read).
+    let quiet = query(
+        keys[1].1.clone(),
+        "SELECT id FROM public.orders WHERE id = 1",
+    )
+    .await;
+    let loud = query(
+        keys[1].1.clone(),
+        "SELECT sku FROM public.products WHERE id = 2",
+    )
+    .await;
+    let loud_id = loud.headers["x-request-id"].to_str().unwrap().to_string();
+    let quiet_id = quiet.headers["x-request-id"].to_str().unwrap().to_string();
+    assert_eq!(
+        loud.body["result"]["isError"],
+        json!(false),
+        "report-only: answered"
+    );
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !seen.contains(&loud_id) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "events so far: {seen}"
+        );
+        if let Ok(Some(Ok(chunk))) =
+            tokio::time::timeout(std::time::Duration::from_secs(1), stream.next()).await
+        {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    }
+    let event = seen
+        .split("\n\n")
+        .find(|e| e.contains(&loud_id))
+        .unwrap()
+        .to_string();
+    assert!(event.contains("event: policy.reported"), "{event}");
+    let data: Value = serde_json::from_str(
+        event
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(data["rule"], "watch-products", "{data}");
+    assert_eq!(data["policy"], "hours", "{data}");
+    assert_eq!(data["identity"], "replay-b", "{data}");
+    assert_eq!(data["source"], "shop", "{data}");
+    assert!(
+        !seen.contains(&quiet_id),
+        "an unchanged call published: {seen}"
+    );
+}

@@ -10,8 +10,9 @@ use common::mcp::{call, MODERN};
 use interlock::pgcluster::{Cluster, ClusterOptions};
 use serde_json::json;
 
-#[tokio::test]
-async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
+/// A PostgreSQL cluster of its own holding the demo shop, which the test can kill: its
+/// directory (kept alive), the cluster, its port and its password file.
+async fn shop_source() -> (tempfile::TempDir, Cluster, u16, String) {
     let dir = tempfile::Builder::new()
         .prefix("interlock-source-")
         .tempdir()
@@ -21,7 +22,7 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
     }
-    let mut source = Cluster::start(&ClusterOptions {
+    let source = Cluster::start(&ClusterOptions {
         base_dir: dir.path().join("pg"),
         port: 0,
         fast: true,
@@ -40,6 +41,12 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
         source.port(),
         source.password_file().to_string_lossy().into_owned(),
     );
+    (dir, source, port, pw)
+}
+
+#[tokio::test]
+async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
+    let (_dir, mut source, port, pw) = shop_source().await;
     let env = demo_env_with(
         |s| {
             s.breaker.min_calls = 3;
@@ -153,4 +160,75 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
             "{to}: {transitions:?}"
         );
     }
+}
+
+/// RUNTIME.md: a failing cost-step connection counts for the breaker. With cost admission
+/// on, every read is planned on the source before it runs; when the source dies, the plan's
+/// connection fails (503, the read not run) and those failures alone open the circuit.
+#[tokio::test]
+async fn failures_of_the_cost_step_s_plan_open_the_circuit() {
+    let (_dir, mut source, port, pw) = shop_source().await;
+    let env = demo_env_with(
+        |s| {
+            s.breaker.min_calls = 3;
+            s.breaker.open_secs = 30;
+            s.breaker.half_open_probes = 1;
+        },
+        move |s| {
+            s.port = Some(port);
+            s.dbname = Some("shop".into());
+            s.password_file = Some(pw);
+        },
+    )
+    .await;
+    env.access(
+        "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_cost\", value = 100000000 }]\n",
+    )
+    .await;
+    let base = env.gateway.url("");
+    let q = json!({"source_id": "shop", "sql": "SELECT id FROM public.products WHERE id = 1"});
+    let ok = call(
+        &base,
+        Some(&env.agent_key),
+        MODERN,
+        "interlock_query",
+        q.clone(),
+    )
+    .await;
+    assert_eq!(ok.status, 200, "{:?}", ok.body);
+
+    source.kill().expect("stop the source");
+    let mut planned_failures = 0;
+    let mut saw_open = false;
+    for _ in 0..10 {
+        let a = call(
+            &base,
+            Some(&env.agent_key),
+            MODERN,
+            "interlock_query",
+            q.clone(),
+        )
+        .await;
+        let reason = a.body["error"]["data"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if reason == "circuit open" {
+            saw_open = true;
+            break;
+        }
+        assert_eq!(a.status, 503, "{:?}", a.body);
+        assert!(
+            reason.starts_with("cost admission could not plan the statement"),
+            "the failure is the cost step's: {reason}"
+        );
+        planned_failures += 1;
+    }
+    assert!(saw_open, "the cost step's failures opened the circuit");
+    // The breaker's window (min_calls = 3) holds the successful call before the source died,
+    // so two failed plans make a failure rate over the threshold.
+    assert!(
+        planned_failures >= 2,
+        "{planned_failures} failures before it opened"
+    );
 }
