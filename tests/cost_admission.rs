@@ -825,3 +825,65 @@ async fn conditions_read_the_plan() {
         .expect_err("a max_rows over the plan is refused");
     assert!(err.to_string().contains("plan"), "{err}");
 }
+
+/// RUNTIME.md, Redis down: with `redis_unavailable = "refuse"` a call is answered 503
+/// `rate limits unavailable` at its rate check, before anything is planned or run (a read
+/// with a cost budget included: its budget is never reached); with `divide` (the default) a
+/// replica checks its rates and spends the cost budget in its own buckets, divided by the
+/// live replicas (here one: the whole budget), and the call runs.
+#[tokio::test]
+async fn with_redis_down_limits_and_cost_budgets_refuse_or_divide_as_configured() {
+    use interlock::config::RedisUnavailable;
+    for mode in [RedisUnavailable::Refuse, RedisUnavailable::Divide] {
+        let mut redis = Redis::start();
+        let url = redis.url();
+        let env = costed_env(|s| {
+            s.rate_limit.backend = RateLimitBackend::Redis;
+            s.rate_limit.redis_url = url.clone();
+            s.rate_limit.redis_unavailable = mode;
+            s.rate_limit.redis_timeout_ms = 200;
+        })
+        .await;
+        access(
+            &env,
+            "[[identities]]\nname = \"demo-agent\"\nkind = \"agent\"\nrate = \"100000/s\"\nburst = 100000\ncost_budget = \"1/h\"\ncost_burst = 1000\n",
+        )
+        .await;
+        let up = query(&env, &lookup(1)).await;
+        assert_eq!(outcome(&up), "ok", "{mode:?}: {:?}", up.body);
+        redis.stop();
+        let down = query(&env, &lookup(2)).await;
+        match mode {
+            RedisUnavailable::Refuse => {
+                assert_eq!(down.status, 503, "{:?}", down.body);
+                assert_eq!(
+                    down.body["error"]["data"]["reason"], "rate limits unavailable",
+                    "{:?}",
+                    down.body
+                );
+                let record = record_of(&env, &down).await;
+                assert_eq!(record["decision"]["refused_at"], "rate_limit", "{record}");
+                assert_eq!(
+                    record["decision"]["code"], "rate_limits_unavailable",
+                    "{record}"
+                );
+                assert!(
+                    record["decision"]["cost"].is_null(),
+                    "nothing was planned: {record}"
+                );
+            }
+            RedisUnavailable::Divide => {
+                assert_eq!(outcome(&down), "ok", "{:?}", down.body);
+                assert!(env.gateway.state.rate.falling_back(), "on the fallback");
+                let record = record_of(&env, &down).await;
+                assert!(
+                    record["decision"]["cost"]["budget"]["units"]
+                        .as_f64()
+                        .unwrap_or(0.0)
+                        > 0.0,
+                    "the read spent from the local budget: {record}"
+                );
+            }
+        }
+    }
+}
