@@ -878,3 +878,98 @@ async fn a_checkpoint_key_that_does_not_parse_stops_the_gateway_naming_the_file(
         );
     }
 }
+
+/// `interlock audit prove --approval-id`: a real approval's records (the call that queued
+/// it, its decision, its execution) are found by the approval's id; one record is proven
+/// directly, several are listed by seq, each of which proves and verifies offline.
+#[tokio::test]
+async fn prove_by_approval_id_finds_an_approval_s_records() {
+    let env = common::env::demo_env().await;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_interlock");
+    let key_file = dir.path().join("checkpoint.key");
+    let config = common::control_config_file(
+        dir.path(),
+        &env.control_db,
+        &format!(
+            "[audit]\ncheckpoint_key_file = \"{}\"\ncheckpoint_interval_secs = 0\n",
+            key_file.display()
+        ),
+    );
+    let run = |args: &[&str], with_config: bool| {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(args).env_remove("INTERLOCK_CONFIG");
+        if with_config {
+            cmd.arg("--config").arg(&config);
+        }
+        let out = cmd.output().expect("run");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, vkey, err) = run(
+        &["audit", "keygen", "--name", "interlock.test/approvals", "--out", key_file.to_str().unwrap()],
+        false,
+    );
+    assert!(ok, "{err}");
+    let gw = &env.gateway;
+    let pending = common::approvals::queue(
+        gw,
+        &env.agent_key,
+        "shop",
+        "UPDATE public.orders SET status = 'held' WHERE id = 8",
+    )
+    .await;
+    let executed = common::approvals::queue(
+        gw,
+        &env.agent_key,
+        "shop",
+        "UPDATE public.orders SET status = 'paid' WHERE id = 9",
+    )
+    .await;
+    common::approvals::approve(gw, &env.approver_key, &executed, serde_json::json!({})).await;
+    common::approvals::wait(gw, &env.approver_key, &executed, |a| a["state"] == "executed").await;
+    let (ok, _, err) = run(&["audit", "checkpoint"], true);
+    assert!(ok, "{err}");
+
+    // One record (the call that queued it): proven directly, the same bundle as by its seq.
+    let (ok, bundle, err) = run(&["audit", "prove", "--approval-id", &pending], true);
+    assert!(ok, "{err}");
+    let proof: serde_json::Value = serde_json::from_str(&bundle).expect("bundle");
+    let seq = proof["seq"].as_i64().expect("seq");
+    let (ok, by_seq, _) = run(&["audit", "prove", "--seq", &seq.to_string()], true);
+    assert!(ok);
+    assert_eq!(bundle, by_seq);
+    assert_eq!(proof["record"]["approval_id"], serde_json::json!(pending));
+
+    // Several: listed by seq; each proves and verifies with the key alone.
+    let (ok, _, err) = run(&["audit", "prove", "--approval-id", &executed], true);
+    assert!(!ok, "several records are not one proof");
+    let listed: Vec<String> = err
+        .split("(seq ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the seqs are listed")
+        .split(", ")
+        .map(str::to_string)
+        .collect();
+    assert!(listed.len() >= 2, "queued, decided, executed: {err}");
+    for seq in listed {
+        let (ok, bundle, err) = run(&["audit", "prove", "--seq", &seq], true);
+        assert!(ok, "{err}");
+        let proof: serde_json::Value = serde_json::from_str(&bundle).expect("bundle");
+        assert_eq!(proof["record"]["approval_id"], serde_json::json!(executed), "{bundle}");
+        let file = dir.path().join(format!("proof-{seq}.json"));
+        std::fs::write(&file, &bundle).unwrap();
+        let (ok, _, err) = run(
+            &["audit", "verify-proof", file.to_str().unwrap(), "--key", vkey.trim()],
+            false,
+        );
+        assert!(ok, "{err}");
+    }
+    let unknown = uuid::Uuid::new_v4().to_string();
+    let (ok, _, err) = run(&["audit", "prove", "--approval-id", &unknown], true);
+    assert!(!ok && err.contains(&format!("no audit record of approval {unknown}")), "{err}");
+}
