@@ -910,7 +910,14 @@ async fn prove_by_approval_id_finds_an_approval_s_records() {
         )
     };
     let (ok, vkey, err) = run(
-        &["audit", "keygen", "--name", "interlock.test/approvals", "--out", key_file.to_str().unwrap()],
+        &[
+            "audit",
+            "keygen",
+            "--name",
+            "interlock.test/approvals",
+            "--out",
+            key_file.to_str().unwrap(),
+        ],
         false,
     );
     assert!(ok, "{err}");
@@ -930,7 +937,10 @@ async fn prove_by_approval_id_finds_an_approval_s_records() {
     )
     .await;
     common::approvals::approve(gw, &env.approver_key, &executed, serde_json::json!({})).await;
-    common::approvals::wait(gw, &env.approver_key, &executed, |a| a["state"] == "executed").await;
+    common::approvals::wait(gw, &env.approver_key, &executed, |a| {
+        a["state"] == "executed"
+    })
+    .await;
     let (ok, _, err) = run(&["audit", "checkpoint"], true);
     assert!(ok, "{err}");
 
@@ -960,16 +970,212 @@ async fn prove_by_approval_id_finds_an_approval_s_records() {
         let (ok, bundle, err) = run(&["audit", "prove", "--seq", &seq], true);
         assert!(ok, "{err}");
         let proof: serde_json::Value = serde_json::from_str(&bundle).expect("bundle");
-        assert_eq!(proof["record"]["approval_id"], serde_json::json!(executed), "{bundle}");
+        assert_eq!(
+            proof["record"]["approval_id"],
+            serde_json::json!(executed),
+            "{bundle}"
+        );
         let file = dir.path().join(format!("proof-{seq}.json"));
         std::fs::write(&file, &bundle).unwrap();
         let (ok, _, err) = run(
-            &["audit", "verify-proof", file.to_str().unwrap(), "--key", vkey.trim()],
+            &[
+                "audit",
+                "verify-proof",
+                file.to_str().unwrap(),
+                "--key",
+                vkey.trim(),
+            ],
             false,
         );
         assert!(ok, "{err}");
     }
     let unknown = uuid::Uuid::new_v4().to_string();
     let (ok, _, err) = run(&["audit", "prove", "--approval-id", &unknown], true);
-    assert!(!ok && err.contains(&format!("no audit record of approval {unknown}")), "{err}");
+    assert!(
+        !ok && err.contains(&format!("no audit record of approval {unknown}")),
+        "{err}"
+    );
+}
+
+/// RUNTIME.md: replicas that tick together sign the same tree head once; the checkpoints
+/// they store together are one chain of sizes, each written to their shared witness file
+/// once, none counted as a failure.
+#[tokio::test]
+async fn two_replicas_ticking_together_sign_each_tree_head_once_and_witness_it_once() {
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("checkpoint.key");
+    std::fs::write(
+        &key_file,
+        CheckpointKey::generate("interlock.test/fleet").unwrap(),
+    )
+    .unwrap();
+    let witness = keys.path().join("witness.jsonl");
+    let (path, witness_path) = (
+        key_file.display().to_string(),
+        witness.display().to_string(),
+    );
+    let env = common::env::demo_env_with(
+        |s| {
+            s.audit.checkpoint_key_file = path;
+            // The demo's own gateway never ticks: the two replicas below do.
+            s.audit.checkpoint_interval_secs = 0;
+            s.audit.witness_file = witness_path;
+        },
+        |_| {},
+    )
+    .await;
+    let mut ticking = env.gateway.settings.clone();
+    ticking.audit.checkpoint_interval_secs = 1;
+    let a = common::TestGateway::start(ticking.clone());
+    let b = common::TestGateway::start(ticking);
+    let calls = |gw: &common::TestGateway, n: u32| {
+        let base = gw.url("");
+        let key = env.agent_key.clone();
+        async move {
+            for i in 0..n {
+                common::mcp::call(
+                    &base,
+                    Some(&key),
+                    common::mcp::MODERN,
+                    "interlock_query",
+                    serde_json::json!({"source_id": "shop", "sql": format!("SELECT {i} AS x")}),
+                )
+                .await;
+                tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+            }
+        }
+    };
+    futures_util::future::join(calls(&a, 60), calls(&b, 60)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let db = env.pool.get().await.unwrap();
+    let stored: Vec<(i64, String)> = db
+        .query(
+            "SELECT tree_size, note FROM audit_checkpoints ORDER BY tree_size",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(
+        stored.len() >= 3,
+        "the replicas signed as they ticked: {stored:?}"
+    );
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&witness)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut witnessed: Vec<i64> = lines
+        .iter()
+        .map(|l| l["tree_size"].as_i64().unwrap())
+        .collect();
+    let total = witnessed.len();
+    witnessed.dedup();
+    assert_eq!(
+        total,
+        witnessed.len(),
+        "a tree head witnessed twice: {lines:?}"
+    );
+    assert_eq!(
+        witnessed,
+        stored.iter().map(|s| s.0).collect::<Vec<_>>(),
+        "every stored checkpoint witnessed once, in order"
+    );
+    for gw in [&a, &b] {
+        let metrics = common::http::get_text(&gw.url("/metrics"), &env.operator_key).await;
+        assert!(
+            !metrics.lines().any(
+                |l| l.starts_with("interlock_audit_checkpoint_failures_total")
+                    && !l.ends_with(" 0")
+            ),
+            "a replica counted a failure: {metrics}"
+        );
+    }
+    a.stop().await;
+    b.stop().await;
+}
+
+/// RUNTIME.md: rotating the checkpoint key. A replica started with a new key signs the next
+/// checkpoints under the new key's name; the old verifier key still verifies the old
+/// checkpoints, the new one the new, and neither the other's.
+#[tokio::test]
+async fn a_rotated_checkpoint_key_still_verifies_the_checkpoints_it_signed() {
+    let keys = tempfile::tempdir().unwrap();
+    let (old_file, new_file) = (keys.path().join("old.key"), keys.path().join("new.key"));
+    std::fs::write(
+        &old_file,
+        CheckpointKey::generate("interlock.test/rotate-old").unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        &new_file,
+        CheckpointKey::generate("interlock.test/rotate-new").unwrap(),
+    )
+    .unwrap();
+    let old = CheckpointKey::parse(&std::fs::read_to_string(&old_file).unwrap()).unwrap();
+    let new = CheckpointKey::parse(&std::fs::read_to_string(&new_file).unwrap()).unwrap();
+    let path = old_file.display().to_string();
+    let env = common::env::demo_env_with(
+        |s| {
+            s.audit.checkpoint_key_file = path;
+            s.audit.checkpoint_interval_secs = 0;
+        },
+        |_| {},
+    )
+    .await;
+    let sign = |gw: &common::TestGateway| {
+        let (base, agent, operator) = (gw.url(""), env.agent_key.clone(), env.operator_key.clone());
+        async move {
+            common::mcp::call(
+                &base,
+                Some(&agent),
+                common::mcp::MODERN,
+                "interlock_query",
+                serde_json::json!({"source_id": "shop", "sql": "SELECT 1 AS x"}),
+            )
+            .await;
+            let signed: serde_json::Value = reqwest::Client::new()
+                .post(format!("{base}/admin/audit/checkpoints"))
+                .bearer_auth(&operator)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            signed["note"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{signed}"))
+                .to_string()
+        }
+    };
+    let before = sign(&env.gateway).await;
+    let mut settings = env.gateway.settings.clone();
+    settings.audit.checkpoint_key_file = new_file.display().to_string();
+    let rotated = common::TestGateway::start(settings);
+    let after = sign(&rotated).await;
+    assert!(
+        before.starts_with("interlock.test/rotate-old\n"),
+        "{before}"
+    );
+    assert!(after.starts_with("interlock.test/rotate-new\n"), "{after}");
+    let verify = |note: &str, key: &CheckpointKey| {
+        interlock::ledger::note::verify(note, key.verifier_key()).map(|c| c.size)
+    };
+    let (old_size, new_size) = (
+        verify(&before, &old).unwrap(),
+        verify(&after, &new).unwrap(),
+    );
+    assert!(new_size > old_size, "{old_size} then {new_size}");
+    assert!(
+        verify(&before, &new).is_err(),
+        "the new key verifies only its own"
+    );
+    assert!(
+        verify(&after, &old).is_err(),
+        "the old key verifies only its own"
+    );
+    rotated.stop().await;
 }

@@ -3,11 +3,14 @@
 //! as a file system, a log shipper's input). Whoever holds the file can later show that the
 //! log they were shown is not the log that was signed (`interlock audit verify --witness
 //! FILE`). A file that cannot be written delays only the witness: the checkpoints missing
-//! from it are appended, oldest first, at the next attempt.
+//! from it are appended, oldest first, at the next attempt. Replicas may share one file (on
+//! shared storage): each catch-up holds the file's exclusive lock and reads what the file
+//! already holds before appending, so every checkpoint is written to it once.
 
-use std::io::{BufRead as _, Write as _};
+use std::io::{Read as _, Seek as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -45,11 +48,17 @@ pub enum WitnessError {
     Control(#[from] crate::control::ControlError),
 }
 
-/// The configured witness file, and the largest tree size known to be in it.
+/// How long a catch-up waits for another replica's hold on a shared file.
+const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// How much of the file's end is read to find the last checkpoint in it.
+const TAIL_BYTES: u64 = 256 * 1024;
+
+/// The configured witness file.
 #[derive(Clone)]
 pub struct WitnessFile {
     path: PathBuf,
-    written: Arc<tokio::sync::Mutex<Option<i64>>>,
+    /// One catch-up at a time in this process (the file lock serializes processes).
+    catching_up: Arc<tokio::sync::Mutex<()>>,
     last_error: Arc<std::sync::Mutex<Option<String>>>,
 }
 
@@ -59,7 +68,7 @@ impl WitnessFile {
         let path = path.trim();
         (!path.is_empty()).then(|| WitnessFile {
             path: PathBuf::from(path),
-            written: Arc::new(tokio::sync::Mutex::new(None)),
+            catching_up: Arc::default(),
             last_error: Arc::default(),
         })
     }
@@ -68,21 +77,51 @@ impl WitnessFile {
         WitnessError::Io(self.path.display().to_string(), e)
     }
 
-    /// The largest tree size in the file (0 for a missing or empty one).
-    fn last_in_file(&self) -> Result<i64, WitnessError> {
-        let file = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(self.io(e)),
-        };
-        let mut last = 0;
-        for line in std::io::BufReader::new(file).lines() {
-            let line = line.map_err(|e| self.io(e))?;
-            if let Ok(w) = serde_json::from_str::<WitnessLine>(&line) {
-                last = last.max(w.tree_size);
+    /// The largest tree size in the open file (0 for an empty one): lines are appended in
+    /// order, so the last line that parses in the file's tail holds it; a tail without one
+    /// (a partial line) falls back to reading the whole file.
+    fn last_in(&self, file: &mut std::fs::File) -> Result<i64, WitnessError> {
+        let len = file.metadata().map_err(|e| self.io(e))?.len();
+        for from in [len.saturating_sub(TAIL_BYTES), 0] {
+            file.seek(std::io::SeekFrom::Start(from))
+                .map_err(|e| self.io(e))?;
+            let mut tail = Vec::new();
+            file.read_to_end(&mut tail).map_err(|e| self.io(e))?;
+            let last = tail
+                .split(|b| *b == b'\n')
+                .filter_map(|line| serde_json::from_slice::<WitnessLine>(line).ok())
+                .map(|w| w.tree_size)
+                .max();
+            if let Some(last) = last {
+                return Ok(last);
+            }
+            if from == 0 {
+                break;
             }
         }
-        Ok(last)
+        Ok(0)
+    }
+
+    /// Takes the file's exclusive lock, waiting for another holder up to [`LOCK_WAIT`].
+    async fn lock(&self, file: &std::fs::File) -> Result<(), WitnessError> {
+        let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(()),
+                Err(std::fs::TryLockError::WouldBlock)
+                    if tokio::time::Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(self.io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "another process held the file's lock too long",
+                    )))
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(self.io(e)),
+            }
+        }
     }
 
     /// Why the last attempt to bring the file up to date failed (none after a success).
@@ -112,14 +151,17 @@ impl WitnessFile {
     /// Appends every stored checkpoint the file does not hold yet, oldest first, and syncs
     /// the file; returns how many lines were added.
     pub async fn catch_up(&self, pool: &ControlPool) -> Result<usize, WitnessError> {
-        let mut written = self.written.lock().await;
-        let last = match *written {
-            Some(n) => n,
-            None => self.last_in_file()?,
-        };
+        let _one = self.catching_up.lock().await;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| self.io(e))?;
+        self.lock(&file).await?;
+        let last = self.last_in(&mut file)?;
         let missing: Vec<StoredCheckpoint> = ledger::after(pool, last).await?;
         if missing.is_empty() {
-            *written = Some(last);
             return Ok(0);
         }
         let mut text = String::new();
@@ -129,14 +171,9 @@ impl WitnessFile {
             text.push_str(&line);
             text.push('\n');
         }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(|e| self.io(e))?;
         file.write_all(text.as_bytes()).map_err(|e| self.io(e))?;
         file.sync_all().map_err(|e| self.io(e))?;
-        *written = missing.last().map(|c| c.tree_size);
+        // The lock is released when the file is closed.
         Ok(missing.len())
     }
 }
