@@ -102,25 +102,21 @@ impl WitnessFile {
         Ok(0)
     }
 
-    /// Takes the file's exclusive lock, waiting for another holder up to [`LOCK_WAIT`].
+    /// Takes the file's exclusive lock (`flock`, released when the file is closed), waiting
+    /// for another holder up to [`LOCK_WAIT`].
     async fn lock(&self, file: &std::fs::File) -> Result<(), WitnessError> {
         let deadline = tokio::time::Instant::now() + LOCK_WAIT;
         loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(()),
-                Err(std::fs::TryLockError::WouldBlock)
-                    if tokio::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(self.io(std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        "another process held the file's lock too long",
-                    )))
-                }
-                Err(std::fs::TryLockError::Error(e)) => return Err(self.io(e)),
+            if try_lock_exclusive(file).map_err(|e| self.io(e))? {
+                return Ok(());
             }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(self.io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "another process held the file's lock too long",
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -175,5 +171,45 @@ impl WitnessFile {
         file.sync_all().map_err(|e| self.io(e))?;
         // The lock is released when the file is closed.
         Ok(missing.len())
+    }
+}
+
+/// `flock(LOCK_EX | LOCK_NB)`: `Ok(true)` when taken, `Ok(false)` when another open file
+/// holds it.
+fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd as _;
+    // SAFETY: flock(2) on a descriptor `file` owns and keeps open for the whole call.
+    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if taken {
+        return Ok(true);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_open_file_at_a_time_holds_the_lock() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("w.jsonl");
+        let open = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let (a, b) = (open(), open());
+        assert!(matches!(try_lock_exclusive(&a), Ok(true)));
+        assert!(matches!(try_lock_exclusive(&b), Ok(false)));
+        drop(a);
+        assert!(matches!(try_lock_exclusive(&b), Ok(true)));
     }
 }
