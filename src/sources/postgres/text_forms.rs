@@ -114,7 +114,7 @@ fn timetz(raw: &[u8]) -> Option<String> {
         let digits = format!("{frac:06}");
         let _ = write!(s, ".{}", digits.trim_end_matches('0'));
     }
-    let east = -west;
+    let east = west.checked_neg()?;
     let sign = if east < 0 { '-' } else { '+' };
     let east = east.unsigned_abs();
     let _ = write!(s, "{sign}{:02}", east / 3600);

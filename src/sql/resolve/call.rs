@@ -31,7 +31,6 @@ impl Resolver<'_> {
             }
         }
         let display = || display_name(&parts.iter().map(String::as_str).collect::<Vec<_>>());
-        let entry = resolve(&parts).map_err(|r| SqlError::function_refused(display(), &r))?;
         if is_grammar_type_name(call) {
             return Err(SqlError::FunctionMisuse {
                 name: display(),
@@ -39,6 +38,7 @@ impl Resolver<'_> {
                 hint: "cast instead (x::numeric, x::time)",
             });
         }
+        let entry = resolve(&parts).map_err(|r| SqlError::function_refused(display(), &r))?;
         if call.uses_odbc_syntax
             || !matches!(call.parameters, FunctionArguments::None)
             || call.null_treatment.is_some()
