@@ -444,6 +444,12 @@ impl Settings {
                 "must be at least 1",
             ));
         }
+        if self.control.dead_peer_timeout_secs < 2 {
+            return Err(invalid(
+                "control.dead_peer_timeout_secs",
+                "must be at least 2",
+            ));
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
             return Err(invalid(
                 "log.level",

@@ -43,12 +43,25 @@ pub fn connection_config(
         .user(&settings.user)
         .application_name(application_name)
         .connect_timeout(Duration::from_secs(settings.connect_timeout_secs));
+    dead_peer_detection(&mut pg, settings.dead_peer_timeout_secs);
     let password =
         SecretRef::from_parts(&settings.password_env, &settings.password_file).resolve()?;
     if let Some(p) = password {
         pg.password(p);
     }
     Ok(pg)
+}
+
+/// A connection whose peer goes silent fails within about `secs`: keepalive probes start
+/// after half of it on an idle connection (one a second, the rest of it in count), and data
+/// left unacknowledged that long fails the socket (`TCP_USER_TIMEOUT`).
+pub fn dead_peer_detection(pg: &mut tokio_postgres::Config, secs: u64) {
+    let secs = secs.max(2);
+    pg.keepalives(true)
+        .keepalives_idle(Duration::from_secs(secs / 2))
+        .keepalives_interval(Duration::from_secs(1))
+        .keepalives_retries(u32::try_from(secs - secs / 2).unwrap_or(u32::MAX))
+        .tcp_user_timeout(Duration::from_secs(secs));
 }
 
 fn build(

@@ -13,5 +13,9 @@ pub struct ControlSettings {
     pub password_file: String,
     pub pool_size: usize,
     pub connect_timeout_secs: u64,
+    /// Seconds after which a control connection whose peer went silent (a partition, a
+    /// host that vanished: no reset) is given up: TCP keepalives on idle connections and a
+    /// TCP user timeout on unacknowledged data.
+    pub dead_peer_timeout_secs: u64,
     pub migrate_on_start: bool,
 }

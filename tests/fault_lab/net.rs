@@ -1,0 +1,177 @@
+//! Hosts of the lab's own on one machine: a network namespace per participant, each joined
+//! by a veth pair to a bridge in a namespace of its own, addresses 10.203.0.0/24 that exist
+//! only inside those namespaces. Partitions are silent, as real ones are: a blackhole route
+//! on each side drops the other's packets with no reset. Everything the lab made (processes,
+//! namespaces, and with them the veths and the bridge) is removed when it is dropped, also
+//! when the test fails.
+
+use std::os::fd::AsRawFd as _;
+use std::process::{Child, Command, Output, Stdio};
+
+pub struct Lab {
+    tag: String,
+    names: Vec<String>,
+    children: Vec<Child>,
+}
+
+fn ip(args: &[&str]) -> Output {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {} (the fault lab needs root and iproute2: network namespaces, veth, bridge)",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+impl Lab {
+    /// A switch and one host per name, each up with its address.
+    pub fn new(names: &[&str]) -> Lab {
+        let tag = format!("il{}", std::process::id() % 100_000);
+        let lab = Lab {
+            tag: tag.clone(),
+            names: names.iter().map(|n| (*n).to_string()).collect(),
+            children: Vec::new(),
+        };
+        let switch = format!("{tag}sw");
+        ip(&["netns", "add", &switch]);
+        ip(&["-n", &switch, "link", "add", "br0", "type", "bridge"]);
+        ip(&["-n", &switch, "link", "set", "br0", "up"]);
+        for (i, name) in names.iter().enumerate() {
+            let ns = lab.ns(name);
+            let (inner, outer) = (format!("{tag}{i}a"), format!("{tag}{i}b"));
+            ip(&["netns", "add", &ns]);
+            ip(&[
+                "link", "add", &inner, "type", "veth", "peer", "name", &outer,
+            ]);
+            ip(&["link", "set", &inner, "netns", &ns]);
+            ip(&["link", "set", &outer, "netns", &switch]);
+            ip(&["-n", &switch, "link", "set", &outer, "master", "br0", "up"]);
+            ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", lab.addr(name)),
+                "dev",
+                &inner,
+            ]);
+            ip(&["-n", &ns, "link", "set", &inner, "up"]);
+            ip(&["-n", &ns, "link", "set", "lo", "up"]);
+        }
+        lab
+    }
+
+    pub fn ns(&self, name: &str) -> String {
+        format!("{}{name}", self.tag)
+    }
+
+    /// The host's address (inside its namespace only).
+    pub fn addr(&self, name: &str) -> String {
+        let i = self
+            .names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("no host {name}"));
+        format!("10.203.0.{}", 10 + i)
+    }
+
+    /// `program args…` as a command run inside `host`'s namespace.
+    pub fn command(&self, host: &str, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(host), program]);
+        c
+    }
+
+    /// Runs a command inside `host` to completion; (success, stdout, stderr).
+    pub fn run(&self, host: &str, program: &str, args: &[&str]) -> (bool, String, String) {
+        let out = self
+            .command(host, program)
+            .args(args)
+            .env_remove("INTERLOCK_CONFIG")
+            .output()
+            .expect("run");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Starts a long-running process inside `host`, stopped with the lab; its index.
+    pub fn spawn(
+        &mut self,
+        host: &str,
+        program: &str,
+        args: &[&str],
+        log: &std::path::Path,
+    ) -> usize {
+        let log = std::fs::File::create(log).expect("log");
+        let child = self
+            .command(host, program)
+            .args(args)
+            .env_remove("INTERLOCK_CONFIG")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn");
+        self.children.push(child);
+        self.children.len() - 1
+    }
+
+    /// Drops every packet between `a` and `b`, both ways, without a reset.
+    pub fn cut(&self, a: &str, b: &str) {
+        for (from, to) in [(a, b), (b, a)] {
+            let dest = format!("{}/32", self.addr(to));
+            ip(&["-n", &self.ns(from), "route", "add", "blackhole", &dest]);
+        }
+    }
+
+    pub fn heal(&self, a: &str, b: &str) {
+        for (from, to) in [(a, b), (b, a)] {
+            let dest = format!("{}/32", self.addr(to));
+            ip(&["-n", &self.ns(from), "route", "del", "blackhole", &dest]);
+        }
+    }
+
+    /// Runs `f` on a thread inside `host`'s network namespace (its sockets are the host's)
+    /// with a runtime of its own, and returns what it returns.
+    pub fn within<T, F>(&self, host: &str, f: impl FnOnce() -> F + Send + 'static) -> T
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = T>,
+    {
+        let path = format!("/var/run/netns/{}", self.ns(host));
+        std::thread::spawn(move || {
+            let netns = std::fs::File::open(&path).expect("namespace");
+            // SAFETY: setns(2) on this thread only, with a descriptor kept open for the call.
+            let rc = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(f())
+        })
+        .join()
+        .expect("lab thread")
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for name in &self.names {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.ns(name)])
+                .output();
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &format!("{}sw", self.tag)])
+            .output();
+    }
+}
