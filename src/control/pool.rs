@@ -52,16 +52,38 @@ pub fn connection_config(
     Ok(pg)
 }
 
-/// A connection whose peer goes silent fails within about `secs`: keepalive probes start
-/// after half of it on an idle connection (one a second, the rest of it in count), and data
-/// left unacknowledged that long fails the socket (`TCP_USER_TIMEOUT`).
+/// A connection whose peer goes silent fails within about `secs`, on both ends:
+/// [`dead_peer_socket`] on this end, [`dead_peer_session_options`] on the server's.
 pub fn dead_peer_detection(pg: &mut tokio_postgres::Config, secs: u64) {
+    dead_peer_socket(pg, secs);
+    pg.options(&dead_peer_session_options(secs));
+}
+
+/// This end of the connection: keepalive probes start after half of `secs` on an idle
+/// connection (one a second, the rest of it in count), and data left unacknowledged that
+/// long fails the socket (`TCP_USER_TIMEOUT`). A long query sends nothing and is answered
+/// by the server's kernel meanwhile, so neither ever cuts a slow statement short.
+pub fn dead_peer_socket(pg: &mut tokio_postgres::Config, secs: u64) {
     let secs = secs.max(2);
+    let (idle, count) = (secs / 2, secs - secs / 2);
     pg.keepalives(true)
-        .keepalives_idle(Duration::from_secs(secs / 2))
+        .keepalives_idle(Duration::from_secs(idle))
         .keepalives_interval(Duration::from_secs(1))
-        .keepalives_retries(u32::try_from(secs - secs / 2).unwrap_or(u32::MAX))
+        .keepalives_retries(u32::try_from(count).unwrap_or(u32::MAX))
         .tcp_user_timeout(Duration::from_secs(secs));
+}
+
+/// The server's end, as session options: its backend for a vanished client ends too, and
+/// releases what the session held (advisory locks such as the instance lock, row locks of an
+/// open transaction) instead of keeping them for TCP's default two hours.
+pub fn dead_peer_session_options(secs: u64) -> String {
+    let secs = secs.max(2);
+    let (idle, count) = (secs / 2, secs - secs / 2);
+    format!(
+        "-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval=1 \
+         -c tcp_keepalives_count={count} -c tcp_user_timeout={}",
+        secs * 1000
+    )
 }
 
 fn build(

@@ -1,7 +1,7 @@
 //! Hosts of the lab's own on one machine: a network namespace per participant, each joined
 //! by a veth pair to a bridge in a namespace of its own, addresses 10.203.0.0/24 that exist
-//! only inside those namespaces. Partitions are silent, as real ones are: a blackhole route
-//! on each side drops the other's packets with no reset. Everything the lab made (processes,
+//! only inside those namespaces. Partitions are silent, as real ones are: each side drops
+//! the other's packets on arrival, with no reset. Everything the lab made (processes,
 //! namespaces, and with them the veths and the bridge) is removed when it is dropped, also
 //! when the test fails.
 
@@ -59,6 +59,18 @@ impl Lab {
             ]);
             ip(&["-n", &ns, "link", "set", &inner, "up"]);
             ip(&["-n", &ns, "link", "set", "lo", "up"]);
+            // Every arriving packet is routed, so a cut also stops established connections
+            // (early demux would reuse a socket's cached route and bypass the cut's rule).
+            let sysctl = Command::new("ip")
+                .args(["netns", "exec", &ns, "sysctl", "-q", "-w"])
+                .args(["net.ipv4.ip_early_demux=0", "net.ipv4.tcp_early_demux=0"])
+                .status()
+                .expect("sysctl");
+            assert!(sysctl.success(), "sysctl in {ns}");
+            // The local table is looked up after the cut's rules (it comes first by default,
+            // and would deliver a cut peer's packets before any rule saw them).
+            ip(&["-n", &ns, "rule", "add", "pref", "100", "lookup", "local"]);
+            ip(&["-n", &ns, "rule", "del", "pref", "0", "lookup", "local"]);
         }
         lab
     }
@@ -120,18 +132,41 @@ impl Lab {
         self.children.len() - 1
     }
 
-    /// Drops every packet between `a` and `b`, both ways, without a reset.
+    /// Drops every packet between `a` and `b`, both ways, without a reset and without the
+    /// sender noticing: each host drops, on arrival, what the other sends (a policy rule
+    /// `from <peer> blackhole`), so packets leave, go unanswered and are retransmitted as in
+    /// a real partition (a route on the sending side would fail the send locally instead).
     pub fn cut(&self, a: &str, b: &str) {
-        for (from, to) in [(a, b), (b, a)] {
-            let dest = format!("{}/32", self.addr(to));
-            ip(&["-n", &self.ns(from), "route", "add", "blackhole", &dest]);
+        for (at, from) in [(a, b), (b, a)] {
+            let from = self.addr(from);
+            ip(&[
+                "-n",
+                &self.ns(at),
+                "rule",
+                "add",
+                "pref",
+                "50",
+                "from",
+                &from,
+                "blackhole",
+            ]);
         }
     }
 
     pub fn heal(&self, a: &str, b: &str) {
-        for (from, to) in [(a, b), (b, a)] {
-            let dest = format!("{}/32", self.addr(to));
-            ip(&["-n", &self.ns(from), "route", "del", "blackhole", &dest]);
+        for (at, from) in [(a, b), (b, a)] {
+            let from = self.addr(from);
+            ip(&[
+                "-n",
+                &self.ns(at),
+                "rule",
+                "del",
+                "pref",
+                "50",
+                "from",
+                &from,
+                "blackhole",
+            ]);
         }
     }
 

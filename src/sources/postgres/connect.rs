@@ -6,6 +6,7 @@ use serde::Serialize;
 use tokio_postgres::config::SslMode;
 
 use super::tls::{client_config, TlsSetupError};
+use crate::control::pool::{dead_peer_session_options, dead_peer_socket};
 use crate::control::sources::{Login, Source, TlsMode};
 
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,10 @@ pub fn session_options(source: &Source) -> String {
     )
 }
 
+/// Seconds after which a source connection whose peer went silent (a partition: no reset)
+/// is given up on both ends, instead of a call hanging until the network heals.
+pub const DEAD_PEER_SECS: u64 = 10;
+
 /// tokio-postgres configuration for `login` on `source`.
 pub fn pg_config(source: &Source, login: &Login) -> Result<tokio_postgres::Config, ConnectError> {
     let (Some(host), Some(port), Some(dbname)) = (&source.host, source.port, &source.dbname) else {
@@ -61,12 +66,17 @@ pub fn pg_config(source: &Source, login: &Login) -> Result<tokio_postgres::Confi
         .dbname(dbname)
         .user(&login.user)
         .application_name("interlock")
-        .options(session_options(source))
+        .options(&format!(
+            "{} {}",
+            session_options(source),
+            dead_peer_session_options(DEAD_PEER_SECS)
+        ))
         .connect_timeout(Duration::from_secs(5))
         .ssl_mode(match source.tls_mode {
             TlsMode::Disable => SslMode::Disable,
             TlsMode::Require | TlsMode::VerifyFull => SslMode::Require,
         });
+    dead_peer_socket(&mut c, DEAD_PEER_SECS);
     if let Some(p) = login.password.resolve()? {
         c.password(p);
     }
