@@ -56,7 +56,7 @@ pub fn connection_config(
 /// [`dead_peer_socket`] on this end, [`dead_peer_session_options`] on the server's.
 pub fn dead_peer_detection(pg: &mut tokio_postgres::Config, secs: u64) {
     dead_peer_socket(pg, secs);
-    pg.options(&dead_peer_session_options(secs));
+    pg.options(dead_peer_session_options(secs));
 }
 
 /// This end of the connection: keepalive probes start after half of `secs` on an idle

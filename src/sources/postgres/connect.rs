@@ -66,7 +66,7 @@ pub fn pg_config(source: &Source, login: &Login) -> Result<tokio_postgres::Confi
         .dbname(dbname)
         .user(&login.user)
         .application_name("interlock")
-        .options(&format!(
+        .options(format!(
             "{} {}",
             session_options(source),
             dead_peer_session_options(DEAD_PEER_SECS)
