@@ -336,3 +336,40 @@ fn dev_reports_a_busy_gateway_port_clearly() {
         "a failed start must not leave postgres running"
     );
 }
+
+/// `interlock dev --data-dir D` as root, with D under a directory the server user cannot
+/// pass through (root's private `mktemp -d`): refused before anything starts, naming the
+/// user PostgreSQL runs as, the directory in the way and the two ways out.
+#[test]
+fn a_data_dir_the_server_user_cannot_reach_is_refused_before_anything_starts() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "this case is about running as root"
+    );
+    let private = tempfile::tempdir().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(private.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let data = private.path().join("data");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_interlock"))
+        .args(["dev", "--data-dir", data.to_str().unwrap()])
+        .env_remove("INTERLOCK_CONFIG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    let blocked = private.path().display().to_string();
+    for words in [
+        "runs as the operating-system user `postgres`",
+        &data.display().to_string(),
+        &blocked,
+        &format!("chmod o+x {blocked}"),
+        "Nothing was started",
+    ] {
+        assert!(err.contains(words), "{words:?} not in: {err}");
+    }
+    assert!(!data.exists(), "nothing was created");
+}

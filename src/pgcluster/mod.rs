@@ -33,6 +33,19 @@ pub enum ClusterError {
     Command { step: &'static str, detail: String },
     #[error("{0}: {1}")]
     Io(String, std::io::Error),
+    #[error(
+        "PostgreSQL runs as the operating-system user `{user}` (it refuses to run as root), and \
+         that user cannot reach {data}: {blocked} (mode {mode:o}, owned by uid {owner}) does not \
+         let it through. Choose a data directory under one it can traverse (e.g. \
+         /var/tmp/interlock-dev), or allow it: chmod o+x {blocked}. Nothing was started."
+    )]
+    Unreachable {
+        user: String,
+        data: String,
+        blocked: String,
+        mode: u32,
+        owner: u32,
+    },
 }
 
 /// Options for a cluster. `fast` trades durability for speed (tests only).
@@ -66,6 +79,17 @@ impl Cluster {
         let bin = PgBinaries::find()?;
         let run_as = RunAs::for_current_user();
         let base_dir = absolute(&options.base_dir)?;
+        if let Some(r) = &run_as {
+            if let Some((blocked, mode, owner)) = r.unreachable_ancestor(&base_dir) {
+                return Err(ClusterError::Unreachable {
+                    user: r.name(),
+                    data: base_dir.display().to_string(),
+                    blocked: blocked.display().to_string(),
+                    mode,
+                    owner,
+                });
+            }
+        }
         create_dir(&base_dir)?;
         let data_dir = base_dir.join("pgdata");
         let password_file = base_dir.join("superuser.password");

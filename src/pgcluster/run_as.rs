@@ -28,6 +28,36 @@ impl RunAs {
         cmd.uid(self.uid).gid(self.gid);
     }
 
+    /// The first directory on the way to `path` (its ancestors, outermost first) the server
+    /// user may not pass through: `(directory, mode, owner uid)`. PostgreSQL refuses to run
+    /// as root, so a data directory under, say, root's private `mktemp -d` would fail in
+    /// initdb with a bare "Permission denied".
+    pub fn unreachable_ancestor(&self, path: &Path) -> Option<(std::path::PathBuf, u32, u32)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut ancestors: Vec<&Path> = path.ancestors().skip(1).collect();
+        ancestors.reverse();
+        ancestors.into_iter().find_map(|dir| {
+            let meta = std::fs::metadata(dir).ok()?;
+            let mode = meta.mode();
+            let passes = if meta.uid() == self.uid {
+                mode & 0o100 != 0
+            } else if meta.gid() == self.gid {
+                mode & 0o010 != 0
+            } else {
+                mode & 0o001 != 0
+            };
+            (!passes).then(|| (dir.to_path_buf(), mode & 0o7777, meta.uid()))
+        })
+    }
+
+    /// The server user's name, for messages.
+    pub fn name(&self) -> String {
+        let known = ["postgres", "nobody"]
+            .into_iter()
+            .find(|n| lookup(n).is_some_and(|r| r.uid == self.uid));
+        known.map_or_else(|| format!("uid {}", self.uid), str::to_string)
+    }
+
     /// Hands `path` (recursively) to the server user.
     pub fn chown(&self, path: &Path) -> Result<(), ClusterError> {
         chown_recursive(path, self.uid, self.gid)
