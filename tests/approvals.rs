@@ -331,6 +331,38 @@ async fn pending_approvals_expire() {
     let (status, body) = decide(&env, &env.approver_key, &id, "approve", "late").await;
     assert_eq!(status, 409);
     assert_eq!(body["state"], "expired");
+
+    // A read a policy holds expires the same way, and its lifecycle is recorded as a read.
+    env.access(
+        "[[policies]]\nsource = \"shop\"\nname = \"held\"\nrules = [{ kind = \"require_approval\", when = \"'public.products' in statement.tables_read\" }]\n",
+    )
+    .await;
+    let held = queue(
+        &env,
+        &env.agent_key,
+        "SELECT sku FROM public.products WHERE id = 3",
+    )
+    .await;
+    wait_state(&env, &held, "expired").await;
+    let db = env.pool.get().await.expect("control");
+    for (approval, action) in [(&id, "write"), (&held, "read")] {
+        let uuid: uuid::Uuid = approval.parse().expect("uuid");
+        let recorded: Vec<String> = db
+            .query(
+                "SELECT action FROM audit_records WHERE approval_id = $1 ORDER BY seq",
+                &[&uuid],
+            )
+            .await
+            .expect("records")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(recorded.len() >= 2, "queued and expired: {recorded:?}");
+        assert!(
+            recorded.iter().all(|a| a == action),
+            "{approval}: {recorded:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -88,11 +88,7 @@ impl GatewayRunner {
             max_rows: r.max_rows,
             preview_keys: r.preview_keys,
             call_facts: r.call_facts,
-            action: if r.action.as_deref() == Some("read") {
-                "read"
-            } else {
-                "write"
-            },
+            action: lifecycle::action_of(r.action.as_deref()),
             links: r
                 .trace_contexts
                 .iter()
@@ -348,12 +344,12 @@ impl ApprovalRunner for GatewayRunner {
             let rows = lifecycle::expire_due(&this.control)
                 .await
                 .unwrap_or_default();
-            for (id, source) in &rows {
+            for (id, source, action) in &rows {
                 let (id, source) = (*id, source.clone());
                 this.audit_event(
                     id,
                     &source,
-                    "write",
+                    action,
                     "approval.expire",
                     Outcome::Json(Value::Null),
                     json!({"state": "expired"}),
@@ -426,14 +422,15 @@ impl GatewayRunner {
     /// Moves `id` from `executing` to `outcome_unknown` (if it still is executing), with its
     /// audit record and event.
     async fn mark_lost(&self, client: &deadpool_postgres::Client, id: Uuid, why: LostExecution) {
-        let Ok(Some(source)) = lifecycle::mark_outcome_unknown(client, id, why).await else {
+        let Ok(Some((source, action))) = lifecycle::mark_outcome_unknown(client, id, why).await
+        else {
             return;
         };
         tracing::warn!(%id, ?why, "approval execution ended without an outcome: outcome unknown");
         self.audit_event(
             id,
             &source,
-            "write",
+            action,
             "approval.recover",
             Outcome::Failed,
             json!({"state": "outcome_unknown"}),

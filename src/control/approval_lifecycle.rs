@@ -215,18 +215,34 @@ pub async fn finish(pool: &ControlPool, id: Uuid, ended: &Ended) -> Result<(), C
     Ok(())
 }
 
-/// Pending approvals whose time ran out become `expired`; returns their ids and sources.
-pub async fn expire_due(pool: &ControlPool) -> Result<Vec<(Uuid, String)>, ControlError> {
+/// What an approval holds: `write`, or `read` for a read a policy held (its audit records
+/// carry it, from the queuing call to the last lifecycle record).
+pub fn action_of(touches_action: Option<&str>) -> &'static str {
+    if touches_action == Some("read") {
+        "read"
+    } else {
+        "write"
+    }
+}
+
+/// Pending approvals whose time ran out become `expired`; returns their ids, sources and
+/// actions.
+pub async fn expire_due(
+    pool: &ControlPool,
+) -> Result<Vec<(Uuid, String, &'static str)>, ControlError> {
     let client = pool.get().await?;
     let rows = client
         .query(
             "UPDATE approvals SET state = 'expired'
               WHERE state = 'pending' AND expires_at <= now()
-             RETURNING id, source_id",
+             RETURNING id, source_id, touches ->> 'action'",
             &[],
         )
         .await?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+    Ok(rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), action_of(r.get::<_, Option<&str>>(2))))
+        .collect())
 }
 
 /// Approved writes whose last decision is older than a few seconds: their hand-off to a
@@ -294,19 +310,19 @@ impl LostExecution {
 }
 
 /// An execution that ended without an outcome becomes `outcome_unknown` (never re-run);
-/// its source when this call made that move.
+/// its source and action when this call made that move.
 pub async fn mark_outcome_unknown(
     client: &impl GenericClient,
     id: Uuid,
     why: LostExecution,
-) -> Result<Option<String>, ControlError> {
+) -> Result<Option<(String, &'static str)>, ControlError> {
     let row = client
         .query_opt(
             "UPDATE approvals SET state = 'outcome_unknown', error = $2
               WHERE id = $1 AND state = 'executing'
-              RETURNING source_id",
+              RETURNING source_id, touches ->> 'action'",
             &[&id, &why.error()],
         )
         .await?;
-    Ok(row.map(|r| r.get(0)))
+    Ok(row.map(|r| (r.get(0), action_of(r.get::<_, Option<&str>>(1)))))
 }
