@@ -5,10 +5,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::env::demo_env_with;
-use common::mcp::{call, MODERN};
+use common::env::{demo_env_with, DemoEnv};
+use common::mcp::Answer;
 use interlock::pgcluster::{Cluster, ClusterOptions};
-use serde_json::json;
 
 /// A PostgreSQL cluster of its own holding the demo shop, which the test can kill: its
 /// directory (kept alive), the cluster, its port and its password file.
@@ -44,13 +43,16 @@ async fn shop_source() -> (tempfile::TempDir, Cluster, u16, String) {
     (dir, source, port, pw)
 }
 
-#[tokio::test]
-async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
-    let (_dir, mut source, port, pw) = shop_source().await;
+/// The read both tests make.
+const READ: &str = "SELECT id FROM public.products WHERE id = 1";
+
+/// A demo gateway whose shop is `source` (on `port`, password in `pw`), with a breaker that
+/// judges after 3 calls and stays open `open_secs`; one read has gone through.
+async fn gateway_on(port: u16, pw: String, open_secs: u64) -> DemoEnv {
     let env = demo_env_with(
         |s| {
             s.breaker.min_calls = 3;
-            s.breaker.open_secs = 1;
+            s.breaker.open_secs = open_secs;
             s.breaker.half_open_probes = 1;
         },
         move |s| {
@@ -60,46 +62,45 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
         },
     )
     .await;
-    let base = env.gateway.url("");
-    let q = json!({"source_id": "shop", "sql": "SELECT id FROM public.products WHERE id = 1"});
-    let ok = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        q.clone(),
-    )
-    .await;
+    let ok = env.query(READ).await;
     assert_eq!(ok.status, 200, "{:?}", ok.body);
+    env
+}
 
-    source.kill().expect("stop the source");
-    let mut saw_open = false;
-    for _ in 0..10 {
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            q.clone(),
-        )
-        .await;
+/// Reads until one is refused "circuit open" (at most 10); each failure before it is handed
+/// to `failed`. Returns how many failed before the circuit opened, `None` if it never did.
+async fn failures_until_open(env: &DemoEnv, failed: impl Fn(&Answer, &str)) -> Option<usize> {
+    for n in 0..10 {
+        let a = env.query(READ).await;
         let reason = a.body["error"]["data"]["reason"]
             .as_str()
             .unwrap_or_default()
             .to_string();
         if reason == "circuit open" {
             assert_eq!(a.status, 503, "an open circuit answers before streaming");
-            saw_open = true;
-            break;
+            return Some(n);
         }
+        failed(&a, &reason);
+    }
+    None
+}
+
+#[tokio::test]
+async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
+    let (_dir, mut source, port, pw) = shop_source().await;
+    let env = gateway_on(port, pw, 1).await;
+
+    source.kill().expect("stop the source");
+    let opened = failures_until_open(&env, |a, _| {
         assert!(
             a.body["error"].is_object(),
             "a dead source cannot answer: {:?}",
             a.body
         );
-    }
+    })
+    .await;
     assert!(
-        saw_open,
+        opened.is_some(),
         "the circuit opened after repeated upstream failures"
     );
     let status = common::http::client()
@@ -122,14 +123,7 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            q.clone(),
-        )
-        .await;
+        let a = env.query(READ).await;
         if a.status == 200 && a.body["result"].is_object() {
             break;
         }
@@ -168,63 +162,22 @@ async fn the_breaker_opens_when_the_source_dies_and_closes_when_it_returns() {
 #[tokio::test]
 async fn failures_of_the_cost_step_s_plan_open_the_circuit() {
     let (_dir, mut source, port, pw) = shop_source().await;
-    let env = demo_env_with(
-        |s| {
-            s.breaker.min_calls = 3;
-            s.breaker.open_secs = 30;
-            s.breaker.half_open_probes = 1;
-        },
-        move |s| {
-            s.port = Some(port);
-            s.dbname = Some("shop".into());
-            s.password_file = Some(pw);
-        },
-    )
-    .await;
+    let env = gateway_on(port, pw, 30).await;
     env.access(
         "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_cost\", value = 100000000 }]\n",
     )
     .await;
-    let base = env.gateway.url("");
-    let q = json!({"source_id": "shop", "sql": "SELECT id FROM public.products WHERE id = 1"});
-    let ok = call(
-        &base,
-        Some(&env.agent_key),
-        MODERN,
-        "interlock_query",
-        q.clone(),
-    )
-    .await;
-    assert_eq!(ok.status, 200, "{:?}", ok.body);
 
     source.kill().expect("stop the source");
-    let mut planned_failures = 0;
-    let mut saw_open = false;
-    for _ in 0..10 {
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            q.clone(),
-        )
-        .await;
-        let reason = a.body["error"]["data"]["reason"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if reason == "circuit open" {
-            saw_open = true;
-            break;
-        }
+    let opened = failures_until_open(&env, |a, reason| {
         assert_eq!(a.status, 503, "{:?}", a.body);
         assert!(
             reason.starts_with("cost admission could not plan the statement"),
             "the failure is the cost step's: {reason}"
         );
-        planned_failures += 1;
-    }
-    assert!(saw_open, "the cost step's failures opened the circuit");
+    })
+    .await;
+    let planned_failures = opened.expect("the cost step's failures opened the circuit");
     // The breaker's window (min_calls = 3) holds the successful call before the source died,
     // so two failed plans make a failure rate over the threshold.
     assert!(
