@@ -12,7 +12,6 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::env::demo_env;
-use common::mcp::{call, MODERN};
 use interlock::sql::functions::{self as catalogue, Family};
 use interlock::sql::{classify, parse, resolve};
 use serde_json::{json, Value};
@@ -53,7 +52,6 @@ fn functions_called(sql: &str, catalog: &interlock::sql::Catalog) -> Result<Vec<
 #[tokio::test]
 async fn analyst_reads_are_answered_and_refusals_name_their_family() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
     let db = common::admin(&env.shop_db).await;
     let catalog = common::catalog_of(&db, "public").await;
 
@@ -79,14 +77,7 @@ async fn analyst_reads_are_answered_and_refusals_name_their_family() {
             }
             Err(e) => problems.push(format!("{sql}\n   the resolver refuses it: {e}")),
         }
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql}),
-        )
-        .await;
+        let a = env.query(sql).await;
         let result = &a.body["result"];
         if a.status != 200 || result["isError"] != json!(false) {
             let why = a.body["error"]["data"]["reason"]
@@ -120,14 +111,7 @@ async fn analyst_reads_are_answered_and_refusals_name_their_family() {
     let refused = cases("refused.tsv");
     let mut wrong = Vec::new();
     for (family, sql) in &refused {
-        let a = call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql}),
-        )
-        .await;
+        let a = env.query(sql).await;
         let data: &Value = &a.body["error"]["data"];
         let reason = data["reason"].as_str().unwrap_or_default();
         let named = format!("(family {}, ", family.code());
@@ -145,23 +129,14 @@ async fn analyst_reads_are_answered_and_refusals_name_their_family() {
 #[tokio::test]
 async fn values_without_a_json_type_come_back_in_postgresql_text_or_are_refused_naming_the_cast() {
     let env = demo_env().await;
-    let base = env.gateway.url("");
-    let query = |sql: &str| {
-        call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql}),
-        )
-    };
-    let a = query(
-        "SELECT interval '1 year 2 months 3 days 04:05:06.5' AS i, interval '0' AS z, \
+    let a = env
+        .query(
+            "SELECT interval '1 year 2 months 3 days 04:05:06.5' AS i, interval '0' AS z, \
          -interval '1 day 1 second' AS n, inet '10.0.0.1' AS a, inet '10.0.0.1/8' AS s, \
          cidr '10.0.0.0/8' AS c, inet '::1' AS v6, macaddr '08:00:2b:01:02:03' AS m, \
          point(1, 2) AS p, circle(point(0, 0), 1.5) AS r",
-    )
-    .await;
+        )
+        .await;
     assert_eq!(
         common::mcp::rows(&a),
         vec![json!({
@@ -170,7 +145,7 @@ async fn values_without_a_json_type_come_back_in_postgresql_text_or_are_refused_
             "p": "(1,2)", "r": "<(0,0),1.5>"
         })]
     );
-    let refused = query("SELECT int4range(1, 5) AS r").await;
+    let refused = env.query("SELECT int4range(1, 5) AS r").await;
     let data = &refused.body["error"]["data"];
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(data["code"], "result_type_unsupported");
@@ -181,6 +156,6 @@ async fn values_without_a_json_type_come_back_in_postgresql_text_or_are_refused_
             .contains("r::text"),
         "{data}"
     );
-    let cast = query("SELECT int4range(1, 5)::text AS r").await;
+    let cast = env.query("SELECT int4range(1, 5)::text AS r").await;
     assert_eq!(common::mcp::rows(&cast), vec![json!({"r": "[1,5)"})]);
 }

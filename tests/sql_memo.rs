@@ -330,16 +330,6 @@ async fn a_catalog_change_starts_a_new_memo() {
     use interlock::control::policy_file::{apply, AccessFile};
     use serde_json::json;
     let env = common::env::demo_env().await;
-    let base = env.gateway.url("");
-    let query = |sql: String| {
-        common::mcp::call(
-            &base,
-            Some(&env.agent_key),
-            common::mcp::MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql}),
-        )
-    };
     let memo = || {
         env.gateway
             .state
@@ -351,7 +341,7 @@ async fn a_catalog_change_starts_a_new_memo() {
     };
     let shape = |id: u32| format!("SELECT * FROM public.products WHERE id = {id}");
     for id in [1, 2] {
-        let a = query(shape(id)).await;
+        let a = env.query(&shape(id)).await;
         assert_eq!(a.body["result"]["isError"], json!(false), "{:?}", a.body);
     }
     let before = memo();
@@ -386,7 +376,7 @@ deny = ["read hr.*", "write hr.*", "describe hr.*", "read public.products.cost_c
         "a new catalog starts a new memo"
     );
 
-    let refused = query(shape(3)).await;
+    let refused = env.query(&shape(3)).await;
     assert_eq!(
         refused.body["error"]["data"]["code"], "access_denied",
         "* now reads the denied column: {:?}",
@@ -397,7 +387,9 @@ deny = ["read hr.*", "write hr.*", "describe hr.*", "read public.products.cost_c
         0,
         "nothing was recalled from the old catalog"
     );
-    let named = query("SELECT id, sku FROM public.products WHERE id = 4".into()).await;
+    let named = env
+        .query("SELECT id, sku FROM public.products WHERE id = 4")
+        .await;
     assert_eq!(
         named.body["result"]["isError"],
         json!(false),

@@ -911,16 +911,6 @@ async fn no_value_of_any_call_is_exported_in_any_span() {
         "[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{ kind = \"max_cost\", value = 100000000 }]\n",
     )
     .await;
-    let base = gw.url("");
-    let q = |sql: &str, params: serde_json::Value| {
-        call(
-            &base,
-            Some(&env.agent_key),
-            MODERN,
-            "interlock_query",
-            json!({"source_id": "shop", "sql": sql, "params": params}),
-        )
-    };
     let mut requests = Vec::new();
     for (sql, params) in [
         // Literals and a parameter in a read that runs (through the cost step's EXPLAIN).
@@ -935,7 +925,7 @@ async fn no_value_of_any_call_is_exported_in_any_span() {
         // PostgreSQL rejects it, quoting the value in its message.
         ("SELECT id FROM public.orders WHERE id = 'pgerror-secret-5'::int", json!([])),
     ] {
-        let a = q(sql, params).await;
+        let a = env.agent_query(json!({"sql": sql, "params": params})).await;
         requests.push(request_id(&a));
     }
     let id = common::approvals::queue(
