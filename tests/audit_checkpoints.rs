@@ -46,6 +46,13 @@ fn new_key() -> CheckpointKey {
     CheckpointKey::parse(&CheckpointKey::generate("interlock.test/audit").unwrap()).unwrap()
 }
 
+/// A fresh signer key named `name`, written to `dir/file`; its path.
+fn key_file(dir: &std::path::Path, file: &str, name: &str) -> std::path::PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, CheckpointKey::generate(name).unwrap()).unwrap();
+    path
+}
+
 #[actix_rt::test]
 async fn every_record_is_proven_in_every_checkpoint_and_tampering_is_named() {
     let Log {
@@ -629,12 +636,7 @@ async fn checkpoints_are_timestamped_by_a_real_tsa_and_verify_with_openssl() {
 #[tokio::test]
 async fn the_gateway_signs_checkpoints_on_its_own_schedule_and_readyz_shows_them() {
     let keys = tempfile::tempdir().unwrap();
-    let key_file = keys.path().join("checkpoint.key");
-    std::fs::write(
-        &key_file,
-        CheckpointKey::generate("interlock.test/schedule").unwrap(),
-    )
-    .unwrap();
+    let key_file = key_file(keys.path(), "checkpoint.key", "interlock.test/schedule");
     let path = key_file.display().to_string();
     let env = common::env::demo_env_with(
         |s| {
@@ -1003,12 +1005,7 @@ async fn prove_by_approval_id_finds_an_approval_s_records() {
 #[tokio::test]
 async fn two_replicas_ticking_together_sign_each_tree_head_once_and_witness_it_once() {
     let keys = tempfile::tempdir().unwrap();
-    let key_file = keys.path().join("checkpoint.key");
-    std::fs::write(
-        &key_file,
-        CheckpointKey::generate("interlock.test/fleet").unwrap(),
-    )
-    .unwrap();
+    let key_file = key_file(keys.path(), "checkpoint.key", "interlock.test/fleet");
     let witness = keys.path().join("witness.jsonl");
     let (path, witness_path) = (
         key_file.display().to_string(),
@@ -1103,17 +1100,8 @@ async fn two_replicas_ticking_together_sign_each_tree_head_once_and_witness_it_o
 #[tokio::test]
 async fn a_rotated_checkpoint_key_still_verifies_the_checkpoints_it_signed() {
     let keys = tempfile::tempdir().unwrap();
-    let (old_file, new_file) = (keys.path().join("old.key"), keys.path().join("new.key"));
-    std::fs::write(
-        &old_file,
-        CheckpointKey::generate("interlock.test/rotate-old").unwrap(),
-    )
-    .unwrap();
-    std::fs::write(
-        &new_file,
-        CheckpointKey::generate("interlock.test/rotate-new").unwrap(),
-    )
-    .unwrap();
+    let old_file = key_file(keys.path(), "old.key", "interlock.test/rotate-old");
+    let new_file = key_file(keys.path(), "new.key", "interlock.test/rotate-new");
     let old = CheckpointKey::parse(&std::fs::read_to_string(&old_file).unwrap()).unwrap();
     let new = CheckpointKey::parse(&std::fs::read_to_string(&new_file).unwrap()).unwrap();
     let path = old_file.display().to_string();
