@@ -137,30 +137,22 @@ impl Lab {
     /// `from <peer> blackhole`), so packets leave, go unanswered and are retransmitted as in
     /// a real partition (a route on the sending side would fail the send locally instead).
     pub fn cut(&self, a: &str, b: &str) {
-        for (at, from) in [(a, b), (b, a)] {
-            let from = self.addr(from);
-            ip(&[
-                "-n",
-                &self.ns(at),
-                "rule",
-                "add",
-                "pref",
-                "50",
-                "from",
-                &from,
-                "blackhole",
-            ]);
-        }
+        self.drop_rules("add", a, b);
     }
 
     pub fn heal(&self, a: &str, b: &str) {
+        self.drop_rules("del", a, b);
+    }
+
+    /// Adds or deletes the two rules of a cut between `a` and `b`.
+    fn drop_rules(&self, op: &str, a: &str, b: &str) {
         for (at, from) in [(a, b), (b, a)] {
-            let from = self.addr(from);
+            let (ns, from) = (self.ns(at), self.addr(from));
             ip(&[
                 "-n",
-                &self.ns(at),
+                &ns,
                 "rule",
-                "del",
+                op,
                 "pref",
                 "50",
                 "from",
