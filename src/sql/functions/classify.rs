@@ -215,8 +215,10 @@ const INTERNAL_TYPES: &[&str] = &[
     "tsm_handler",
 ];
 
-/// The family of one overload.
-pub fn overload_family(p: &ProcRow) -> Family {
+/// The family of one overload. `empty_value`: it takes no argument but returns what the
+/// name's other overloads build (`json_build_object()`, `int4multirange()`), so it is the
+/// empty value of a constructor, not a reading of the server or session.
+fn overload_family(p: &ProcRow, empty_value: bool) -> Family {
     let name = p.name.as_str();
     let types = || p.args.iter().chain(std::iter::once(&p.result));
     // An array type is named after its element with a leading underscore (`_oid`).
@@ -315,7 +317,7 @@ pub fn overload_family(p: &ProcRow) -> Family {
     if pg {
         return Family::Server;
     }
-    if p.args.is_empty() {
+    if p.args.is_empty() && !empty_value {
         // Nothing to compute from: whatever it returns comes from the server or session.
         return Family::Session;
     }
@@ -430,8 +432,6 @@ pub fn classify(rows: &[ProcRow]) -> Vec<Classified> {
 }
 
 fn classify_name(name: &str, overloads: &[&ProcRow]) -> Classified {
-    // A zero-argument overload returning what the name's other overloads build is the empty
-    // value (json_build_object(), int4multirange()), not a reading of the session.
     let builds = |p: &ProcRow| {
         overloads
             .iter()
@@ -439,14 +439,7 @@ fn classify_name(name: &str, overloads: &[&ProcRow]) -> Classified {
     };
     let families: Vec<Family> = overloads
         .iter()
-        .map(|p| match overload_family(p) {
-            Family::Session if p.args.is_empty() && builds(p) => {
-                let mut with_arg = (*p).clone();
-                with_arg.args.push(p.result.clone());
-                overload_family(&with_arg)
-            }
-            f => f,
-        })
+        .map(|p| overload_family(p, p.args.is_empty() && builds(p)))
         .collect();
     let refused = families.iter().copied().find(|f| !f.allowed());
     let ruled = refused.unwrap_or_else(|| {
