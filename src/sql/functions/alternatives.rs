@@ -104,21 +104,49 @@ mod tests {
     #[test]
     fn sorted_and_every_suggested_call_is_allowed() {
         assert!(ALTERNATIVES.windows(2).all(|w| w[0].0 < w[1].0));
+        let mut checked = 0;
         for (name, alt) in ALTERNATIVES {
             assert!(
                 super::super::lookup(name).is_none(),
                 "{name} is allowed; no alternative needed"
             );
             // Every `word(` in the suggestion names an allowed function.
-            for call in alt.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '(')) {
-                if let Some(f) = call.strip_suffix('(').filter(|f| !f.is_empty()) {
-                    let f = f.rsplit('(').next().unwrap_or(f);
-                    assert!(
-                        super::super::lookup(f).is_some(),
-                        "{name}: {f} is not allowed"
-                    );
-                }
+            let calls = called(alt);
+            for f in &calls {
+                assert!(
+                    super::super::lookup(f).is_some(),
+                    "{name}: {f} is not allowed"
+                );
             }
+            checked += calls.len();
         }
+        assert!(checked > 30, "only {checked} suggested calls were read");
+    }
+
+    /// The names written as calls in `text`: lower-case identifiers right before `(`.
+    fn called(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut start = None;
+        for (i, c) in text.char_indices() {
+            if c.is_ascii_lowercase() || c == '_' || (start.is_some() && c.is_ascii_digit()) {
+                start.get_or_insert(i);
+                continue;
+            }
+            if let (Some(s), '(') = (start, c) {
+                out.push(&text[s..i]);
+            }
+            start = None;
+        }
+        out
+    }
+
+    #[test]
+    fn calls_are_read_from_suggestions() {
+        assert_eq!(called("coalesce(a, b) or x::text"), ["coalesce"]);
+        assert_eq!(
+            called("json_agg(to_jsonb(t)) FROM (SELECT"),
+            ["json_agg", "to_jsonb"]
+        );
+        assert_eq!(called("md5(x)"), ["md5"]);
     }
 }
