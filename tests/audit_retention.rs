@@ -372,6 +372,34 @@ async fn closed_partitions_are_archived_verified_and_dropped_and_tampering_is_na
     assert!(ok, "{err}");
 }
 
+/// The maintenance round makes partitions ahead of the head, so the writer does not have to
+/// on a call's path (it failed on every round once: its span was bound as the wrong integer
+/// type, and the only symptom was a warning in the log).
+#[actix_rt::test]
+async fn the_maintenance_round_makes_partitions_ahead_of_the_head() {
+    let db = common::fresh_control_db().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let w = writer(&pool, 20);
+    while w.append(record(0, Utc::now())).await.unwrap() < 15 {}
+    assert_eq!(tables(&pool).await, ["audit_records_1"]);
+    let made = interlock::control::partitions::ensure_ahead(&pool, 20).await;
+    assert_eq!(
+        made.unwrap(),
+        1,
+        "head 15 + half a span reaches into 21..41"
+    );
+    assert_eq!(tables(&pool).await, ["audit_records_1", "audit_records_21"]);
+    assert_eq!(
+        interlock::control::partitions::ensure_ahead(&pool, 20)
+            .await
+            .unwrap(),
+        0,
+        "nothing more while the head stays"
+    );
+    let refused = interlock::control::partitions::ensure_ahead(&pool, 0).await;
+    assert!(refused.unwrap_err().to_string().contains("at least 1"));
+}
+
 #[actix_rt::test]
 async fn the_gateway_archives_on_its_own_schedule_and_lists_its_partitions() {
     let dir = tempfile::tempdir().unwrap();

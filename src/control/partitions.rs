@@ -81,7 +81,8 @@ pub async fn ensure_ahead(pool: &ControlPool, span: i64) -> Result<i32, ControlE
     let made: i32 = client
         .query_one(
             "SELECT audit_extend_partitions(
-                 coalesce((SELECT max(seq) FROM audit_records), 0) + greatest($1 / 2, 1), $1)",
+                 coalesce((SELECT max(seq) FROM audit_records), 0) + greatest($1::bigint / 2, 1),
+                 $1::bigint)",
             &[&span],
         )
         .await?
