@@ -24,6 +24,21 @@ pub async fn rpc(
     method: &str,
     params: Value,
 ) -> Answer {
+    try_rpc(base, key, version, id, method, params)
+        .await
+        .expect("request")
+}
+
+/// As [`rpc`], with a transport failure (refused, reset, timed out) returned, for tests that
+/// break the network on purpose.
+pub async fn try_rpc(
+    base: &str,
+    key: Option<&str>,
+    version: &str,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Result<Answer, reqwest::Error> {
     let mut params = params;
     let mut req = super::http::client()
         .post(format!("{base}/mcp"))
@@ -51,26 +66,25 @@ pub async fn rpc(
     let res = req
         .json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
         .send()
-        .await
-        .expect("request");
+        .await?;
     let status = res.status().as_u16();
     let headers = res.headers().clone();
     let sse = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("text/event-stream"));
-    let text = res.text().await.expect("body");
+    let text = res.text().await?;
     let body = if sse {
         last_message(&text)
     } else {
         serde_json::from_str(&text).unwrap_or(Value::Null)
     };
-    Answer {
+    Ok(Answer {
         status,
         headers,
         body,
         sse,
-    }
+    })
 }
 
 /// The last `data:` payload of an SSE stream that is a JSON-RPC response.

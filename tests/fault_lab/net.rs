@@ -11,7 +11,16 @@ use std::process::{Child, Command, Output, Stdio};
 pub struct Lab {
     tag: String,
     names: Vec<String>,
-    children: Vec<Child>,
+    children: Vec<Spawned>,
+}
+
+/// A long-running process of the lab, and how to start it again.
+struct Spawned {
+    child: Child,
+    host: String,
+    program: String,
+    args: Vec<String>,
+    log: std::path::PathBuf,
 }
 
 fn ip(args: &[&str]) -> Output {
@@ -28,7 +37,9 @@ fn ip(args: &[&str]) -> Output {
 impl Lab {
     /// A switch and one host per name, each up with its address.
     pub fn new(names: &[&str]) -> Lab {
-        let tag = format!("il{}", std::process::id() % 100_000);
+        static LABS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = LABS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("il{}{n}", std::process::id() % 100_000);
         let lab = Lab {
             tag: tag.clone(),
             names: names.iter().map(|n| (*n).to_string()).collect(),
@@ -119,17 +130,59 @@ impl Lab {
         args: &[&str],
         log: &std::path::Path,
     ) -> usize {
-        let log = std::fs::File::create(log).expect("log");
-        let child = self
-            .command(host, program)
+        let child = self.start(host, program, args, log);
+        self.children.push(Spawned {
+            child,
+            host: host.to_string(),
+            program: program.to_string(),
+            args: args.iter().map(|a| (*a).to_string()).collect(),
+            log: log.to_path_buf(),
+        });
+        self.children.len() - 1
+    }
+
+    fn start(&self, host: &str, program: &str, args: &[&str], log: &std::path::Path) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .expect("log");
+        self.command(host, program)
             .args(args)
             .env_remove("INTERLOCK_CONFIG")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("spawn");
-        self.children.push(child);
-        self.children.len() - 1
+            .expect("spawn")
+    }
+
+    /// Sends `signal` to process `i` (`ip netns exec` and `setpriv` exec the program, so
+    /// the pid is the program's).
+    pub fn signal(&self, i: usize, signal: i32) {
+        let pid = i32::try_from(self.children[i].child.id()).expect("pid");
+        // SAFETY: a signal to a child process of this test.
+        let rc = unsafe { libc::kill(pid, signal) };
+        assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
+    }
+
+    /// Waits up to `within` for process `i` to exit; whether it did.
+    pub fn wait_exit(&mut self, i: usize, within: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if matches!(self.children[i].child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Starts process `i` again as it was first started (its log appended to).
+    pub fn respawn(&mut self, i: usize) {
+        let s = &self.children[i];
+        let args: Vec<&str> = s.args.iter().map(String::as_str).collect();
+        let child = self.start(&s.host, &s.program, &args, &s.log);
+        self.children[i].child = child;
     }
 
     /// Drops every packet between `a` and `b`, both ways, without a reset and without the
@@ -162,35 +215,49 @@ impl Lab {
         }
     }
 
-    /// Runs `f` on a thread inside `host`'s network namespace (its sockets are the host's)
-    /// with a runtime of its own, and returns what it returns.
+    /// The file naming `host`'s network namespace, for [`within`].
+    pub fn netns(&self, host: &str) -> String {
+        format!("/var/run/netns/{}", self.ns(host))
+    }
+
+    /// Runs `f` inside `host`'s network namespace (see [`within`]).
     pub fn within<T, F>(&self, host: &str, f: impl FnOnce() -> F + Send + 'static) -> T
     where
         T: Send + 'static,
         F: std::future::Future<Output = T>,
     {
-        let path = format!("/var/run/netns/{}", self.ns(host));
-        std::thread::spawn(move || {
-            let netns = std::fs::File::open(&path).expect("namespace");
-            // SAFETY: setns(2) on this thread only, with a descriptor kept open for the call.
-            let rc = unsafe { libc::setns(netns.as_raw_fd(), libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime")
-                .block_on(f())
-        })
-        .join()
-        .expect("lab thread")
+        within(self.netns(host), f)
     }
+}
+
+/// Runs `f` on a thread inside the network namespace named by `netns` (its sockets are the
+/// host's) with a runtime of its own and a local task set, and returns what it returns.
+pub fn within<T, F>(netns: String, f: impl FnOnce() -> F + Send + 'static) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T>,
+{
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&netns).expect("namespace");
+        // SAFETY: setns(2) on this thread only, with a descriptor kept open for the call.
+        let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        tokio::task::LocalSet::new().block_on(&rt, f())
+    })
+    .join()
+    .expect("lab thread")
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        for c in &mut self.children {
-            let _ = c.kill();
-            let _ = c.wait();
+        for s in &mut self.children {
+            // A paused process is killed too (SIGKILL needs no SIGCONT).
+            let _ = s.child.kill();
+            let _ = s.child.wait();
         }
         for name in &self.names {
             let _ = Command::new("ip")
