@@ -48,6 +48,7 @@ static ONE_LAB: Mutex<()> = Mutex::new(());
 fn bounds() -> Bounds {
     Bounds {
         replicas: REPLICAS.len(),
+        dead_peer: Duration::from_secs(hosts::DEAD_PEER_SECS),
         // The dead-peer timeout, a reconnect, a breaker's open time and its probes.
         recovery: Duration::from_secs(hosts::DEAD_PEER_SECS + 8),
         // Reconcile interval (1 s) and degraded cache TTL (1 s), with a margin.

@@ -53,6 +53,9 @@ pub struct Snapshot {
 #[derive(Debug, Clone)]
 pub struct Bounds {
     pub replicas: usize,
+    /// `control.dead_peer_timeout_secs`: a silent cut shorter than this (and a margin) may
+    /// end before the replica can tell it from a quiet connection.
+    pub dead_peer: Duration,
     /// After a fault heals, the replica serves again within this.
     pub recovery: Duration,
     /// After an approved write executes, no replica that was running serves an older value
@@ -370,29 +373,37 @@ fn no_answer_unaudited(run: &Run, out: &mut Vec<Violation>) {
     }
 }
 
-fn paused(run: &Run, p: &Probe) -> bool {
+/// Whether the probe's answer could not come in time whatever the replica did: it was
+/// paused, or the network to it was slowed.
+fn held_up(run: &Run, p: &Probe) -> bool {
     let end = p.at + d(p.took);
-    run.faults
-        .iter()
-        .any(|f| f.kind == Kind::Pause && f.touches(p.replica) && f.from <= end && f.to >= p.at)
+    run.faults.iter().any(|f| {
+        matches!(f.kind, Kind::Pause | Kind::SlowLink)
+            && f.touches(p.replica)
+            && f.from <= end
+            && f.to >= p.at
+    })
 }
 
-/// `/readyz` never hangs (a paused process aside).
+/// `/readyz` never hangs (a paused replica, or one behind a slowed link, aside).
 fn ready_prompt(run: &Run, out: &mut Vec<Violation>) {
     for p in &run.history.probes {
-        if p.took > run.bounds.ready_within && !paused(run, p) {
+        if p.took > run.bounds.ready_within && !held_up(run, p) {
             violation(out, "ready_prompt", format!("{p:?}"));
         }
     }
 }
 
-/// A replica without its control database says so in `/readyz` (503, the control database
-/// named), and one cut from it notices its fleet channel is down.
+/// A replica without its control database for 3 s or more says so in `/readyz` (503, the
+/// control database named: its check is bounded at 1.5 s), and one cut from it for longer
+/// than the dead-peer timeout (and 2 s) notices its fleet channel is down.
 fn says_unready(run: &Run, out: &mut Vec<Violation>) {
+    let long = |f: &&Applied, at_least: Duration| f.to - f.from >= d(at_least);
     for f in run
         .faults
         .iter()
         .filter(|f| matches!(f.kind, Kind::ControlCut | Kind::ControlRestart))
+        .filter(|f| long(f, Duration::from_secs(3)))
     {
         for r in (1..=run.bounds.replicas).map(|i| format!("r{i}")) {
             if !f.touches(&r) {
@@ -425,7 +436,8 @@ fn says_unready(run: &Run, out: &mut Vec<Violation>) {
                         .as_str()
                         .is_some_and(|c| c.starts_with("down"))
             });
-            if f.kind == Kind::ControlCut && !noticed {
+            let noticeable = long(&f, run.bounds.dead_peer + Duration::from_secs(2));
+            if f.kind == Kind::ControlCut && noticeable && !noticed {
                 violation(
                     out,
                     "says_unready",
@@ -525,6 +537,7 @@ mod shown_able_to_fail {
     fn bounds() -> Bounds {
         Bounds {
             replicas: 3,
+            dead_peer: Duration::from_secs(6),
             recovery: Duration::from_secs(10),
             coherence: Duration::from_secs(2),
             revocation: Duration::from_secs(1),

@@ -24,16 +24,20 @@ pub enum Kind {
     Kill,
     /// The control database stops (fast shutdown) and starts again: every replica loses it.
     ControlRestart,
+    /// The replica's link turns slow and lossy (both ways: control database, source,
+    /// Redis, clients).
+    SlowLink,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::ControlCut,
         Kind::RedisCut,
         Kind::SourceCut,
         Kind::Pause,
         Kind::Kill,
         Kind::ControlRestart,
+        Kind::SlowLink,
     ];
 
     /// Whether the replica (or, for a fleet-wide fault, every replica) cannot audit while
@@ -94,6 +98,7 @@ pub fn short() -> Vec<Planned> {
         planned(Kind::Pause, Some("r1"), 8, 5),
         planned(Kind::Kill, Some("r2"), 2, 6),
         planned(Kind::ControlRestart, None, 4, 8),
+        planned(Kind::SlowLink, Some("r3"), 12, 6),
     ];
     s[0].revoke_after = Some(Duration::from_secs(7));
     s
@@ -141,6 +146,10 @@ impl SplitMix {
         self.next() % n.max(1)
     }
 }
+
+/// A slow link's rate: below what the workload sends through one replica, so it queues
+/// and drops.
+const SLOW_LINK: &str = "192kbit";
 
 /// Applies each planned fault in turn; what happened, and when the victim's key was revoked.
 pub fn drive(
@@ -190,6 +199,7 @@ fn apply(lab: &mut Lab, procs: &Procs, p: &Planned) {
                 "{r} survived SIGKILL"
             );
         }
+        Kind::SlowLink => lab.degrade(r, SLOW_LINK),
         Kind::ControlRestart => {
             lab.signal(procs.ctl, libc::SIGINT);
             assert!(
@@ -208,6 +218,7 @@ fn heal(lab: &mut Lab, procs: &Procs, p: &Planned) {
         Kind::SourceCut => lab.heal(r, "src"),
         Kind::Pause => lab.signal(procs.replica(r), libc::SIGCONT),
         Kind::Kill => lab.respawn(procs.replica(r)),
+        Kind::SlowLink => lab.restore(r),
         Kind::ControlRestart => {
             lab.respawn(procs.ctl);
             super::hosts::wait_database(lab, "ctl");

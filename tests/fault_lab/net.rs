@@ -34,6 +34,20 @@ fn ip(args: &[&str]) -> Output {
     out
 }
 
+fn tc(ns: &str, args: &[&str]) {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "tc"])
+        .args(args)
+        .output()
+        .expect("run tc");
+    assert!(
+        out.status.success(),
+        "tc {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 impl Lab {
     /// A switch and one host per name, each up with its address.
     pub fn new(names: &[&str]) -> Lab {
@@ -195,6 +209,44 @@ impl Lab {
 
     pub fn heal(&self, a: &str, b: &str) {
         self.drop_rules("del", a, b);
+    }
+
+    /// Degrades `host`'s link both ways to a slow, lossy one: a token bucket of `rate`
+    /// (e.g. "256kbit") whose queue holds at most 300 ms, so traffic past the rate waits and,
+    /// past the queue, is dropped and retransmitted, as on a congested or failing link.
+    /// (This kernel has no `netem`; `tbf` gives delay and loss by congestion instead of by
+    /// a fixed figure.)
+    pub fn degrade(&self, host: &str, rate: &str) {
+        for (ns, dev) in self.link_ends(host) {
+            ip(&["-n", &ns, "link", "set", &dev, "txqueuelen", "1000"]);
+            tc(
+                &ns,
+                &[
+                    "qdisc", "add", "dev", &dev, "root", "tbf", "rate", rate, "burst", "8kb",
+                    "latency", "300ms",
+                ],
+            );
+        }
+    }
+
+    /// Gives `host`'s link back its full speed.
+    pub fn restore(&self, host: &str) {
+        for (ns, dev) in self.link_ends(host) {
+            tc(&ns, &["qdisc", "del", "dev", &dev, "root"]);
+        }
+    }
+
+    /// The two ends of `host`'s veth: (namespace, device) inside the host and on the switch.
+    fn link_ends(&self, host: &str) -> [(String, String); 2] {
+        let i = self
+            .names
+            .iter()
+            .position(|n| n == host)
+            .unwrap_or_else(|| panic!("no host {host}"));
+        [
+            (self.ns(host), format!("{}{i}a", self.tag)),
+            (format!("{}sw", self.tag), format!("{}{i}b", self.tag)),
+        ]
     }
 
     /// Adds or deletes the two rules of a cut between `a` and `b`.
