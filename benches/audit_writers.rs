@@ -239,5 +239,70 @@ fn main() {
             report.first_seq,
             checked.segments.len()
         );
+
+        // The floor, last (its rows are not chained): what one durable single-row INSERT of
+        // a record of the same size costs, pgbench with one client, prepared, into the
+        // current partition and through the partitioned parent.
+        let c = pool.get().await.expect("client");
+        let partition: String = c
+            .query_one(
+                "SELECT name FROM audit_partitions WHERE archived_at IS NULL ORDER BY lower DESC LIMIT 1",
+                &[],
+            )
+            .await
+            .expect("partition")
+            .get(0);
+        c.execute(
+            "INSERT INTO audit_chains (chain, writer) VALUES ('00000000-0000-0000-0000-0000000f1002', 'floor')",
+            &[],
+        )
+        .await
+        .expect("chain");
+        for table in [partition.as_str(), "audit_records"] {
+            let ms = floor(&cluster, dir.path(), table, secs);
+            println!("floor, pgbench 1 client, one INSERT into {table}: {ms:.3} ms mean latency");
+        }
     });
+}
+
+/// pgbench's mean latency (ms) for one prepared single-row INSERT of a record like the
+/// bench's into `table`, each with a new seq, for `secs` seconds.
+fn floor(cluster: &Cluster, dir: &std::path::Path, table: &str, secs: u64) -> f64 {
+    let script = dir.join(format!("floor-{table}.sql"));
+    let zeros = "\\x".to_string() + &"00".repeat(32);
+    std::fs::write(
+        &script,
+        format!(
+            "\\set i random(1, 1000000000)\n\
+             INSERT INTO {table} (seq, chain, chain_seq, at, request_id, identity, adapter, dialect, tool, \
+             source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
+             cache_hit, prev_hash, hash) VALUES (nextval('audit_records_seq'), \
+             '00000000-0000-0000-0000-0000000f1002', :i, now(), md5(:i::text), 'demo-agent', 'mcp', \
+             '2026-07-28', 'interlock_query', 'shop', 'read', \
+             'SELECT id, name, country FROM public.customers WHERE id = ' || :i || ' LIMIT 1001', \
+             '0123456789abcdef0123456789abcdef', '{{\"verdict\": \"allowed\"}}', 'ok', 1, 400, false, \
+             '{zeros}', '{zeros}');\n"
+        ),
+    )
+    .expect("script");
+    let out = std::process::Command::new("pgbench")
+        .args([
+            "-n",
+            "-c",
+            "1",
+            "-M",
+            "prepared",
+            "-T",
+            &secs.to_string(),
+            "-f",
+        ])
+        .arg(&script)
+        .arg(cluster.admin_dsn(interlock::demo::CONTROL_DB))
+        .output()
+        .expect("pgbench (postgresql-client)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.strip_prefix("latency average = "))
+        .and_then(|v| v.trim_end_matches(" ms").trim().parse().ok())
+        .unwrap_or_else(|| panic!("pgbench: {text}{}", String::from_utf8_lossy(&out.stderr)))
 }
