@@ -145,6 +145,9 @@ fn main() {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt")
     })
     .block_on(async {
+        let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .expect("recorder");
         interlock::demo::prepare_databases(&cluster).await.expect("databases");
         let mut settings =
             Settings::load_with_env(None, Vec::<(String, String)>::new()).expect("settings");
@@ -154,6 +157,7 @@ fn main() {
 
         println!("audit records per second, durable control database, {callers} callers, {secs} s per cell");
         let one = cell(&settings, 1, callers, secs, span).await;
+        steps(&metrics);
         let two = cell(&settings, 2, callers, secs, span).await;
         println!(
             "1 writer : {:>8.0} records/s, {:.2} ms mean wait for durability",
@@ -244,9 +248,18 @@ fn main() {
         // a record of the same size costs, pgbench with one client, prepared, into the
         // current partition and through the partitioned parent.
         let c = pool.get().await.expect("client");
+        // Partitions well ahead, so neither floor runs past the last one; the partition
+        // that holds the next seq is the writer's.
+        c.execute(
+            "SELECT audit_extend_partitions((SELECT last_value FROM audit_records_seq) + 200000, $1)",
+            &[&span],
+        )
+        .await
+        .expect("partitions ahead");
         let partition: String = c
             .query_one(
-                "SELECT name FROM audit_partitions WHERE archived_at IS NULL ORDER BY lower DESC LIMIT 1",
+                "SELECT name FROM audit_partitions, (SELECT last_value + 1 AS next FROM audit_records_seq) s
+                  WHERE archived_at IS NULL AND lower <= s.next AND upper > s.next",
                 &[],
             )
             .await
@@ -263,6 +276,36 @@ fn main() {
             println!("floor, pgbench 1 client, one INSERT into {table}: {ms:.3} ms mean latency");
         }
     });
+}
+
+/// Where a record's wait went in the cell just run (one writer): the mean of each step of
+/// `interlock_audit_step_seconds`, and of the caller's whole wait.
+fn steps(metrics: &metrics_exporter_prometheus::PrometheusHandle) {
+    let text = metrics.render();
+    let mean = |name: &str, label: Option<&str>| {
+        let pick = |suffix: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{name}_{suffix}")))
+                .filter(|l| label.is_none_or(|s| l.contains(&format!("step=\"{s}\""))))
+                .find_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+                .unwrap_or(0.0)
+        };
+        pick("sum") / pick("count").max(1.0) * 1e6
+    };
+    let wait = mean("interlock_audit_wait_seconds", None);
+    let mut accounted = 0.0;
+    print!("where one writer's wait goes (mean µs):");
+    for step in ["mailbox", "queued", "checkout", "seqs", "encode", "insert"] {
+        let m = mean("interlock_audit_step_seconds", Some(step));
+        // Two checkouts per batch (seqs, then the insert).
+        let per_record = if step == "checkout" { 2.0 * m } else { m };
+        accounted += per_record;
+        print!(" {step} {per_record:.0},");
+    }
+    println!(
+        " the reply's way back and the rest {:.0}; whole wait {wait:.0}",
+        wait - accounted
+    );
 }
 
 /// pgbench's mean latency (ms) for one prepared single-row INSERT of a record like the

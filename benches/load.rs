@@ -434,6 +434,13 @@ async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> 
                 None => continue,
             },
             "interlock_audit_commit_seconds" => "audit commit",
+            "interlock_audit_step_seconds" => match label.split('"').nth(1) {
+                Some("mailbox") => "audit: to the writer",
+                Some("queued") => "audit: queued",
+                Some("seqs") => "audit: seqs",
+                Some("insert") => "audit: insert",
+                _ => continue,
+            },
             "interlock_audit_batch_size" => "audit batch",
             _ => continue,
         };

@@ -356,6 +356,8 @@ async fn metrics_expose_the_gateway_series() {
         "interlock_call_seconds",
         "interlock_audit_batch_size",
         "interlock_audit_commit_seconds",
+        "interlock_audit_step_seconds_count{step=\"insert\"}",
+        "interlock_audit_wait_seconds",
         "interlock_circuit_state",
     ] {
         assert!(text.contains(series), "{series} missing from /metrics");

@@ -108,19 +108,23 @@ impl AuditHandle {
     /// Appends `record` and waits until it is durable; returns its sequence number.
     pub async fn append(&self, record: AuditRecord) -> Result<i64, AuditError> {
         let (tx, rx) = oneshot::channel();
+        let sent = std::time::Instant::now();
         self.slot
             .addr()
             .try_send(writer::Append {
                 record: record.normalized(),
                 reply: tx,
+                sent,
             })
             .map_err(|e| {
                 tracing::error!(error = %e, "audit writer mailbox refused a record");
                 AuditError::Unavailable
             })?;
-        match tokio::time::timeout(self.config.commit_timeout, rx).await {
+        let answer = match tokio::time::timeout(self.config.commit_timeout, rx).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) | Err(_) => Err(AuditError::Unavailable),
-        }
+        };
+        metrics::histogram!("interlock_audit_wait_seconds").record(sent.elapsed().as_secs_f64());
+        answer
     }
 }
