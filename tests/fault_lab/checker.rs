@@ -678,6 +678,13 @@ mod shown_able_to_fail {
         }
     }
 
+    /// Marks the first `call` on `replica` from `s` seconds on as answered.
+    fn answer_one(h: &mut History, snapshot: &mut Snapshot, call: Call, replica: &str, s: f64) {
+        let i = find(h, call, replica, s);
+        let id = h.events[i].request_id.clone();
+        answer(h, snapshot, |e| e.request_id == id);
+    }
+
     #[test]
     fn each_injected_violation_is_caught_by_its_invariant() {
         type Inject = Box<dyn FnOnce(&mut History, &mut Vec<Applied>, &mut Snapshot)>;
@@ -737,11 +744,7 @@ mod shown_able_to_fail {
             ),
             (
                 "revocation",
-                Box::new(|h, _, s| {
-                    let i = find(h, Call::Victim, "r2", 40.0);
-                    let id = h.events[i].request_id.clone();
-                    answer(h, s, |e| e.request_id == id);
-                }),
+                Box::new(|h, _, s| answer_one(h, s, Call::Victim, "r2", 40.0)),
             ),
             (
                 "circuits_converge",
@@ -749,11 +752,7 @@ mod shown_able_to_fail {
             ),
             (
                 "no_answer_unaudited",
-                Box::new(|h, _, s| {
-                    let i = find(h, Call::Cell, "r1", 18.0);
-                    let id = h.events[i].request_id.clone();
-                    answer(h, s, |e| e.request_id == id);
-                }),
+                Box::new(|h, _, s| answer_one(h, s, Call::Cell, "r1", 18.0)),
             ),
             (
                 "ready_prompt",
