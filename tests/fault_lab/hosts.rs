@@ -30,7 +30,11 @@ CREATE TABLE public.lab_cell (id int PRIMARY KEY, v bigint NOT NULL, log text NO
 INSERT INTO public.lab_cell VALUES (1, 0, '');
 ";
 
-const ACCESS: &str = r#"
+/// The lab's access file: the agents (one limited to `LIMITED_RATE`), two approvers, an
+/// operator.
+fn access() -> String {
+    format!(
+        r#"
 [[identities]]
 name = "lab-agent"
 kind = "agent"
@@ -46,8 +50,8 @@ burst = 100000
 [[identities]]
 name = "lab-limited"
 kind = "agent"
-rate = "4/s"
-burst = 4
+rate = "{LIMITED_RATE}/s"
+burst = {LIMITED_BURST}
 
 [[identities]]
 name = "lab-approver-a"
@@ -88,7 +92,9 @@ sources = ["shop"]
 [[approvers]]
 identity = "lab-approver-b"
 sources = ["shop"]
-"#;
+"#
+    )
+}
 
 /// The keys the workload uses.
 #[derive(Clone)]
@@ -284,8 +290,8 @@ pub fn provision(lab: &mut Lab, dir: &Path) -> (Keys, Procs) {
     let cfg = config(lab, dir, "client");
     let cfg = cfg.to_str().unwrap();
     let bin = env!("CARGO_BIN_EXE_interlock");
-    let access = dir.join("access.toml");
-    std::fs::write(&access, ACCESS).unwrap();
+    let access_file = dir.join("access.toml");
+    std::fs::write(&access_file, access()).unwrap();
     let src = lab.addr("src");
     let required = APPROVALS_REQUIRED.to_string();
     for args in [
@@ -307,7 +313,13 @@ pub fn provision(lab: &mut Lab, dir: &Path) -> (Keys, Procs) {
             "--approvals-required",
             &required,
         ],
-        vec!["--config", cfg, "policy", "apply", access.to_str().unwrap()],
+        vec![
+            "--config",
+            cfg,
+            "policy",
+            "apply",
+            access_file.to_str().unwrap(),
+        ],
     ] {
         let (ok, out, err) = lab.run("client", bin, &args);
         assert!(ok, "{args:?}: {out} {err}");
