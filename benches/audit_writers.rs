@@ -6,7 +6,8 @@
 //! Then retention: the bytes a record takes in the control database against in an archive
 //! segment, and what archiving costs per record (write, read back and verify, drop).
 //!
-//! `cargo bench --bench audit_writers -- --seconds 5 --callers 64 [--partition-records N]`
+//! `cargo bench --bench audit_writers -- --seconds 5 --callers 64 [--partition-records N]
+//! [--decision-bytes N]` (a larger decision, as a long query's)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +32,24 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The decision every record carries: `--decision-bytes N` grows it, as a long analytic
+/// query's does (the columns it resolved, each with its rule), to about N bytes of JSON.
+static DECISION: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+
+fn decision(bytes: u64) -> serde_json::Value {
+    let mut columns = Vec::new();
+    let mut d = serde_json::json!({"verdict": "allowed", "columns": []});
+    let mut k = 0;
+    while (d.to_string().len() as u64) < bytes {
+        columns.push(serde_json::json!({
+            "table": "public.orders", "column": format!("column_{k}"), "rule": "read public.orders",
+        }));
+        k += 1;
+        d["columns"] = serde_json::Value::Array(columns.clone());
+    }
+    d
+}
+
 fn record(i: u64) -> AuditRecord {
     AuditRecord {
         at: Utc::now(),
@@ -46,7 +65,10 @@ fn record(i: u64) -> AuditRecord {
             "SELECT id, name, country FROM public.customers WHERE id = {i} LIMIT 1001"
         )),
         fingerprint: Some("0123456789abcdef0123456789abcdef".into()),
-        decision: serde_json::json!({"verdict": "allowed"}),
+        decision: DECISION
+            .get()
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"verdict": "allowed"})),
         outcome: RecordOutcome::Ok,
         row_count: Some(1),
         duration_us: 400,
@@ -126,6 +148,7 @@ fn main() {
     let secs = arg("--seconds", 5);
     let callers = arg("--callers", 64);
     let span = arg("--partition-records", 20_000) as i64;
+    let _ = DECISION.set(decision(arg("--decision-bytes", 0)));
     let dir = tempfile::Builder::new()
         .prefix("interlock-audit-bench")
         .tempdir()
