@@ -163,28 +163,49 @@ fn canonical_json(record: &AuditRecord) -> String {
             Value::String(record.at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()),
         );
     }
-    sort_keys(&v).to_string()
+    sort_keys(v).to_string()
 }
 
-fn sort_keys(v: &Value) -> Value {
+/// `v` with every object's keys in order, moved rather than copied (the record's value is
+/// already a copy made for hashing).
+fn sort_keys(v: Value) -> Value {
     match v {
         Value::Object(m) => {
-            let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let mut out = serde_json::Map::new();
-            for (k, v) in entries {
-                out.insert(k.clone(), sort_keys(v));
-            }
-            Value::Object(out)
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k, sort_keys(v)))
+                    .collect(),
+            )
         }
-        Value::Array(a) => Value::Array(a.iter().map(sort_keys).collect()),
-        other => other.clone(),
+        Value::Array(a) => Value::Array(a.into_iter().map(sort_keys).collect()),
+        other => other,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The canonical bytes are what every stored chain was hashed over: they must never
+    /// change. A fixed record with nested keys out of order, and its hash as first written.
+    #[test]
+    fn the_canonical_form_of_a_record_never_changes() {
+        let mut r = crate::audit::chain::tests::record(7);
+        r.at = chrono::DateTime::from_timestamp_micros(1_790_000_000_123_456).unwrap();
+        r.request_id = "golden".into();
+        r.decision = serde_json::json!({"z": [3, {"y": 1, "b": [{"d": 1, "c": 2}]}], "a": null});
+        let hash = chain_hash(&GENESIS, Uuid::from_u128(42), 3, &r);
+        assert_eq!(hex(&hash), GOLDEN);
+    }
+
+    const GOLDEN: &str = "6a3d26db3eaba6d8c309d36a65580b6554bcdd199c6735994ca83116273ebac3";
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
 
     #[test]
     fn key_order_of_json_does_not_matter() {
