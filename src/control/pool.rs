@@ -64,8 +64,7 @@ pub fn dead_peer_detection(pg: &mut tokio_postgres::Config, secs: u64) {
 /// long fails the socket (`TCP_USER_TIMEOUT`). A long query sends nothing and is answered
 /// by the server's kernel meanwhile, so neither ever cuts a slow statement short.
 pub fn dead_peer_socket(pg: &mut tokio_postgres::Config, secs: u64) {
-    let secs = secs.max(2);
-    let (idle, count) = (secs / 2, secs - secs / 2);
+    let Probes { secs, idle, count } = Probes::within(secs);
     pg.keepalives(true)
         .keepalives_idle(Duration::from_secs(idle))
         .keepalives_interval(Duration::from_secs(1))
@@ -77,13 +76,31 @@ pub fn dead_peer_socket(pg: &mut tokio_postgres::Config, secs: u64) {
 /// releases what the session held (advisory locks such as the instance lock, row locks of an
 /// open transaction) instead of keeping them for TCP's default two hours.
 pub fn dead_peer_session_options(secs: u64) -> String {
-    let secs = secs.max(2);
-    let (idle, count) = (secs / 2, secs - secs / 2);
+    let Probes { secs, idle, count } = Probes::within(secs);
     format!(
         "-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval=1 \
          -c tcp_keepalives_count={count} -c tcp_user_timeout={}",
         secs * 1000
     )
+}
+
+/// One plan of keepalive probes for both ends: idle for half the time, then one probe a
+/// second for the rest, the whole within `secs` (at least 2).
+struct Probes {
+    secs: u64,
+    idle: u64,
+    count: u64,
+}
+
+impl Probes {
+    fn within(secs: u64) -> Self {
+        let secs = secs.max(2);
+        Probes {
+            secs,
+            idle: secs / 2,
+            count: secs - secs / 2,
+        }
+    }
 }
 
 fn build(

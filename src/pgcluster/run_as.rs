@@ -10,6 +10,7 @@ use super::ClusterError;
 /// The unprivileged user the server runs as.
 #[derive(Debug, Clone)]
 pub struct RunAs {
+    name: &'static str,
     uid: u32,
     gid: u32,
 }
@@ -52,10 +53,7 @@ impl RunAs {
 
     /// The server user's name, for messages.
     pub fn name(&self) -> String {
-        let known = ["postgres", "nobody"]
-            .into_iter()
-            .find(|n| lookup(n).is_some_and(|r| r.uid == self.uid));
-        known.map_or_else(|| format!("uid {}", self.uid), str::to_string)
+        self.name.to_string()
     }
 
     /// Hands `path` (recursively) to the server user.
@@ -77,7 +75,7 @@ fn chown_recursive(path: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
 
 /// The user `name` from the passwd database, through the reentrant `getpwnam_r` (tests
 /// start clusters from several threads at once; `getpwnam` returns shared static storage).
-fn lookup(name: &str) -> Option<RunAs> {
+fn lookup(name: &'static str) -> Option<RunAs> {
     let cname = CString::new(name).ok()?;
     let mut buf = vec![0 as libc::c_char; 1024];
     loop {
@@ -105,6 +103,7 @@ fn lookup(name: &str) -> Option<RunAs> {
             return None;
         }
         return (pw.pw_uid != 0).then_some(RunAs {
+            name,
             uid: pw.pw_uid,
             gid: pw.pw_gid,
         });
@@ -122,6 +121,7 @@ mod tests {
         assert!(lookup("bad\0name").is_none());
         if let Some(nobody) = lookup("nobody") {
             assert_ne!(nobody.uid, 0);
+            assert_eq!(nobody.name(), "nobody");
         }
     }
 }

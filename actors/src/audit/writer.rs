@@ -401,41 +401,50 @@ async fn write_batch(
 }
 
 /// The columns every insert names, in its order.
-const COLUMNS: &str = "chain, seq, chain_seq, at, request_id, identity_id, identity, adapter, \
-    dialect, tool, source_id, action, statement, fingerprint, decision, outcome, row_count, \
-    duration_us, cache_hit, approval_id, prev_hash, hash, statement_sha256";
+macro_rules! columns {
+    () => {
+        "chain, seq, chain_seq, at, request_id, identity_id, identity, adapter, dialect, tool, \
+         source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
+         cache_hit, approval_id, prev_hash, hash, statement_sha256"
+    };
+}
 
-/// The two forms of the insert, prepared once per pooled connection (the texts are fixed).
-/// A batch of many records is one statement whatever its size: one array per column,
-/// unnested into rows, so the server binds and executes once per batch. A batch of one —
-/// every batch at low load — binds plain values: the server then parses no arrays and runs
-/// no function scan, and the insert costs what pgbench's single-row insert does (BENCHMARKS.md,
-/// "The audit commit against its floor": 278–339 µs before, 137–181 µs after).
+/// A batch of one — every batch at low load — binds plain values: the server parses no
+/// arrays and runs no function scan, and the insert costs what pgbench's single-row insert
+/// does (BENCHMARKS.md, "The audit commit against its floor": 278–339 µs as arrays,
+/// 137–181 µs as values).
+const INSERT_ONE: &str = concat!(
+    "INSERT INTO audit_records (",
+    columns!(),
+    ") VALUES ($1::uuid, $2::bigint, $3::bigint, $4::timestamptz, $5::text, $6::uuid, \
+     $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, \
+     $15::jsonb, $16::text, $17::bigint, $18::bigint, $19::boolean, $20::uuid, $21::bytea, \
+     $22::bytea, $23::text)"
+);
+
+/// A batch of many is one statement whatever its size: one array per column, unnested into
+/// rows, so the server binds and executes once per batch.
+const INSERT_MANY: &str = concat!(
+    "INSERT INTO audit_records (",
+    columns!(),
+    ") SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], \
+     $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
+     $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::text[], $17::bigint[], \
+     $18::bigint[], $19::boolean[], $20::uuid[], $21::bytea[], $22::bytea[], $23::text[]) AS u"
+);
+
+/// The insert for a batch of `records`, prepared once per pooled connection.
 async fn insert_statement(
     client: &deadpool_postgres::Client,
     records: usize,
 ) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
-    if records == 1 {
-        client
-            .prepare_cached(&format!(
-                "INSERT INTO audit_records ({COLUMNS}) VALUES ($1::uuid, $2::bigint, $3::bigint,
-                    $4::timestamptz, $5::text, $6::uuid, $7::text, $8::text, $9::text, $10::text,
-                    $11::text, $12::text, $13::text, $14::text, $15::jsonb, $16::text, $17::bigint,
-                    $18::bigint, $19::boolean, $20::uuid, $21::bytea, $22::bytea, $23::text)"
-            ))
-            .await
-    } else {
-        client
-            .prepare_cached(&format!(
-                "INSERT INTO audit_records ({COLUMNS})
-                 SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[],
-                    $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[],
-                    $11::text[], $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::text[],
-                    $17::bigint[], $18::bigint[], $19::boolean[], $20::uuid[], $21::bytea[],
-                    $22::bytea[], $23::text[]) AS u"
-            ))
-            .await
-    }
+    client
+        .prepare_cached(if records == 1 {
+            INSERT_ONE
+        } else {
+            INSERT_MANY
+        })
+        .await
 }
 
 /// Appends `records` at `seqs` after the end of `chain` as one statement in its own
@@ -451,10 +460,22 @@ async fn append(
 ) -> Result<(i64, Vec<u8>), BatchError> {
     let started = Instant::now();
     let chained = link(records, chain);
-    let columns = Columns::of(records, seqs, &chained);
-    step("encode", started.elapsed());
-    let started = Instant::now();
-    let inserted = columns.insert(client, insert, chain.id).await;
+    let (inserted, started) = match (records, seqs, chained.as_slice()) {
+        ([record], [seq], [l]) => {
+            step("encode", started.elapsed());
+            let started = Instant::now();
+            (
+                insert_one(client, insert, record, *seq, l, chain.id).await,
+                started,
+            )
+        }
+        _ => {
+            let columns = Columns::of(records, seqs, &chained);
+            step("encode", started.elapsed());
+            let started = Instant::now();
+            (columns.insert(client, insert, chain.id).await, started)
+        }
+    };
     step("insert", started.elapsed());
     match inserted {
         Ok(n) if n == records.len() as u64 => {}
@@ -467,6 +488,47 @@ async fn append(
         || (chain.seq, chain.hash.clone()),
         |l| (l.seq, l.hash.clone()),
     ))
+}
+
+/// A batch of one, bound straight from its record (no column arrays to build).
+async fn insert_one(
+    client: &deadpool_postgres::Client,
+    insert: &tokio_postgres::Statement,
+    r: &AuditRecord,
+    seq: i64,
+    l: &Link,
+    chain: uuid::Uuid,
+) -> Result<u64, tokio_postgres::Error> {
+    client
+        .execute(
+            insert,
+            &[
+                &chain,
+                &seq,
+                &l.seq,
+                &r.at,
+                &r.request_id,
+                &r.identity_id,
+                &r.identity,
+                &r.adapter,
+                &r.dialect,
+                &r.tool,
+                &r.source_id,
+                &r.action,
+                &r.statement,
+                &r.fingerprint,
+                &r.decision,
+                &r.outcome.as_str(),
+                &r.row_count,
+                &r.duration_us,
+                &r.cache_hit,
+                &r.approval_id,
+                &l.prev,
+                &l.hash,
+                &r.statement_sha256,
+            ],
+        )
+        .await
 }
 
 /// Whether a void took one of the batch's seqs (the primary key of a partition of
@@ -575,9 +637,6 @@ impl<'a> Columns<'a> {
         insert: &tokio_postgres::Statement,
         chain: uuid::Uuid,
     ) -> Result<u64, tokio_postgres::Error> {
-        if self.chain_seq.len() == 1 {
-            return client.execute(insert, &self.first(&chain)).await;
-        }
         client
             .execute(
                 insert,
@@ -608,37 +667,5 @@ impl<'a> Columns<'a> {
                 ],
             )
             .await
-    }
-
-    /// The first record's values, in the insert's order (the form for a batch of one).
-    fn first<'b>(
-        &'b self,
-        chain: &'b uuid::Uuid,
-    ) -> [&'b (dyn tokio_postgres::types::ToSql + Sync); 23] {
-        [
-            chain,
-            &self.seq[0],
-            &self.chain_seq[0],
-            &self.at[0],
-            &self.request_id[0],
-            &self.identity_id[0],
-            &self.identity[0],
-            &self.adapter[0],
-            &self.dialect[0],
-            &self.tool[0],
-            &self.source_id[0],
-            &self.action[0],
-            &self.statement[0],
-            &self.fingerprint[0],
-            self.decision[0],
-            &self.outcome[0],
-            &self.row_count[0],
-            &self.duration_us[0],
-            &self.cache_hit[0],
-            &self.approval_id[0],
-            &self.prev_hash[0],
-            &self.hash[0],
-            &self.statement_sha256[0],
-        ]
     }
 }
