@@ -327,6 +327,9 @@ async fn writer(
     }
 }
 
+/// What the n-th call of a reader reads.
+type Reads = fn(u64) -> (Call, String);
+
 /// Starts every task of the workload on the current (local) runtime; they run until `stop`.
 pub fn start(
     bases: &[(&'static str, String)],
@@ -334,49 +337,41 @@ pub fn start(
     history: &Shared,
     stop: &Arc<AtomicBool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
+    // Each replica's readers: whose key, how often, what the n-th call reads.
+    fn products(n: u64) -> String {
+        format!("SELECT id FROM public.products WHERE id = {}", 1 + n % 20)
+    }
+    let readers: [(&String, u64, Reads); 3] = [
+        (&keys.agent, 150, |n| {
+            if n % 2 == 0 {
+                (
+                    Call::Cell,
+                    "SELECT v FROM public.lab_cell WHERE id = 1".into(),
+                )
+            } else {
+                let id = 1 + n % 50;
+                (
+                    Call::Read,
+                    format!("SELECT id, status FROM public.orders WHERE id = {id}"),
+                )
+            }
+        }),
+        (&keys.victim, 400, |n| (Call::Victim, products(n))),
+        (&keys.limited, 120, |n| (Call::Limited, products(n))),
+    ];
     let mut tasks = Vec::new();
     for (replica, base) in bases.iter().cloned() {
-        let (h, b, k) = (history.clone(), base.clone(), keys.agent.clone());
-        tasks.push(every(stop, Duration::from_millis(150), move |n| {
-            let (h, b, k) = (h.clone(), b.clone(), k.clone());
-            async move {
-                let e = if n % 2 == 0 {
-                    query(
-                        Call::Cell,
-                        replica,
-                        &b,
-                        &k,
-                        "SELECT v FROM public.lab_cell WHERE id = 1",
-                    )
-                    .await
-                } else {
-                    let sql = format!(
-                        "SELECT id, status FROM public.orders WHERE id = {}",
-                        1 + n % 50
-                    );
-                    query(Call::Read, replica, &b, &k, &sql).await
-                };
-                h.lock().unwrap().events.push(e);
-            }
-        }));
-        let (h, b, k) = (history.clone(), base.clone(), keys.victim.clone());
-        tasks.push(every(stop, Duration::from_millis(400), move |n| {
-            let (h, b, k) = (h.clone(), b.clone(), k.clone());
-            async move {
-                let sql = format!("SELECT id FROM public.products WHERE id = {}", 1 + n % 20);
-                let e = query(Call::Victim, replica, &b, &k, &sql).await;
-                h.lock().unwrap().events.push(e);
-            }
-        }));
-        let (h, b, k) = (history.clone(), base.clone(), keys.limited.clone());
-        tasks.push(every(stop, Duration::from_millis(120), move |n| {
-            let (h, b, k) = (h.clone(), b.clone(), k.clone());
-            async move {
-                let sql = format!("SELECT id FROM public.products WHERE id = {}", 1 + n % 20);
-                let e = query(Call::Limited, replica, &b, &k, &sql).await;
-                h.lock().unwrap().events.push(e);
-            }
-        }));
+        for (key, every_ms, read) in readers {
+            let (h, b, k) = (history.clone(), base.clone(), key.clone());
+            tasks.push(every(stop, Duration::from_millis(every_ms), move |n| {
+                let (h, b, k) = (h.clone(), b.clone(), k.clone());
+                async move {
+                    let (call, sql) = read(n);
+                    let e = query(call, replica, &b, &k, &sql).await;
+                    h.lock().unwrap().events.push(e);
+                }
+            }));
+        }
         let (h, b) = (history.clone(), base.clone());
         tasks.push(every(stop, Duration::from_millis(400), move |_| {
             let (h, b) = (h.clone(), b.clone());
