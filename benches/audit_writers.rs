@@ -305,7 +305,8 @@ fn main() {
 /// `interlock_audit_step_seconds`, and of the caller's whole wait.
 fn steps(metrics: &metrics_exporter_prometheus::PrometheusHandle) {
     let text = metrics.render();
-    let mean = |name: &str, label: Option<&str>| {
+    // (sum, count) of a series, of one step's when `label` is given.
+    let series = |name: &str, label: Option<&str>| {
         let pick = |suffix: &str| {
             text.lines()
                 .filter(|l| l.starts_with(&format!("{name}_{suffix}")))
@@ -313,17 +314,25 @@ fn steps(metrics: &metrics_exporter_prometheus::PrometheusHandle) {
                 .find_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
                 .unwrap_or(0.0)
         };
-        pick("sum") / pick("count").max(1.0) * 1e6
+        (pick("sum"), pick("count").max(1.0))
     };
-    let wait = mean("interlock_audit_wait_seconds", None);
+    let (waited, records) = series("interlock_audit_wait_seconds", None);
+    let wait = waited / records * 1e6;
+    // A record waits for its own steps and for the whole of its batch's: per-record steps
+    // are averaged over their records, batch steps over the batches (one insert each).
+    let (_, batches) = series("interlock_audit_step_seconds", Some("insert"));
     let mut accounted = 0.0;
     print!("where one writer's wait goes (mean µs):");
     for step in ["mailbox", "queued", "checkout", "seqs", "encode", "insert"] {
-        let m = mean("interlock_audit_step_seconds", Some(step));
-        // Two checkouts per batch (seqs, then the insert).
-        let per_record = if step == "checkout" { 2.0 * m } else { m };
-        accounted += per_record;
-        print!(" {step} {per_record:.0},");
+        let (sum, count) = series("interlock_audit_step_seconds", Some(step));
+        let per = if matches!(step, "mailbox" | "queued") {
+            count
+        } else {
+            batches
+        };
+        let m = sum / per * 1e6;
+        accounted += m;
+        print!(" {step} {m:.0},");
     }
     println!(
         " the reply's way back and the rest {:.0}; whole wait {wait:.0}",

@@ -435,10 +435,10 @@ async fn stages(base: &str, operator_key: &str) -> BTreeMap<String, (f64, f64)> 
             },
             "interlock_audit_commit_seconds" => "audit commit",
             "interlock_audit_step_seconds" => match label.split('"').nth(1) {
-                Some("mailbox") => "audit: to the writer",
-                Some("queued") => "audit: queued",
-                Some("seqs") => "audit: seqs",
-                Some("insert") => "audit: insert",
+                Some("mailbox") => "audit to writer",
+                Some("queued") => "audit queued",
+                Some("seqs") => "audit seqs",
+                Some("insert") => "audit insert",
                 _ => continue,
             },
             "interlock_audit_batch_size" => "audit batch",
@@ -468,6 +468,16 @@ fn breakdown(
     interlock::stages::in_call_order()
         .filter_map(|s| mean(s, 1e6))
         .chain(mean("audit commit", 1e6))
+        .chain(
+            [
+                "audit to writer",
+                "audit queued",
+                "audit seqs",
+                "audit insert",
+            ]
+            .into_iter()
+            .filter_map(|step| mean(step, 1e6)),
+        )
         .chain(mean("audit batch", 1.0))
         .collect::<Vec<_>>()
         .join(" · ")
