@@ -8,6 +8,11 @@
 //! - **agent**: agent-style SQL, a new literal in every statement (as agents write it);
 //!   baseline: the same texts over the simple protocol;
 //! - **param**: the demo point query with `$1`; baseline: a prepared statement;
+//! - every one of these three (agent, param, cache hit) also against **pgbench**, the
+//!   baseline of record (libpq; the agent texts over the simple protocol with pgbench's
+//!   variables substituted into each, a new literal every time; the point query prepared):
+//!   the Rust baseline (tokio-postgres) is a slower client, and ratios against it alone
+//!   flatter the gateway;
 //! - **param as caller**: the same with `identity_propagation = "settings"` on the source
 //!   (the caller's identity set on each connection's session when its caller changes); the other
 //!   cells run with the source carrying no identity;
@@ -24,6 +29,9 @@
 //!   `email`, with the demo's mask on `public.customers.email` (a read of `email` runs through
 //!   a derived table of masked values: masks at the scan) and with it removed, two interleaved
 //!   rounds, against the agent cell's baseline; the ratio of the two is what masking costs;
+//! - **analytic** (`--analytic-only 1` runs only the agent and analytic cells): a 15-line
+//!   join and aggregate with a new `interval '… days'`, numeric and `HAVING` literal in every
+//!   statement, at 1 and 8 connections;
 //! - **tools/list**, against `/healthz` (no database, no audit);
 //! - **memory**: gateway and source-backend private memory after the first 20 s and at the
 //!   end of 60 s of agent-style load at 32 connections.
@@ -228,10 +236,39 @@ fn agent_masked_sql(seed: &mut u64) -> String {
     )
 }
 
+/// A 15-line analytic read as analysts write it: a join, a filter on a moving date window
+/// (`interval '… days'`), a numeric threshold and a `HAVING` bound, each new every time.
+/// `{days}`, `{cents}` and `{orders}` are pgbench's spelling of the variables.
+const ANALYTIC: &str = "SELECT c.country,
+       date_trunc('week', o.created_at) AS week,
+       count(*) AS orders,
+       count(DISTINCT o.customer_id) AS buyers,
+       sum(o.total_cents) / 100.0 AS revenue,
+       avg(o.total_cents) FILTER (WHERE o.status = 'paid') AS avg_paid_cents
+  FROM public.orders o
+  JOIN public.customers c ON c.id = o.customer_id
+ WHERE o.created_at >= now() - interval '{days} days'
+   AND o.total_cents > {cents}
+   AND c.country IN ('DE', 'FR', 'US')
+ GROUP BY c.country, date_trunc('week', o.created_at)
+HAVING count(*) > {orders}
+ ORDER BY week DESC, revenue DESC
+ LIMIT 50";
+
+/// The analytic read with new literals.
+fn analytic_sql(seed: &mut u64) -> String {
+    ANALYTIC
+        .replace("{days}", &next(seed, 400).to_string())
+        .replace("{cents}", &next(seed, 5000).to_string())
+        .replace("{orders}", &(next(seed, 3) - 1).to_string())
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Direct {
     /// Agent-style texts over the simple protocol.
     Simple,
+    /// The analytic read, new literals each time, over the simple protocol.
+    Analytic,
     /// The point query, prepared once per connection.
     Prepared,
 }
@@ -267,6 +304,7 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
                 let started = Instant::now();
                 let ok = match how {
                     Direct::Simple => client.simple_query(&agent_sql(&mut seed)).await.is_ok(),
+                    Direct::Analytic => client.simple_query(&analytic_sql(&mut seed)).await.is_ok(),
                     Direct::Prepared => {
                         let id = next(&mut seed, 1000);
                         client.query(&stmt, &[&id]).await.is_ok()
@@ -286,12 +324,175 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
     measured
 }
 
+/// What pgbench sends in its baseline.
+#[derive(Clone, Copy, PartialEq)]
+enum Pgbench {
+    /// The agent texts, two new literals in each (pgbench substitutes its variables into
+    /// the text), over the simple protocol.
+    AgentSimple,
+    /// The point query, prepared once per connection.
+    PointPrepared,
+    /// The analytic read, new literals each time, over the simple protocol.
+    AnalyticSimple,
+}
+
+/// The baseline of record: pgbench (libpq, C) on `conns` connections for `secs`, latencies
+/// from its per-transaction log. The source's CPU is what its backends used: they exit when
+/// pgbench ends, and the postmaster, which reaps them, accumulates their CPU time.
+async fn pgbench(cluster: &Cluster, how: Pgbench, conns: usize, secs: u64) -> Measured {
+    let dir = cluster.base_dir().join(format!("pgbench-{conns}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("pgbench dir");
+    let script = dir.join("script.sql");
+    let (text, mode) = match how {
+        Pgbench::AgentSimple => (
+            "\\set id random(1, 1000)\n\\set k random(1, 1000000000)\n\
+             SELECT id, name, country FROM public.customers WHERE id = :id AND :k > 0;\n"
+                .to_string(),
+            "simple",
+        ),
+        Pgbench::PointPrepared => (
+            "\\set id random(1, 1000)\n\
+             SELECT id, name, country FROM public.customers WHERE id = :id;\n"
+                .to_string(),
+            "prepared",
+        ),
+        Pgbench::AnalyticSimple => (
+            format!(
+                "\\set days random(1, 400)\n\\set cents random(1, 5000)\n\\set orders random(0, 2)\n{};\n",
+                ANALYTIC
+                    .replace("{days}", ":days")
+                    .replace("{cents}", ":cents")
+                    .replace("{orders}", ":orders")
+                    .replace('\n', " ")
+            ),
+            "simple",
+        ),
+    };
+    std::fs::write(&script, text).expect("script");
+    let postmaster: u32 = std::fs::read_to_string(cluster.base_dir().join("pgdata/postmaster.pid"))
+        .ok()
+        .and_then(|t| t.lines().next().and_then(|l| l.trim().parse().ok()))
+        .expect("postmaster pid");
+    let reaped = || reaped_ticks(postmaster);
+    let before = reaped();
+    let threads = conns.min(2).to_string();
+    let dsn = cluster.admin_dsn("shop");
+    let prefix = dir.join("log");
+    let args: Vec<String> = vec![
+        "-n".into(),
+        "-c".into(),
+        conns.to_string(),
+        "-j".into(),
+        threads,
+        "-M".into(),
+        mode.into(),
+        "-T".into(),
+        secs.to_string(),
+        "-l".into(),
+        format!("--log-prefix={}", prefix.display()),
+        "-f".into(),
+        script.display().to_string(),
+        dsn,
+    ];
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("pgbench").args(&args).output()
+    })
+    .await
+    .expect("pgbench task")
+    .expect("pgbench (postgresql-client)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("number of failed transactions: "))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    // Each log line: client, transaction, latency in µs, script, epoch s, µs.
+    let mut lat = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("pgbench logs").flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("log.") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        lat.extend(text.lines().filter_map(|l| {
+            l.split_whitespace()
+                .nth(2)?
+                .parse::<f64>()
+                .ok()
+                .map(|us| us / 1000.0)
+        }));
+    }
+    assert!(
+        !lat.is_empty(),
+        "pgbench ran nothing: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = lat.len() as u64;
+    let source = reaped().saturating_sub(before);
+    // SAFETY: sysconf has no preconditions.
+    let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        n if n > 0 => n as f64,
+        _ => 100.0,
+    };
+    let cpu = Cpu {
+        gateway: 0.0,
+        source: source as f64 * 1e6 / hz / calls as f64,
+        control: 0.0,
+    };
+    summarize(lat, Duration::from_secs(secs), failed, cpu)
+}
+
+/// Clock ticks (cutime + cstime) of the children `pid` has reaped.
+fn reaped_ticks(pid: u32) -> u64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0;
+    };
+    let Some(close) = stat.rfind(')') else {
+        return 0;
+    };
+    // After "pid (comm) " the fields start at state (3rd); cutime and cstime are 16th, 17th.
+    let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    field(13) + field(14)
+}
+
+/// The pgbench baseline's line, and the governed cell against it.
+fn print_pgbench(label: &str, conns: usize, p: Measured, g: Measured) {
+    println!(
+        "{conns:<6} {:>22} {:>9.0} {:>7} {:>9.3} {:>9.3} {:>9} {:>7}",
+        format!("{label} pgbench"),
+        p.rps,
+        "1.00",
+        p.p50_ms,
+        p.p99_ms,
+        "",
+        p.errors
+    );
+    println!(
+        "{:<6} {:>22} governed {:.2}× pgbench, +p50 {:.3} ms; pgbench's source {:.0} µs per call, governed's {:.0} ({:.2}×)",
+        "",
+        "vs pgbench",
+        g.rps / p.rps,
+        g.p50_ms - p.p50_ms,
+        p.cpu.source,
+        g.cpu.source,
+        g.cpu.source / p.cpu.source.max(1e-9)
+    );
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Governed {
     /// `interlock_query` with agent-style text.
     Agent,
     /// The same, returning the demo's masked column (`email`).
     AgentMasked,
+    /// `interlock_query` with the analytic read, new literals each time.
+    Analytic,
     /// `interlock_query` with the `$1` point query, ids in 1..=n.
     Param(u64),
     /// `tools/list`.
@@ -333,6 +534,8 @@ async fn governed(base: &str, key: &str, how: Governed, conns: usize, secs: u64)
                 let body = match how {
                     Governed::Agent => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                         "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": agent_sql(&mut seed)}}}),
+                    Governed::Analytic => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": analytic_sql(&mut seed)}}}),
                     Governed::AgentMasked => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                         "params": {"name": "interlock_query", "arguments": {"source_id": "shop", "sql": agent_masked_sql(&mut seed)}}}),
                     Governed::Param(n) => json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -647,6 +850,7 @@ fn main() {
     let traces_only = arg("--traces-only", 0) > 0; // only the agent cells, tracing off and on
     let profile_traced = arg("--profile-traced", 0) > 0; // the profiling window traces every call
     let masks_only = arg("--masks-only", 0) > 0; // only the agent cells, the demo mask on and off
+    let analytic_only = arg("--analytic-only", 0) > 0; // only the agent and analytic cells
     let dir = tempfile::Builder::new()
         .prefix("interlock-load-")
         .tempdir()
@@ -740,12 +944,28 @@ fn main() {
                 if (cost_only || traces_only) && conns == 8 {
                     continue;
                 }
+                let p = pgbench(&cl, Pgbench::AgentSimple, conns, secs).await;
                 let d = direct(&cl, Direct::Simple, conns, secs).await;
                 simple.insert(conns, d);
                 let before = stages(&base, &op).await;
                 let g = governed(&base, &key, Governed::Agent, conns, secs).await;
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
+                print_pgbench("agent", conns, p, g);
+            }
+            // The analytic read: what the gateway adds to a statement that takes the database
+            // a while, with new interval and numeric literals every time.
+            for conns in [1, 8] {
+                let p = pgbench(&cl, Pgbench::AnalyticSimple, conns, secs).await;
+                let d = direct(&cl, Direct::Analytic, conns, secs).await;
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Analytic, conns, secs).await;
+                let after = stages(&base, &op).await;
+                print_pair("analytic", conns, d, g, &breakdown(&before, &after));
+                print_pgbench("analytic", conns, p, g);
+            }
+            if analytic_only {
+                return;
             }
             // The same agent reads through four more gateways of the fleet, started alike:
             // tracing off; tracing every call, or one in a hundred, to an OTLP sink that takes
@@ -814,13 +1034,17 @@ fn main() {
                 return;
             }
             let mut prepared = BTreeMap::new();
+            let mut pgbench_prepared = BTreeMap::new();
             for conns in [1, 32] {
+                let p = pgbench(&cl, Pgbench::PointPrepared, conns, secs).await;
+                pgbench_prepared.insert(conns, p);
                 let d = direct(&cl, Direct::Prepared, conns, secs).await;
                 prepared.insert(conns, d);
                 let before = stages(&base, &op).await;
                 let g = governed(&base, &key, Governed::Param(1000), conns, secs).await;
                 let after = stages(&base, &op).await;
                 print_pair("param", conns, d, g, &breakdown(&before, &after));
+                print_pgbench("param", conns, p, g);
             }
             // The same reads carrying the caller's identity (identity_propagation = "settings":
             // set on the connection's session when its caller changes; with one agent, once
@@ -842,6 +1066,7 @@ fn main() {
                 let g = governed(&base, &key, Governed::Param(100), conns, secs).await;
                 let after = stages(&base, &op).await;
                 print_pair("cache hit", conns, prepared[&conns], g, &breakdown(&before, &after));
+                print_pgbench("cache hit", conns, pgbench_prepared[&conns], g);
             }
             let h = governed(&base, &key, Governed::Health, 1, secs).await;
             let before = stages(&base, &op).await;

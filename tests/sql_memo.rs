@@ -2,7 +2,8 @@
 //! corpora, and generated variations of each with new literal values (numbers
 //! and strings of every awkward spelling: quotes, backslashes, comment and
 //! dollar-quote openers, newlines, NUL, non-ASCII, and now and then a literal of
-//! the other kind), is decided through a warm memo and must get exactly the
+//! the other kind; the texts of date, time, timestamp and interval literals, well-formed
+//! and not), is decided through a warm memo and must get exactly the
 //! decision made without it: the same verdict, refusal, lineage, masks and the
 //! same text to run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -84,6 +85,41 @@ fn string(rng: &mut Rng) -> String {
     s
 }
 
+/// Texts for date, time, timestamp and interval literals: well-formed ones of every
+/// kind PostgreSQL reads, and now and then an awkward string (which PostgreSQL refuses when
+/// the statement runs, memo or not).
+const TEMPORAL: &[&str] = &[
+    "'2024-01-01'",
+    "'2024-02-29'",
+    "'1999-12-31 23:59:59'",
+    "'2024-06-01 00:00:00+02'",
+    "'epoch'",
+    "'infinity'",
+    "'today'",
+    "'12:30'",
+    "'7 days'",
+    "'1 year 2 mons'",
+    "'-3 hours'",
+    "'P1Y2M3DT4H5M6S'",
+    "'1.5 weeks'",
+    "'00:00:01.5'",
+];
+
+fn temporal(rng: &mut Rng) -> String {
+    if rng.below(6) == 0 {
+        string(rng)
+    } else {
+        TEMPORAL[rng.below(TEMPORAL.len())].to_string()
+    }
+}
+
+/// Whether a word is a keyword that types the string after it as a date, time, timestamp
+/// or interval.
+fn types_time(word: &Token) -> bool {
+    matches!(word, Token::Word(w) if ["date", "time", "timestamp", "timestamptz", "interval", "zone"]
+        .contains(&w.value.to_ascii_lowercase().as_str()))
+}
+
 /// Byte offset of a tokenizer location (1-based line and character column).
 fn offset(text: &str, at: Location) -> usize {
     let mut line = 1;
@@ -111,6 +147,8 @@ enum Kind {
     Strings,
     /// Both, and now and then a literal of the other kind.
     Mixed,
+    /// The texts of date, time, timestamp and interval literals, each by another.
+    Temporal,
 }
 
 /// `sql` with some of its numbers and plain strings replaced by generated ones.
@@ -121,10 +159,17 @@ fn variation(sql: &str, rng: &mut Rng, kind: Kind) -> Option<String> {
     let mut out = String::new();
     let mut from = 0;
     let mut changed = false;
+    // The last token that was not whitespace.
+    let mut previous: Option<&Token> = None;
     for t in &tokens {
+        let typed = previous.is_some_and(types_time);
+        if !matches!(t.token, Token::Whitespace(_)) {
+            previous = Some(&t.token);
+        }
         let kind_number = match (&t.token, kind) {
             (Token::Number(..), Kind::Numbers | Kind::Mixed) => true,
             (Token::SingleQuotedString(_), Kind::Strings | Kind::Mixed) => false,
+            (Token::SingleQuotedString(_), Kind::Temporal) if typed => false,
             _ => continue,
         };
         if rng.below(10) < 3 {
@@ -132,7 +177,9 @@ fn variation(sql: &str, rng: &mut Rng, kind: Kind) -> Option<String> {
         }
         let (start, end) = (offset(sql, t.span.start), offset(sql, t.span.end));
         let other_kind = kind == Kind::Mixed && rng.below(12) == 0;
-        let literal = if kind_number != other_kind {
+        let literal = if kind == Kind::Temporal {
+            temporal(rng)
+        } else if kind_number != other_kind {
             number(rng)
         } else {
             string(rng)
@@ -167,10 +214,33 @@ fn corpus_statements() -> Vec<String> {
             )))
             .map(|c| c.sql)
             .collect();
+    statements.extend(TEMPORAL_STATEMENTS.iter().map(|s| s.to_string()));
     statements.sort();
     statements.dedup();
     statements
 }
+
+/// What analysts write about time, over the corpus's schema: date, time, timestamp and
+/// interval literals in every free position, beside a masked column, in a refused
+/// statement, and where they are not free (a function's argument, a cast).
+const TEMPORAL_STATEMENTS: &[&str] = &[
+    "SELECT id, at FROM app.events WHERE at >= date '2024-01-01' AND at < date '2024-02-01'",
+    "SELECT id FROM app.events WHERE at BETWEEN date '2024-01-01' AND date '2024-12-31' ORDER BY at",
+    "SELECT count(*) FROM app.events WHERE at > now() - interval '30 days'",
+    "SELECT id FROM app.events WHERE at IN (date '2024-01-15', date '2024-02-20')",
+    "SELECT id, at + interval '1 day' AS next FROM app.events WHERE at >= current_date - interval '7 days'",
+    "SELECT id FROM app.events WHERE at::timestamp > timestamp '2024-01-01 00:00:00' AND id > 1",
+    "SELECT id FROM app.events WHERE at::timestamptz >= timestamptz '2024-01-01 00:00+00'",
+    "SELECT id FROM app.events WHERE at::timestamptz < timestamp with time zone '2025-01-01 00:00+00'",
+    "SELECT date_trunc('month', at) AS month, count(*) FROM app.events WHERE at >= date '2024-01-01' - interval '1 year' GROUP BY 1 ORDER BY 1",
+    "SELECT u.email FROM app.users u JOIN app.events e ON e.id = u.id WHERE e.at < date '2025-01-01'",
+    "SELECT id FROM app.events WHERE at IS DISTINCT FROM date '2024-01-15'",
+    "SELECT id FROM app.events WHERE at::timestamp::time = time '00:00' OR at > date '2024-03-01' + interval '2' day",
+    "SELECT id, ssn FROM app.users WHERE id IN (SELECT id FROM app.events WHERE at < date '2024-03-01')",
+    "SELECT id FROM app.events WHERE at > date_trunc('month', timestamp '2024-06-15') - interval '30 days'",
+    "SELECT id FROM app.events WHERE at > '2024-01-01'::date AND at < date '2100-01-01' LIMIT 5",
+    "SELECT justify_days(interval '45 days'), isfinite(date '2024-01-01')",
+];
 
 /// A second caller of the same catalog whose grants differ where the memo could confuse
 /// them: the masked column hashed and usable as a filter.
@@ -201,6 +271,7 @@ fn literal_variations_of_the_corpus_decide_as_without_the_memo() {
         (Kind::Numbers, 0u64, 0u64),
         (Kind::Strings, 0, 0),
         (Kind::Mixed, 0, 0),
+        (Kind::Temporal, 0, 0),
     ];
     for sql in &statements {
         // Understood, then recalled, for both callers.
@@ -244,8 +315,10 @@ fn literal_variations_of_the_corpus_decide_as_without_the_memo() {
             Kind::Numbers => 40,
             Kind::Strings => 18,
             Kind::Mixed => 25,
+            Kind::Temporal => 50,
         };
-        assert!(decided > 1000, "{kind:?}: only {decided} variations");
+        let least = if kind == Kind::Temporal { 300 } else { 1000 };
+        assert!(decided > least, "{kind:?}: only {decided} variations");
         assert!(
             recalled * 100 >= decided * floor,
             "{kind:?}: the memo answered {recalled} of {decided} variations, under {floor}%"

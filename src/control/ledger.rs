@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use interlock_actors::audit::record::{void_hash, GENESIS};
 use interlock_actors::audit::AuditRecord;
+use interlock_actors::audit::HOLE_GRACE;
 
 use super::{ControlError, ControlPool};
 use crate::ledger::proof::{
@@ -93,10 +94,11 @@ pub async fn tree_size(pool: &ControlPool) -> Result<u64, ControlError> {
     Ok(size.unsigned_abs())
 }
 
-/// How long a seq stays missing before it is voided. Any wait would be safe (the primary
-/// key decides between a void and a batch that still holds the seq, which then takes new
-/// seqs); this one spares a batch that is merely slow that retry.
-const HOLE_GRACE_SECS: f64 = 2.0;
+/// How long a seq stays missing before it is voided: the audit writers' [`HOLE_GRACE`].
+/// Any wait would be safe (the primary key decides between a void and a batch that still
+/// holds the seq, which then takes new seqs); this one lets a writer use the seqs it took
+/// ahead, and spares a batch that is merely slow that retry.
+const HOLE_GRACE_SECS: f64 = HOLE_GRACE.as_secs_f64();
 
 /// Adds every committed record not yet in the tree, up to the first seq that is missing;
 /// returns the tree's size. A missing seq is noted in `audit_holes`, and once it has been

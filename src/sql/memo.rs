@@ -5,13 +5,15 @@
 //! # Why a remembered understanding is exactly as safe
 //!
 //! A literal is *free* when its value cannot change what the gateway decides:
-//! it is a number or a plain `'...'` string standing directly as an operand of
-//! a binary operator, a `LIKE`/`ILIKE`/`SIMILAR TO` pattern, an `IN` list item,
-//! a `BETWEEN` bound or an `IS [NOT] DISTINCT FROM` operand. Classification,
-//! resolution, lineage, the row-cap form and authorization read the kind of
-//! such a literal, never its value (the values they do read — `ORDER BY 2`,
-//! `LIMIT 5`, `EXPLAIN (ANALYZE 0)`, function arguments, casts, typed strings —
-//! are never free). Every literal that is not free is remembered with its
+//! it is a number, a plain `'...'` string or the text of a date, time,
+//! timestamp or interval literal (`date '2024-01-01'`, `interval '7 days'`)
+//! standing directly as an operand of a binary operator, a
+//! `LIKE`/`ILIKE`/`SIMILAR TO` pattern, an `IN` list item, a `BETWEEN` bound or
+//! an `IS [NOT] DISTINCT FROM` operand. Classification, resolution, lineage, the
+//! row-cap form and authorization read the kind of such a literal (and a typed
+//! literal's type, which its keyword fixes in the shape), never its value (the
+//! values they do read — `ORDER BY 2`, `LIMIT 5`, `EXPLAIN (ANALYZE 0)`,
+//! function arguments, casts, typed strings of other types — are never free). Every literal that is not free is remembered with its
 //! value, and a statement that differs there is decided afresh.
 //!
 //! What runs is still a text whose parse is proven: the re-serialized text of
@@ -36,7 +38,7 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sqlparser::ast::{Expr, InTarget, Statement, Value, Visit, Visitor};
+use sqlparser::ast::{DataType, Expr, InTarget, Statement, Value, ValueWithSpan, Visit, Visitor};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::tokenizer::{Location, Token, Tokenizer};
 
@@ -312,12 +314,38 @@ struct FreeValues(Vec<(Location, Value)>);
 
 impl FreeValues {
     fn take(&mut self, expr: &Expr) {
-        if let Expr::Value(v) = expr {
-            if matches!(v.value, Value::Number(..) | Value::SingleQuotedString(_)) {
-                self.0.push((v.span.start, v.value.clone()));
+        let value = match expr {
+            Expr::Value(v) if matches!(v.value, Value::Number(..)) => v,
+            Expr::Value(v) => return self.string(v),
+            Expr::TypedString(typed) if !typed.uses_odbc_syntax && temporal(&typed.data_type) => {
+                return self.string(&typed.value)
             }
+            Expr::Interval(interval) => match interval.value.as_ref() {
+                Expr::Value(v) => return self.string(v),
+                _ => return,
+            },
+            _ => return,
+        };
+        self.0.push((value.span.start, value.value.clone()));
+    }
+
+    /// A plain `'...'` string, alone or as the value of a temporal typed literal.
+    fn string(&mut self, v: &ValueWithSpan) {
+        if matches!(v.value, Value::SingleQuotedString(_)) {
+            self.0.push((v.span.start, v.value.clone()));
         }
     }
+}
+
+/// Whether a typed literal's type is a date, time, timestamp or interval: what it means
+/// is a point or a span of time whatever its text (an unreadable text fails when the
+/// statement runs, as without the memo); no decision reads it. Other typed strings (say
+/// `regclass '...'`, whose text names a relation) keep their value.
+fn temporal(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Date | DataType::Time(..) | DataType::Timestamp(..) | DataType::Interval { .. }
+    )
 }
 
 impl Visitor for FreeValues {

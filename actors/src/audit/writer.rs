@@ -8,6 +8,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 use tokio::sync::oneshot;
 
 use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, GENESIS};
+use super::seqs::{take, Reserved};
 use super::AuditError;
 use crate::supervise::supervisable;
 
@@ -24,6 +25,8 @@ pub struct AuditWriter {
     flushing: bool,
     /// This incarnation's chain (none until its first batch).
     chain: Option<Chain>,
+    /// The seqs it reserved ahead (none while a batch holds them).
+    reserved: Option<Reserved>,
 }
 
 supervisable!(AuditWriter);
@@ -45,6 +48,7 @@ impl AuditWriter {
             buffer: Vec::new(),
             flushing: false,
             chain: None,
+            reserved: Some(Reserved::default()),
         }
     }
 
@@ -65,6 +69,7 @@ impl AuditWriter {
         let pool = self.pool.clone();
         let healthy = self.healthy.clone();
         let chain = self.chain.take().unwrap_or_else(Chain::fresh);
+        let reserved = self.reserved.take().unwrap_or_default();
         let span = self.partition_records;
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
@@ -73,7 +78,7 @@ impl AuditWriter {
         actix_rt::spawn(async move {
             let started = Instant::now();
             let size = records.len();
-            let (results, chain) = write_all(&pool, records, chain, span).await;
+            let (results, chain, reserved) = write_all(&pool, records, chain, reserved, span).await;
             metrics::histogram!("interlock_audit_batch_size").record(size as f64);
             metrics::histogram!("interlock_audit_commit_seconds")
                 .record(started.elapsed().as_secs_f64());
@@ -88,10 +93,13 @@ impl AuditWriter {
                     AuditError::Unavailable
                 }));
             }
-            let _ = done.send(chain);
+            let _ = done.send((chain, reserved));
         });
-        ctx.spawn(committed.into_actor(self).map(|chain, act, ctx| {
-            act.chain = chain.ok();
+        ctx.spawn(committed.into_actor(self).map(|ended, act, ctx| {
+            if let Ok((chain, reserved)) = ended {
+                act.chain = Some(chain);
+                act.reserved = Some(reserved);
+            }
             act.flushing = false;
             act.flush(ctx);
         }));
@@ -147,7 +155,7 @@ impl Handler<Append> for AuditWriter {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum BatchError {
+pub(super) enum BatchError {
     #[error(transparent)]
     Pool(#[from] deadpool_postgres::PoolError),
     #[error(transparent)]
@@ -176,11 +184,12 @@ impl BatchError {
 
 /// One step of the path from a caller's `append` to its durable answer, in
 /// `interlock_audit_step_seconds{step}`: `mailbox` (to the writer's thread), `queued`
-/// (waiting for a batch in flight), `checkout` (a pooled connection), `seqs` (the seq round
-/// trip), `encode` (chain hashes and columns), `insert` (the statement and its commit).
+/// (waiting for a batch in flight), `checkout` (a pooled connection), `seqs` (taking seqs
+/// from the database, a batch's or a block ahead, see `seqs`: none for most batches under
+/// load), `encode` (chain hashes and columns), `insert` (the statement and its commit).
 /// `interlock_audit_wait_seconds` is the caller's whole wait; what it holds beyond the
 /// steps is the reply's way back.
-fn step(name: &'static str, took: Duration) {
+pub(super) fn step(name: &'static str, took: Duration) {
     metrics::histogram!("interlock_audit_step_seconds", "step" => name).record(took.as_secs_f64());
 }
 
@@ -217,18 +226,32 @@ async fn write_all(
     pool: &deadpool_postgres::Pool,
     records: Vec<AuditRecord>,
     chain: Chain,
+    mut reserved: Reserved,
     span: i64,
-) -> (Vec<Result<i64, BatchError>>, Chain) {
+) -> (Vec<Result<i64, BatchError>>, Chain, Reserved) {
     let size = records.len();
-    let seqs = match allocate(pool, size).await {
+    let seqs = match reserved.next(pool, size).await {
         Ok(seqs) => seqs,
         Err(e) => {
             let mut results = vec![Err(e)];
             results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            return (results, chain);
+            return (results, chain, reserved);
         }
     };
-    match write_batch(pool, &records, &seqs, &chain, span).await {
+    let (results, chain) = write_taken(pool, &records, &seqs, chain, span).await;
+    (results, chain, reserved)
+}
+
+/// Writes `records` at `seqs` (see [`write_all`]).
+async fn write_taken(
+    pool: &deadpool_postgres::Pool,
+    records: &[AuditRecord],
+    seqs: &[i64],
+    chain: Chain,
+    span: i64,
+) -> (Vec<Result<i64, BatchError>>, Chain) {
+    let size = records.len();
+    match write_batch(pool, records, seqs, &chain, span).await {
         Ok((seqs, chain)) => (seqs.into_iter().map(Ok).collect(), chain),
         Err(e) if e.is_statement_error() && size == 1 => {
             void_own(pool, seqs[0], &e).await;
@@ -238,7 +261,7 @@ async fn write_all(
             tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
             let mut results = Vec::with_capacity(size);
             let mut chain = chain;
-            for (record, seq) in records.iter().zip(seqs) {
+            for (record, &seq) in records.iter().zip(seqs) {
                 match write_batch(pool, std::slice::from_ref(record), &[seq], &chain, span).await {
                     Ok((seqs, next)) => {
                         chain = next;
@@ -274,27 +297,6 @@ async fn write_all(
 /// for them, before its records are answered "audit unavailable": well inside the callers'
 /// commit timeout.
 const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// Takes `n` seqs from `audit_records_seq`, in order. Taken before the insert, so that a
-/// batch that must go in again (or record by record) keeps its seqs and leaves no hole.
-async fn allocate(pool: &deadpool_postgres::Pool, n: usize) -> Result<Vec<i64>, BatchError> {
-    let asked = Instant::now();
-    let client = pool.get().await?;
-    step("checkout", asked.elapsed());
-    let asked = Instant::now();
-    let take = client
-        .prepare_cached("SELECT nextval('audit_records_seq') FROM generate_series(1, $1::bigint)")
-        .await?;
-    let mut seqs: Vec<i64> = client
-        .query(&take, &[&(n as i64)])
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    seqs.sort_unstable();
-    step("seqs", asked.elapsed());
-    Ok(seqs)
-}
 
 /// Fills `seq`, which this writer took for a record the database refused, with a void.
 /// Best effort: should it fail, the ledger voids the seq after its grace.
@@ -373,7 +375,7 @@ async fn write_batch(
                 return Box::pin(write_batch(
                     pool,
                     records,
-                    &allocate(pool, records.len()).await?,
+                    &take(pool, records.len()).await?,
                     &chain,
                     span,
                 ))
