@@ -11,7 +11,8 @@
 //! void wins and the batch goes in again at new seqs.
 //!
 //! A block covers about [`AHEAD`] of the writer's recent traffic, so a burst that ends
-//! leaves few seqs unused (each becomes a void). A writer with less than one record per
+//! leaves few seqs unused (each becomes a void), and the next block is taken beside a
+//! batch's insert once half of the held ones are used, so a batch seldom waits for one. A writer with less than one record per
 //! [`AHEAD`] takes exactly the seqs of each batch, as before: one extra round trip, and no
 //! seq taken for a record that may never come.
 
@@ -51,7 +52,7 @@ struct Block {
 
 impl Reserved {
     /// `n` seqs for a batch, ascending: from the blocks held, or from the database (one
-    /// round trip, which also takes the next block when traffic is high enough).
+    /// round trip, which takes a whole block when traffic is high enough).
     pub(super) async fn next(
         &mut self,
         pool: &deadpool_postgres::Pool,
@@ -95,6 +96,24 @@ impl Reserved {
         }
     }
 
+    /// Takes the next block while the held seqs still cover half of [`AHEAD`], so that a
+    /// batch seldom waits for one; meant to run beside the batch's insert.
+    pub(super) async fn take_ahead(&mut self, pool: &deadpool_postgres::Pool) {
+        let ahead = self.ahead();
+        if ahead <= 1 || self.held() * 2 > ahead {
+            return;
+        }
+        if let Err(e) = self.refill(pool, 0).await {
+            // The next batch takes its seqs itself, and fails there if it must.
+            tracing::debug!(error = %e, "could not take audit seqs ahead");
+        }
+    }
+
+    /// How many seqs [`AHEAD`] of the recent traffic are.
+    fn ahead(&self) -> usize {
+        ((self.rate * AHEAD.as_secs_f64()).ceil() as usize).min(MAX_BLOCK)
+    }
+
     /// Takes at least `missing` more seqs, as many as [`AHEAD`] of the recent traffic.
     async fn refill(
         &mut self,
@@ -112,15 +131,17 @@ impl Reserved {
         }
         self.last_taken = Some(now);
         self.used_since = 0;
-        let ahead = (self.rate * AHEAD.as_secs_f64()).ceil() as usize;
-        let asked = Instant::now();
-        let seqs = take(pool, missing.max(ahead.min(MAX_BLOCK))).await?;
+        let size = missing.max(self.ahead());
+        if size == 0 {
+            return Ok(());
+        }
+        let seqs = take(pool, size).await?;
         if seqs.len() > missing {
             metrics::histogram!("interlock_audit_seq_block").record(seqs.len() as f64);
         }
         self.blocks.push_back(Block {
             seqs: seqs.into(),
-            usable_until: asked + HOLE_GRACE - MARGIN,
+            usable_until: now + HOLE_GRACE - MARGIN,
         });
         Ok(())
     }

@@ -238,7 +238,10 @@ async fn write_all(
             return (results, chain, reserved);
         }
     };
-    let (results, chain) = write_taken(pool, &records, &seqs, chain, span).await;
+    let ((results, chain), ()) = tokio::join!(
+        write_taken(pool, &records, &seqs, chain, span),
+        reserved.take_ahead(pool)
+    );
     (results, chain, reserved)
 }
 
