@@ -210,19 +210,6 @@ fn main() {
             took.as_secs_f64(),
             took.as_secs_f64() * 1e6 / made.checkpoint.tree_size as f64
         );
-        // The seqs the writers took ahead and never used (pending above) hold the tree back
-        // until the grace has passed since the ledger first saw them missing.
-        if report.pending > 0 {
-            tokio::time::sleep(interlock_actors::audit::HOLE_GRACE + Duration::from_millis(200)).await;
-            let made = ledger::checkpoint(&pool, &key).await.expect("checkpoint").expect("records");
-            let report = control::audit::verify(&pool).await.expect("verify");
-            println!(
-                "after the hole grace: checkpoint over {} records; {} seqs taken ahead and never used are voids ({:.3} % of the log)",
-                made.checkpoint.tree_size,
-                report.voids,
-                report.voids as f64 * 100.0 / report.records as f64
-            );
-        }
 
         // Retention: on disk in the control database, then in archive segments.
         let on_disk = |pool: control::ControlPool| async move {

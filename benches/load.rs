@@ -428,7 +428,18 @@ async fn pgbench(cluster: &Cluster, how: Pgbench, conns: usize, secs: u64) -> Me
         String::from_utf8_lossy(&out.stderr)
     );
     let calls = lat.len() as u64;
-    let source = reaped().saturating_sub(before);
+    // pgbench has exited, but its backends may still be exiting: wait until the reaped
+    // time stops growing.
+    let mut after = reaped();
+    for _ in 0..20 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = reaped();
+        if now == after && now > before {
+            break;
+        }
+        after = now;
+    }
+    let source = after.saturating_sub(before);
     // SAFETY: sysconf has no preconditions.
     let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
         n if n > 0 => n as f64,
@@ -474,14 +485,17 @@ fn print_pgbench(label: &str, conns: usize, p: Measured, g: Measured) {
         p.errors
     );
     println!(
-        "{:<6} {:>22} governed {:.2}× pgbench, +p50 {:.3} ms; pgbench's source {:.0} µs per call, governed's {:.0} ({:.2}×)",
+        "{:<6} {:>22} governed {:.2}× pgbench, +p50 {:.3} ms; pgbench's source {:.0} µs per call, governed's {:.0} ({})",
         "",
         "vs pgbench",
         g.rps / p.rps,
         g.p50_ms - p.p50_ms,
         p.cpu.source,
         g.cpu.source,
-        g.cpu.source / p.cpu.source.max(1e-9)
+        match p.cpu.source >= 1.0 {
+            true => format!("{:.2}×", g.cpu.source / p.cpu.source),
+            false => "—".to_string(),
+        }
     );
 }
 

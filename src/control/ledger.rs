@@ -13,7 +13,6 @@ use serde::Serialize;
 
 use interlock_actors::audit::record::{void_hash, GENESIS};
 use interlock_actors::audit::AuditRecord;
-use interlock_actors::audit::HOLE_GRACE;
 
 use super::{ControlError, ControlPool};
 use crate::ledger::proof::{
@@ -94,11 +93,10 @@ pub async fn tree_size(pool: &ControlPool) -> Result<u64, ControlError> {
     Ok(size.unsigned_abs())
 }
 
-/// How long a seq stays missing before it is voided: the audit writers' [`HOLE_GRACE`].
-/// Any wait would be safe (the primary key decides between a void and a batch that still
-/// holds the seq, which then takes new seqs); this one lets a writer use the seqs it took
-/// ahead, and spares a batch that is merely slow that retry.
-const HOLE_GRACE_SECS: f64 = HOLE_GRACE.as_secs_f64();
+/// How long a seq stays missing before it is voided. Any wait would be safe (the primary
+/// key decides between a void and a batch that still holds the seq, which then takes new
+/// seqs); this one spares a batch that is merely slow that retry.
+const HOLE_GRACE_SECS: f64 = 2.0;
 
 /// Adds every committed record not yet in the tree, up to the first seq that is missing;
 /// returns the tree's size. A missing seq is noted in `audit_holes`, and once it has been
@@ -180,14 +178,18 @@ pub async fn extend(pool: &ControlPool) -> Result<u64, ControlError> {
 }
 
 /// Notes the seqs `first..next` as missing and fills those missing for longer than the
-/// grace with void records; returns how many it filled.
+/// grace with void records; returns how many it filled. A hole is seen when the statement
+/// that found it ran (`clock_timestamp()`, not the transaction's start, which may precede
+/// the seq's taking by a wait for the ledger lock), so it is voided no sooner than a grace
+/// after its writer took it.
 async fn void_holes(
     tx: &deadpool_postgres::Transaction<'_>,
     first: i64,
     next: i64,
 ) -> Result<u64, ControlError> {
     tx.execute(
-        "INSERT INTO audit_holes (seq) SELECT generate_series($1::bigint, $2::bigint - 1)
+        "INSERT INTO audit_holes (seq, seen_at)
+         SELECT generate_series($1::bigint, $2::bigint - 1), clock_timestamp()
          ON CONFLICT (seq) DO NOTHING",
         &[&first, &next],
     )

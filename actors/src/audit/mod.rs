@@ -2,8 +2,8 @@
 //! releases each waiting caller only once its record is durable.
 //!
 //! While one batch is being committed, new records accumulate; the next batch takes them all
-//! (up to `max_batch`). A batch takes its seqs from the database's sequence (under load,
-//! from a block the writer took ahead, see `seqs`) and goes in as one INSERT in its own implicit transaction, in this writer's own hash chain (see
+//! (up to `max_batch`). A batch takes its seqs from the database's sequence and goes in as
+//! one INSERT in its own implicit transaction, in this writer's own hash chain (see
 //! [`chain`]): replicas sharing a control database never wait for each other's batches, and
 //! the seqs of all of them make the log's one gap-free order.
 //!
@@ -16,7 +16,6 @@
 
 pub mod chain;
 pub mod record;
-mod seqs;
 pub mod storable;
 mod writer;
 
@@ -31,11 +30,6 @@ pub use record::{AuditRecord, RecordOutcome};
 pub use writer::AuditWriter;
 
 use crate::supervise::{Home, Slot, Supervision};
-
-/// How long a seq may stay missing from `audit_records` before whoever extends the ledger
-/// fills it with a void. A writer uses a seq it took only well inside this time (see
-/// `seqs`), so a seq missing for longer is surely nobody's.
-pub const HOLE_GRACE: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum AuditError {

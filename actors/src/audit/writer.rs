@@ -8,7 +8,6 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 use tokio::sync::oneshot;
 
 use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, GENESIS};
-use super::seqs::{take, Reserved};
 use super::AuditError;
 use crate::supervise::supervisable;
 
@@ -25,8 +24,6 @@ pub struct AuditWriter {
     flushing: bool,
     /// This incarnation's chain (none until its first batch).
     chain: Option<Chain>,
-    /// The seqs it reserved ahead (none while a batch holds them).
-    reserved: Option<Reserved>,
 }
 
 supervisable!(AuditWriter);
@@ -48,7 +45,6 @@ impl AuditWriter {
             buffer: Vec::new(),
             flushing: false,
             chain: None,
-            reserved: Some(Reserved::default()),
         }
     }
 
@@ -69,7 +65,6 @@ impl AuditWriter {
         let pool = self.pool.clone();
         let healthy = self.healthy.clone();
         let chain = self.chain.take().unwrap_or_else(Chain::fresh);
-        let reserved = self.reserved.take().unwrap_or_default();
         let span = self.partition_records;
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
@@ -78,7 +73,7 @@ impl AuditWriter {
         actix_rt::spawn(async move {
             let started = Instant::now();
             let size = records.len();
-            let (results, chain, reserved) = write_all(&pool, records, chain, reserved, span).await;
+            let (results, chain) = write_all(&pool, records, chain, span).await;
             metrics::histogram!("interlock_audit_batch_size").record(size as f64);
             metrics::histogram!("interlock_audit_commit_seconds")
                 .record(started.elapsed().as_secs_f64());
@@ -93,13 +88,10 @@ impl AuditWriter {
                     AuditError::Unavailable
                 }));
             }
-            let _ = done.send((chain, reserved));
+            let _ = done.send(chain);
         });
-        ctx.spawn(committed.into_actor(self).map(|ended, act, ctx| {
-            if let Ok((chain, reserved)) = ended {
-                act.chain = Some(chain);
-                act.reserved = Some(reserved);
-            }
+        ctx.spawn(committed.into_actor(self).map(|chain, act, ctx| {
+            act.chain = chain.ok();
             act.flushing = false;
             act.flush(ctx);
         }));
@@ -155,7 +147,7 @@ impl Handler<Append> for AuditWriter {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(super) enum BatchError {
+enum BatchError {
     #[error(transparent)]
     Pool(#[from] deadpool_postgres::PoolError),
     #[error(transparent)]
@@ -184,12 +176,11 @@ impl BatchError {
 
 /// One step of the path from a caller's `append` to its durable answer, in
 /// `interlock_audit_step_seconds{step}`: `mailbox` (to the writer's thread), `queued`
-/// (waiting for a batch in flight), `checkout` (a pooled connection), `seqs` (taking seqs
-/// from the database, a batch's or a block ahead, see `seqs`: none for most batches under
-/// load), `encode` (chain hashes and columns), `insert` (the statement and its commit).
+/// (waiting for a batch in flight), `checkout` (a pooled connection), `seqs` (the seq round
+/// trip), `encode` (chain hashes and columns), `insert` (the statement and its commit).
 /// `interlock_audit_wait_seconds` is the caller's whole wait; what it holds beyond the
 /// steps is the reply's way back.
-pub(super) fn step(name: &'static str, took: Duration) {
+fn step(name: &'static str, took: Duration) {
     metrics::histogram!("interlock_audit_step_seconds", "step" => name).record(took.as_secs_f64());
 }
 
@@ -226,35 +217,18 @@ async fn write_all(
     pool: &deadpool_postgres::Pool,
     records: Vec<AuditRecord>,
     chain: Chain,
-    mut reserved: Reserved,
     span: i64,
-) -> (Vec<Result<i64, BatchError>>, Chain, Reserved) {
+) -> (Vec<Result<i64, BatchError>>, Chain) {
     let size = records.len();
-    let seqs = match reserved.next(pool, size).await {
+    let seqs = match allocate(pool, size).await {
         Ok(seqs) => seqs,
         Err(e) => {
             let mut results = vec![Err(e)];
             results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            return (results, chain, reserved);
+            return (results, chain);
         }
     };
-    let ((results, chain), ()) = tokio::join!(
-        write_taken(pool, &records, &seqs, chain, span),
-        reserved.take_ahead(pool)
-    );
-    (results, chain, reserved)
-}
-
-/// Writes `records` at `seqs` (see [`write_all`]).
-async fn write_taken(
-    pool: &deadpool_postgres::Pool,
-    records: &[AuditRecord],
-    seqs: &[i64],
-    chain: Chain,
-    span: i64,
-) -> (Vec<Result<i64, BatchError>>, Chain) {
-    let size = records.len();
-    match write_batch(pool, records, seqs, &chain, span).await {
+    match write_batch(pool, &records, &seqs, &chain, span).await {
         Ok((seqs, chain)) => (seqs.into_iter().map(Ok).collect(), chain),
         Err(e) if e.is_statement_error() && size == 1 => {
             void_own(pool, seqs[0], &e).await;
@@ -264,7 +238,7 @@ async fn write_taken(
             tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
             let mut results = Vec::with_capacity(size);
             let mut chain = chain;
-            for (record, &seq) in records.iter().zip(seqs) {
+            for (record, seq) in records.iter().zip(seqs) {
                 match write_batch(pool, std::slice::from_ref(record), &[seq], &chain, span).await {
                     Ok((seqs, next)) => {
                         chain = next;
@@ -300,6 +274,27 @@ async fn write_taken(
 /// for them, before its records are answered "audit unavailable": well inside the callers'
 /// commit timeout.
 const RETRY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Takes `n` seqs from `audit_records_seq`, in order. Taken before the insert, so that a
+/// batch that must go in again (or record by record) keeps its seqs and leaves no hole.
+async fn allocate(pool: &deadpool_postgres::Pool, n: usize) -> Result<Vec<i64>, BatchError> {
+    let asked = Instant::now();
+    let client = pool.get().await?;
+    step("checkout", asked.elapsed());
+    let asked = Instant::now();
+    let take = client
+        .prepare_cached("SELECT nextval('audit_records_seq') FROM generate_series(1, $1::bigint)")
+        .await?;
+    let mut seqs: Vec<i64> = client
+        .query(&take, &[&(n as i64)])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    seqs.sort_unstable();
+    step("seqs", asked.elapsed());
+    Ok(seqs)
+}
 
 /// Fills `seq`, which this writer took for a record the database refused, with a void.
 /// Best effort: should it fail, the ledger voids the seq after its grace.
@@ -378,7 +373,7 @@ async fn write_batch(
                 return Box::pin(write_batch(
                     pool,
                     records,
-                    &take(pool, records.len()).await?,
+                    &allocate(pool, records.len()).await?,
                     &chain,
                     span,
                 ))
