@@ -13,8 +13,9 @@
 //! row-cap form and authorization read the kind of such a literal (and a typed
 //! literal's type, which its keyword fixes in the shape), never its value (the
 //! values they do read — `ORDER BY 2`, `LIMIT 5`, `EXPLAIN (ANALYZE 0)`,
-//! function arguments, casts, typed strings of other types — are never free). Every literal that is not free is remembered with its
-//! value, and a statement that differs there is decided afresh.
+//! function arguments, casts, typed strings of other types — are never free).
+//! Every literal that is not free is remembered with its value, and a statement
+//! that differs there is decided afresh.
 //!
 //! What runs is still a text whose parse is proven: the re-serialized text of
 //! the remembered tree (which was proven to parse back to that tree), with each
