@@ -89,17 +89,43 @@ struct Probe {
 
 static PROBE: std::sync::OnceLock<Probe> = std::sync::OnceLock::new();
 
-/// The command name and clock ticks (utime + stime) of `/proc/<path>/stat`.
-fn ticks(path: &str) -> Option<(String, u64)> {
+/// The command name and the fields after it of `/proc/<path>/stat`, from the 3rd (state)
+/// on, each as a number (state, not one, reads as 0).
+fn stat(path: &str) -> Option<(String, Vec<u64>)> {
     let stat = std::fs::read_to_string(format!("/proc/{path}/stat")).ok()?;
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let comm = stat[open + 1..close].to_string();
-    // After "pid (comm) " the fields start at state (3rd); utime and stime are 14th, 15th.
-    let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((comm, utime + stime))
+    let fields = stat
+        .get(close + 2..)?
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    Some((comm, fields))
+}
+
+/// The command name and clock ticks (utime + stime, the 14th and 15th fields) of
+/// `/proc/<path>/stat`.
+fn ticks(path: &str) -> Option<(String, u64)> {
+    let (comm, fields) = stat(path)?;
+    Some((comm, fields.get(11)? + fields.get(12)?))
+}
+
+/// Clock ticks (cutime + cstime, the 16th and 17th fields) of the children `pid` has reaped.
+fn reaped_ticks(pid: u32) -> u64 {
+    stat(&pid.to_string())
+        .and_then(|(_, f)| Some(f.get(13)? + f.get(14)?))
+        .unwrap_or(0)
+}
+
+/// Microseconds per call of `ticks` clock ticks spent on `calls` calls.
+fn per_call_us(ticks: u64, calls: u64) -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
+        n if n > 0 => n as f64,
+        _ => 100.0,
+    };
+    ticks as f64 * 1e6 / hz / calls.max(1) as f64
 }
 
 /// Ticks of this process's threads, less the load generator's.
@@ -165,12 +191,7 @@ async fn cpu_start(direct: Option<&[u32]>) -> CpuStart {
 /// CPU per call since `start` (backends that appeared meanwhile count from zero). A direct
 /// cell charges only its own backends.
 async fn cpu_since(start: CpuStart, direct: Option<&[u32]>, calls: u64) -> Cpu {
-    // SAFETY: sysconf has no preconditions.
-    let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
-        n if n > 0 => n as f64,
-        _ => 100.0,
-    };
-    let per_call = |t: u64| t as f64 * 1e6 / hz / calls.max(1) as f64;
+    let per_call = |t: u64| per_call_us(t, calls);
     let grown = |before: &BTreeMap<u32, u64>, after: BTreeMap<u32, u64>| -> u64 {
         after
             .into_iter()
@@ -439,37 +460,21 @@ async fn pgbench(cluster: &Cluster, how: Pgbench, conns: usize, secs: u64) -> Me
         }
         after = now;
     }
-    let source = after.saturating_sub(before);
-    // SAFETY: sysconf has no preconditions.
-    let hz = match unsafe { libc::sysconf(libc::_SC_CLK_TCK) } {
-        n if n > 0 => n as f64,
-        _ => 100.0,
-    };
     let cpu = Cpu {
         gateway: 0.0,
-        source: source as f64 * 1e6 / hz / calls as f64,
+        source: per_call_us(after.saturating_sub(before), calls),
         control: 0.0,
     };
     summarize(lat, Duration::from_secs(secs), failed, cpu)
 }
 
-/// Clock ticks (cutime + cstime) of the children `pid` has reaped.
-fn reaped_ticks(pid: u32) -> u64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0;
-    };
-    let Some(close) = stat.rfind(')') else {
-        return 0;
-    };
-    // After "pid (comm) " the fields start at state (3rd); cutime and cstime are 16th, 17th.
-    let fields: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-    let field = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    field(13) + field(14)
+/// `x` as a multiple of a baseline's source CPU, or "—" when the baseline used none worth
+/// dividing by (a baseline that touches no database, or one whose CPU could not be read).
+fn times(x: f64, base: f64) -> String {
+    match base >= 1.0 {
+        true => format!("{:.2}×", x / base),
+        false => "—".to_string(),
+    }
 }
 
 /// The pgbench baseline's line, and the governed cell against it.
@@ -492,10 +497,7 @@ fn print_pgbench(label: &str, conns: usize, p: Measured, g: Measured) {
         g.p50_ms - p.p50_ms,
         p.cpu.source,
         g.cpu.source,
-        match p.cpu.source >= 1.0 {
-            true => format!("{:.2}×", g.cpu.source / p.cpu.source),
-            false => "—".to_string(),
-        }
+        times(g.cpu.source, p.cpu.source)
     );
 }
 
@@ -757,10 +759,7 @@ fn print_pair(label: &str, conns: usize, d: Measured, g: Measured, stages: &str)
         g.errors
     );
     // A baseline that touches no database (`/healthz`) has no source CPU to compare with.
-    let ratio = |x: f64| match d.cpu.source >= 1.0 {
-        true => format!("{:.2}×", x / d.cpu.source),
-        false => "—".to_string(),
-    };
+    let ratio = |x: f64| times(x, d.cpu.source);
     println!(
         "{:<6} {:>22} µs per call: gateway {:.0} ({}) · source {:.0} ({}) · control {:.0} ({}); baseline's source {:.0}",
         "",

@@ -314,25 +314,27 @@ fn free_values(statement: &Statement) -> Vec<(Location, Value)> {
 struct FreeValues(Vec<(Location, Value)>);
 
 impl FreeValues {
+    /// A free operand: a number or plain string, or the text of a temporal typed literal.
     fn take(&mut self, expr: &Expr) {
-        let value = match expr {
-            Expr::Value(v) if matches!(v.value, Value::Number(..)) => v,
-            Expr::Value(v) => return self.string(v),
+        match expr {
+            Expr::Value(v) => self.push(v, true),
             Expr::TypedString(typed) if !typed.uses_odbc_syntax && temporal(&typed.data_type) => {
-                return self.string(&typed.value)
+                self.push(&typed.value, false);
             }
-            Expr::Interval(interval) => match interval.value.as_ref() {
-                Expr::Value(v) => return self.string(v),
-                _ => return,
-            },
-            _ => return,
-        };
-        self.0.push((value.span.start, value.value.clone()));
+            Expr::Interval(interval) => {
+                if let Expr::Value(v) = interval.value.as_ref() {
+                    self.push(v, false);
+                }
+            }
+            _ => {}
+        }
     }
 
-    /// A plain `'...'` string, alone or as the value of a temporal typed literal.
-    fn string(&mut self, v: &ValueWithSpan) {
-        if matches!(v.value, Value::SingleQuotedString(_)) {
+    /// `v` if it is a plain `'...'` string (or, with `numbers`, a number).
+    fn push(&mut self, v: &ValueWithSpan, numbers: bool) {
+        if matches!(v.value, Value::SingleQuotedString(_))
+            || (numbers && matches!(v.value, Value::Number(..)))
+        {
             self.0.push((v.span.start, v.value.clone()));
         }
     }
