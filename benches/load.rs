@@ -878,6 +878,7 @@ fn main() {
             base_dir: dir.path().join("pg"),
             port: 0,
             fast: false, // durable: fsync on, as in production
+            server_settings: Vec::new(),
         })
         .expect("cluster"),
     );

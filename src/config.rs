@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::control::ControlSettings;
 pub use crate::limits::{RateLimitBackend, RateLimitSettings, RedisUnavailable};
-pub use crate::telemetry::{LogFormat, LogSettings};
+pub use crate::telemetry::{LogFormat, LogSettings, LogStream};
 
 /// The defaults, compiled in so the binary never depends on the working directory.
 pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");

@@ -57,13 +57,15 @@ impl Gateway {
         &self.state
     }
 
-    /// Serves until the server stops: SIGINT/SIGTERM (handled by actix) or [`Gateway::stop`].
+    /// Serves until the server stops: SIGINT/SIGTERM (handled by actix: the listener
+    /// closes, requests in flight get `server.shutdown_timeout_secs`) or [`Gateway::stop`];
+    /// then stops the actors and sends the spans still queued.
     pub async fn wait(mut self) -> std::io::Result<()> {
         let served = match self.server.take() {
             Some(server) => server.await,
             None => Ok(()),
         };
-        self.flush_traces().await;
+        self.wind_down().await;
         served
     }
 
@@ -78,12 +80,16 @@ impl Gateway {
     /// Graceful stop: in-flight requests get `server.shutdown_timeout_secs` to finish.
     pub async fn stop(&self) {
         self.handle.stop(true).await;
-        self.flush_traces().await;
+        self.wind_down().await;
     }
 
-    /// Sends the spans still queued and stops their export, off the async workers (it waits
-    /// at most `telemetry.export_timeout_ms`).
-    async fn flush_traces(&self) {
+    /// After the last request: the background loops end, the supervised actors stop for
+    /// good (not restarted, not reported as failures), and the spans still queued are sent and their export stopped,
+    /// off the async workers (it waits at most `telemetry.export_timeout_ms`). Every
+    /// answered call's audit record is already durable.
+    async fn wind_down(&self) {
+        self.state.stopping.cancel();
+        self.state.supervision.stop();
         let traces = self.state.tracing.clone();
         if traces.is_on() {
             let _ = tokio::task::spawn_blocking(move || traces.shutdown()).await;

@@ -16,7 +16,7 @@
 //!    `governance` (access, policy, redaction, the SQL decision), `mcp` (the protocol,
 //!    transport-agnostic), `stages` (the steps of a call, timed), `cidr`, `secrets`,
 //!    `telemetry` (logs, the metrics recorder), `allocator`, `ledger` (the audit log's
-//!    Merkle tree, signed checkpoints and proofs)
+//!    Merkle tree, signed checkpoints and proofs), `pg_tls` (TLS to PostgreSQL)
 //! 2. the control database's repositories: `control`, `discovery` (the document index)
 //! 3. infrastructure adapters, each owning its settings: `sources` (connectors), `oauth`
 //!    (token verification), `webhooks`, `pgcluster`, `fleet` (the replicas' channel),
@@ -53,6 +53,7 @@ pub mod ledger;
 pub mod limits;
 pub mod mcp;
 pub mod oauth;
+pub mod pg_tls;
 pub mod pgcluster;
 pub mod pipeline;
 pub mod policy_lab;

@@ -86,6 +86,7 @@ async fn approver_and_operator_work_in_a_real_browser() {
         base_dir: dir.path().join("pg"),
         port: 0,
         fast: true,
+        server_settings: Vec::new(),
     })
     .expect("source cluster");
     source

@@ -25,6 +25,7 @@ async fn shop_source() -> (tempfile::TempDir, Cluster, u16, String) {
         base_dir: dir.path().join("pg"),
         port: 0,
         fast: true,
+        server_settings: Vec::new(),
     })
     .expect("source cluster");
     let admin = source.connect("postgres").await.expect("connect");

@@ -20,6 +20,7 @@ pub mod minute;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use chrono::{DateTime, DurationRound, Utc};
 use interlock_actors::audit::AuditRecord;
@@ -135,9 +136,10 @@ impl Recorder {
         control: ControlPool,
         replica: Uuid,
         settings: ActivitySettings,
+        stop: &CancellationToken,
     ) {
         let this = std::sync::Arc::clone(self);
-        tokio::spawn(async move {
+        tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
             let mut every =
                 tokio::time::interval(Duration::from_millis(settings.flush_interval_ms.max(100)));
             every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -156,7 +158,7 @@ impl Recorder {
                     }
                 }
             }
-        });
+        }));
     }
 }
 
@@ -171,11 +173,12 @@ pub fn spawn_transitions(
     events: &interlock_actors::events::EventBus,
     control: ControlPool,
     replica: Uuid,
+    stop: &CancellationToken,
 ) {
     use interlock_actors::events::Event;
     use tokio::sync::broadcast::error::RecvError;
     let mut rx = events.subscribe();
-    tokio::spawn(async move {
+    tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
         loop {
             let event = match rx.recv().await {
                 Ok(e) => e,
@@ -207,7 +210,7 @@ pub fn spawn_transitions(
                 tracing::warn!(error = %e, source = %t.source_id, "a circuit transition was not stored");
             }
         }
-    });
+    }));
 }
 
 /// Approvals per bucket of `[since, since + n × width)`: created, decided, and pending at

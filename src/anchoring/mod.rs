@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use chrono::{DateTime, Utc};
 
@@ -195,11 +196,12 @@ pub fn spawn(
     every: Duration,
     status: AnchoringState,
     events: EventBus,
+    stop: &CancellationToken,
 ) {
     if every.is_zero() {
         return;
     }
-    tokio::spawn(async move {
+    tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -231,5 +233,5 @@ pub fn spawn(
                 *s = now;
             }
         }
-    });
+    }));
 }

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use rand::Rng;
 
@@ -22,11 +23,11 @@ pub struct InstanceLock {
 
 impl InstanceLock {
     /// Picks a random instance id and starts holding its lock in the background.
-    pub fn spawn(pool: ControlPool) -> Self {
+    pub fn spawn(pool: ControlPool, stop: &CancellationToken) -> Self {
         let id: i32 = rand::thread_rng().gen_range(1..i32::MAX);
         let held = Arc::new(AtomicBool::new(false));
         let flag = held.clone();
-        tokio::spawn(async move {
+        tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
             loop {
                 if let Err(e) = hold(&pool, id, &flag).await {
                     tracing::warn!(error = %e, "instance lock lost; retrying");
@@ -34,7 +35,7 @@ impl InstanceLock {
                 flag.store(false, Ordering::Release);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-        });
+        }));
         Self { id, held }
     }
 

@@ -15,7 +15,8 @@ fn pool(settings: &Settings) -> anyhow::Result<ControlPool> {
 }
 
 pub async fn migrate(settings: &Settings) -> anyhow::Result<()> {
-    let applied = migrations::migrate(&pool(settings)?).await?;
+    let locks = migrations::LockPolicy::from_settings(&settings.control);
+    let applied = migrations::migrate_with(&pool(settings)?, locks).await?;
     if applied.is_empty() {
         println!("control database is up to date");
     } else {

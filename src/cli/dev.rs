@@ -20,6 +20,7 @@ pub async fn run(mut settings: Settings, args: DevArgs) -> anyhow::Result<()> {
         base_dir: args.data_dir.clone(),
         port: args.pg_port,
         fast: false,
+        server_settings: Vec::new(),
     };
     let cluster = tokio::task::spawn_blocking(move || Cluster::start(&options))
         .await

@@ -549,7 +549,10 @@ pub async fn main(cli: Cli) -> std::process::ExitCode {
 /// Runs a (non-client) command to completion.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let settings = load_settings(&cli)?;
-    crate::telemetry::init(&settings.log);
+    // Only `serve` may log to stdout: every other command answers there (a created key, a
+    // verification report, `stdio`'s protocol).
+    let stdout_is_output = !matches!(cli.command, Command::Serve);
+    crate::telemetry::init(&settings.log, stdout_is_output);
     match cli.command {
         Command::Serve => {
             let gateway = crate::Gateway::start(settings).await?;

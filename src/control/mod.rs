@@ -23,6 +23,7 @@ pub mod pool;
 pub mod profiles;
 pub mod roles;
 pub mod scanned;
+pub mod schema_version;
 pub mod settings;
 pub mod signed_heads;
 pub mod sources;
@@ -35,16 +36,45 @@ pub use settings::ControlSettings;
 /// Errors of the control-database repositories.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
-    #[error("control database: {0}")]
-    Db(#[from] tokio_postgres::Error),
-    #[error("control database pool: {0}")]
-    Pool(#[from] deadpool_postgres::PoolError),
+    #[error("control database: {}", with_causes(.0))]
+    Db(tokio_postgres::Error),
+    #[error("control database pool: {}", with_causes(.0))]
+    Pool(deadpool_postgres::PoolError),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
     #[error("{0}")]
     Invalid(String),
+}
+
+impl From<tokio_postgres::Error> for ControlError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        ControlError::Db(e)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for ControlError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        ControlError::Pool(e)
+    }
+}
+
+/// An error and what caused it, each cause once: "error performing TLS handshake" says
+/// little without "invalid peer certificate: UnknownIssuer" (the driver keeps the why in
+/// its source chain; a pool error repeats its backend's text).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        next = cause.source();
+    }
+    text
 }
 
 impl ControlError {

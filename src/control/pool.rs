@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::settings::ControlSettings;
 use crate::secrets::SecretRef;
@@ -15,6 +16,8 @@ pub enum PoolSetupError {
     Secret(#[from] crate::secrets::SecretError),
     #[error("control database pool could not be built: {0}")]
     Build(String),
+    #[error("control database TLS ([control] tls_mode, tls_ca_file): {0}")]
+    Tls(#[from] crate::pg_tls::TlsSetupError),
 }
 
 /// Builds the pool. No connection is made until the first checkout.
@@ -30,8 +33,33 @@ pub fn audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupEr
     build(settings, 2, "interlock-audit")
 }
 
-/// How to connect to the control database, as `application_name` (for a connection of
-/// its own, outside any pool: the fleet channel's `LISTEN`).
+/// A connection of its own to the control database, outside any pool (the fleet channel's
+/// `LISTEN`): where, as whom, and over which TLS.
+#[derive(Clone)]
+pub struct ControlConnect {
+    pub config: tokio_postgres::Config,
+    /// `None` for `tls_mode = "disable"`.
+    pub tls: Option<MakeRustlsConnect>,
+}
+
+/// How to open a connection of its own to the control database, as `application_name`.
+pub fn control_connect(
+    settings: &ControlSettings,
+    application_name: &str,
+) -> Result<ControlConnect, PoolSetupError> {
+    Ok(ControlConnect {
+        config: connection_config(settings, application_name)?,
+        tls: tls(settings)?,
+    })
+}
+
+/// The TLS connector `[control]` asks for, or `None` for plain TCP.
+fn tls(settings: &ControlSettings) -> Result<Option<MakeRustlsConnect>, PoolSetupError> {
+    let ca = Some(settings.tls_ca_file.as_str()).filter(|f| !f.is_empty());
+    Ok(crate::pg_tls::client_config(settings.tls_mode, ca)?.map(MakeRustlsConnect::new))
+}
+
+/// How to connect to the control database, as `application_name`.
 pub fn connection_config(
     settings: &ControlSettings,
     application_name: &str,
@@ -109,13 +137,13 @@ fn build(
     application_name: &str,
 ) -> Result<ControlPool, PoolSetupError> {
     let pg = connection_config(settings, application_name)?;
-    let manager = Manager::from_config(
-        pg,
-        tokio_postgres::NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
+    let config = || ManagerConfig {
+        recycling_method: RecyclingMethod::Fast,
+    };
+    let manager = match tls(settings)? {
+        Some(tls) => Manager::from_config(pg, tls, config()),
+        None => Manager::from_config(pg, tokio_postgres::NoTls, config()),
+    };
     let timeout = Some(Duration::from_secs(settings.connect_timeout_secs));
     Pool::builder(manager)
         .max_size(size)

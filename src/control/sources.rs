@@ -23,35 +23,11 @@ impl SourceKind {
     }
 }
 
-/// How the gateway protects its connection to a source (libpq's `sslmode` meanings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum TlsMode {
-    /// Plain TCP (loopback or trusted networks only).
-    Disable,
-    /// Encrypted, server certificate not verified.
-    Require,
-    /// Encrypted, certificate chain verified against the CA file and the host name checked.
-    VerifyFull,
-}
+pub use crate::pg_tls::TlsMode;
 
-impl TlsMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TlsMode::Disable => "disable",
-            TlsMode::Require => "require",
-            TlsMode::VerifyFull => "verify-full",
-        }
-    }
-
-    fn parse(s: &str) -> Result<Self, ControlError> {
-        match s {
-            "disable" => Ok(TlsMode::Disable),
-            "require" => Ok(TlsMode::Require),
-            "verify-full" => Ok(TlsMode::VerifyFull),
-            other => Err(ControlError::Invalid(format!("unknown tls mode {other:?}"))),
-        }
-    }
+/// A stored TLS mode.
+fn parse_tls_mode(s: &str) -> Result<TlsMode, ControlError> {
+    TlsMode::from_name(s).ok_or_else(|| ControlError::Invalid(format!("unknown tls mode {s:?}")))
 }
 
 /// Database login of one of a source's pools. `password` is a reference, never a secret.
@@ -270,7 +246,7 @@ fn from_row(r: &tokio_postgres::Row) -> Result<Source, ControlError> {
         dbname: r.get("dbname"),
         read_login: login("read_user", "read_password_env", "read_password_file"),
         write_login: login("write_user", "write_password_env", "write_password_file"),
-        tls_mode: TlsMode::parse(r.get("tls_mode"))?,
+        tls_mode: parse_tls_mode(r.get("tls_mode"))?,
         tls_ca_file: r.get("tls_ca_file"),
         search_path: r.get("search_path"),
         statement_timeout_ms: non_negative("statement_timeout_ms"),

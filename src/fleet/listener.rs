@@ -5,20 +5,22 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_postgres::AsyncMessage;
 
 use super::{reconcile, Fleet, Runtime};
 use crate::control::fleet::CHANNEL;
+use crate::control::pool::ControlConnect;
 
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 /// Listens for as long as the gateway runs.
-pub(super) async fn run(fleet: Fleet, runtime: Runtime, config: tokio_postgres::Config) {
+pub(super) async fn run(fleet: Fleet, runtime: Runtime, connect: ControlConnect) {
     let mut backoff = BACKOFF_MIN;
     loop {
-        match listen(&fleet, &runtime, &config).await {
+        match listen(&fleet, &runtime, &connect).await {
             Ok(()) => {
                 tracing::warn!("fleet channel connection ended; reconnecting");
                 backoff = BACKOFF_MIN;
@@ -36,12 +38,43 @@ pub(super) async fn run(fleet: Fleet, runtime: Runtime, config: tokio_postgres::
 async fn listen(
     fleet: &Fleet,
     runtime: &Runtime,
-    config: &tokio_postgres::Config,
+    connect: &ControlConnect,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
     let (tx, mut notifications) = mpsc::unbounded_channel();
-    // The connection is driven here; its notifications are handed over in order.
-    let driver = tokio::spawn(async move {
+    let (client, driver) = match &connect.tls {
+        None => {
+            let (client, connection) = connect.config.connect(tokio_postgres::NoTls).await?;
+            (client, drive(connection, tx))
+        }
+        Some(tls) => {
+            let (client, connection) = connect.config.connect(tls.clone()).await?;
+            (client, drive(connection, tx))
+        }
+    };
+    let listening = client.batch_execute(&format!("LISTEN {CHANNEL}")).await;
+    if let Err(e) = listening {
+        driver.abort();
+        return Err(e);
+    }
+    fleet.set_channel(true, runtime);
+    reconcile::once(fleet, runtime).await;
+    while let Some(n) = notifications.recv().await {
+        fleet.apply_notification(n.payload(), runtime).await;
+    }
+    drop(client);
+    Ok(())
+}
+
+/// Drives the connection on a task of its own, handing its notifications over in order.
+fn drive<S, T>(
+    mut connection: tokio_postgres::Connection<S, T>,
+    tx: mpsc::UnboundedSender<tokio_postgres::Notification>,
+) -> tokio::task::JoinHandle<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
         while let Some(message) = messages.next().await {
             match message {
@@ -57,17 +90,5 @@ async fn listen(
                 }
             }
         }
-    });
-    let listening = client.batch_execute(&format!("LISTEN {CHANNEL}")).await;
-    if let Err(e) = listening {
-        driver.abort();
-        return Err(e);
-    }
-    fleet.set_channel(true, runtime);
-    reconcile::once(fleet, runtime).await;
-    while let Some(n) = notifications.recv().await {
-        fleet.apply_notification(n.payload(), runtime).await;
-    }
-    drop(client);
-    Ok(())
+    })
 }

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use chrono::{DateTime, Utc};
 use interlock_actors::breaker::ForceAction;
@@ -125,7 +126,12 @@ impl Fleet {
     }
 
     /// Starts listening, reconciling and heartbeating, and forwards fleet-wide events.
-    pub fn start(&self, runtime: Runtime, listen: tokio_postgres::Config) {
+    pub fn start(
+        &self,
+        runtime: Runtime,
+        listen: crate::control::pool::ControlConnect,
+        stop: &CancellationToken,
+    ) {
         // Until the channel is first up, other replicas' invalidations may be missed.
         runtime
             .cache
@@ -134,13 +140,20 @@ impl Fleet {
         let (outbox, mut forwarded) = mpsc::channel(1024);
         runtime.events.forward_to(outbox);
         let fleet = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
             while let Some(event) = forwarded.recv().await {
                 fleet.send(FleetMessage::Event { event }).await;
             }
-        });
-        tokio::spawn(listener::run(self.clone(), runtime.clone(), listen));
-        tokio::spawn(reconcile::run(self.clone(), runtime));
+        }));
+        tokio::spawn(stop.clone().run_until_cancelled_owned(listener::run(
+            self.clone(),
+            runtime.clone(),
+            listen,
+        )));
+        tokio::spawn(
+            stop.clone()
+                .run_until_cancelled_owned(reconcile::run(self.clone(), runtime)),
+        );
     }
 
     /// After an approved write on this replica (whose own cache is already invalidated):

@@ -55,6 +55,8 @@ pub struct ClusterOptions {
     /// 0 picks a free port.
     pub port: u16,
     pub fast: bool,
+    /// Server settings given at every start (`-c name=value`), e.g. a preloaded library.
+    pub server_settings: Vec<(String, String)>,
 }
 
 /// A running private cluster.
@@ -66,6 +68,7 @@ pub struct Cluster {
     password: String,
     run_as: Option<RunAs>,
     running: bool,
+    server_settings: Vec<(String, String)>,
 }
 
 /// The superuser every private cluster is created with.
@@ -116,6 +119,7 @@ impl Cluster {
             password,
             run_as,
             running: false,
+            server_settings: options.server_settings.clone(),
         };
         if let Some(port) = cluster.running_port() {
             tracing::info!(
@@ -228,10 +232,13 @@ impl Cluster {
     fn pg_ctl_start(&self) -> Result<(), ClusterError> {
         let data_dir = self.base_dir.join("pgdata");
         let log = self.base_dir.join("postgres.log");
-        let opts = format!(
+        let mut opts = format!(
             "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''",
             self.port
         );
+        for (name, value) in &self.server_settings {
+            opts.push_str(&format!(" -c {name}={value}"));
+        }
         let mut cmd = Command::new(self.bin.pg_ctl());
         cmd.arg("start")
             .arg("-w")

@@ -15,6 +15,7 @@
 use std::net::IpAddr;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 use dashmap::DashMap;
 use interlock_actors::audit::{AuditHandle, AuditRecord, RecordOutcome};
@@ -67,14 +68,14 @@ pub struct RefusalAudit {
 
 impl RefusalAudit {
     /// Starts the auditor and its flush task on the current runtime.
-    pub fn start(audit: AuditHandle, window: Duration) -> Arc<Self> {
+    pub fn start(audit: AuditHandle, window: Duration, stop: &CancellationToken) -> Arc<Self> {
         let auditor = Arc::new(RefusalAudit {
             audit,
             window,
             windows: DashMap::new(),
         });
         let weak: Weak<Self> = Arc::downgrade(&auditor);
-        tokio::spawn(async move {
+        tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
             let mut tick = tokio::time::interval(window.max(Duration::from_millis(100)));
             loop {
                 tick.tick().await;
@@ -83,7 +84,7 @@ impl RefusalAudit {
                 };
                 auditor.flush();
             }
-        });
+        }));
         auditor
     }
 

@@ -10,6 +10,7 @@ pub mod files;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use crate::control::{partitions, ControlPool};
 use crate::ledger::CheckpointKey;
@@ -59,16 +60,16 @@ pub async fn run_once(pool: &ControlPool, m: &Maintenance) {
 }
 
 /// Runs [`run_once`] now and then every `m.every` (not at all for a zero interval).
-pub fn spawn(pool: ControlPool, m: Maintenance) {
+pub fn spawn(pool: ControlPool, m: Maintenance, stop: &CancellationToken) {
     if m.every.is_zero() {
         return;
     }
-    tokio::spawn(async move {
+    tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
         let mut tick = tokio::time::interval(m.every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             run_once(&pool, &m).await;
         }
-    });
+    }));
 }

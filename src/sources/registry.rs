@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use chrono::{DateTime, Utc};
 use interlock_actors::breaker::{BreakerConfig, BreakerHandle};
@@ -238,12 +239,17 @@ impl SourceRegistry {
 
     /// Background upkeep: refresh every enabled SQL source's catalog now, then reload
     /// registrations on one interval and refresh catalogs on another.
-    pub fn spawn_upkeep(self: &Arc<Self>, reload_every: Duration, catalog_every: Option<Duration>) {
+    pub fn spawn_upkeep(
+        self: &Arc<Self>,
+        reload_every: Duration,
+        catalog_every: Option<Duration>,
+        stop: &CancellationToken,
+    ) {
         for rt in self.all() {
             self.spawn_catalog_refresh(rt.source.id.clone());
         }
         let registry = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
             let mut tick = tokio::time::interval(reload_every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             tick.tick().await;
@@ -258,10 +264,10 @@ impl SourceRegistry {
                     Err(e) => tracing::warn!(error = %e, "reloading source registrations failed"),
                 }
             }
-        });
+        }));
         if let Some(every) = catalog_every {
             let registry = self.clone();
-            tokio::spawn(async move {
+            tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
                 let mut tick = tokio::time::interval(every);
                 tick.tick().await;
                 loop {
@@ -270,7 +276,7 @@ impl SourceRegistry {
                         registry.spawn_catalog_refresh(rt.source.id.clone());
                     }
                 }
-            });
+            }));
         }
     }
 

@@ -10,6 +10,7 @@ mod ports;
 
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 use interlock_actors::approval::ApprovalHandle;
 use interlock_actors::audit::{AuditConfig, AuditHandle};
@@ -69,6 +70,9 @@ pub struct AppState {
     pub tracing: crate::telemetry::traces::Tracing,
     /// This replica's calls, minute by minute (`[activity]`).
     pub activity: Arc<crate::activity::Recorder>,
+    /// Cancelled when the gateway stops: its background loops (upkeep, fleet channel,
+    /// webhook delivery, checkpoints, retention, activity) end with it.
+    pub stopping: CancellationToken,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +81,8 @@ pub enum StartError {
     Pool(#[from] control::pool::PoolSetupError),
     #[error("applying control database migrations failed: {0}")]
     Migrate(control::ControlError),
+    #[error("{0}")]
+    SchemaTooNew(String),
     #[error("loading sources failed: {0}")]
     Sources(control::ControlError),
     #[error("the tool catalog is invalid: {0}")]
@@ -107,13 +113,17 @@ impl AppState {
         let traces = crate::telemetry::traces::Tracing::start(&settings.telemetry)
             .map_err(|e| StartError::Telemetry(e.to_string()))?;
         let control = control::connect_pool(&settings.control)?;
+        let stopping = CancellationToken::new();
         if settings.control.migrate_on_start {
-            let applied = control::migrate::migrate(&control)
+            let locks = control::migrate::LockPolicy::from_settings(&settings.control);
+            let applied = control::migrate::migrate_with(&control, locks)
                 .await
                 .map_err(StartError::Migrate)?;
             if !applied.is_empty() {
                 tracing::info!(?applied, "control database migrations applied");
             }
+        } else {
+            refuse_newer_schema(&control).await?;
         }
         let events = EventBus::default();
         let supervision = Supervision::new(settings.actors.config(), events.clone());
@@ -137,6 +147,7 @@ impl AppState {
         sources.spawn_upkeep(
             Duration::from_millis(settings.sources.refresh_interval_ms),
             catalog_every,
+            &stopping,
         );
         let audit = AuditHandle::start(
             control::pool::audit_pool(&settings.control)?,
@@ -151,11 +162,16 @@ impl AppState {
         let tool_catalog =
             ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
         let cache = CacheHandle::start(&supervision, settings.cache.max_entries);
-        let instance = crate::approvals::instance::InstanceLock::spawn(control.clone());
+        let instance = crate::approvals::instance::InstanceLock::spawn(control.clone(), &stopping);
         let fleet = crate::fleet::Fleet::new(control.clone(), settings.fleet.config());
         let activity = Arc::new(crate::activity::Recorder::default());
-        activity.spawn_flusher(control.clone(), fleet.replica(), settings.activity.clone());
-        crate::activity::spawn_transitions(&events, control.clone(), fleet.replica());
+        activity.spawn_flusher(
+            control.clone(),
+            fleet.replica(),
+            settings.activity.clone(),
+            &stopping,
+        );
+        crate::activity::spawn_transitions(&events, control.clone(), fleet.replica(), &stopping);
         let runner = crate::approvals::runner::GatewayRunner {
             control: control.clone(),
             sources: sources.clone(),
@@ -182,6 +198,7 @@ impl AppState {
         let refusals = crate::pipeline::refusal_audit::RefusalAudit::start(
             audit.clone(),
             Duration::from_millis(settings.audit.refusal_window_ms),
+            &stopping,
         );
         let previews = Arc::new(crate::approvals::preview::Previewer {
             control: control.clone(),
@@ -194,7 +211,7 @@ impl AppState {
             allow_private: settings.webhooks.allow_private,
             console_url: settings.webhooks.console_url.clone(),
         });
-        webhooks.start(&events);
+        webhooks.start(&events, &stopping);
         let oauth = crate::oauth::OAuth::from_settings(&settings.oauth)
             .map_err(StartError::OAuth)?
             .map(Arc::new);
@@ -221,6 +238,7 @@ impl AppState {
                 Duration::from_secs(settings.audit.checkpoint_interval_secs),
                 anchoring.clone(),
                 events.clone(),
+                &stopping,
             );
         }
         crate::retention::spawn(
@@ -229,6 +247,7 @@ impl AppState {
                 .audit
                 .maintenance(checkpoint_key.clone())
                 .map_err(StartError::CheckpointKey)?,
+            &stopping,
         );
         let profiles = ProfileCache::new(control.clone(), ttl);
         let mut identities = IdentityResolver::new(control.clone(), ttl);
@@ -271,6 +290,7 @@ impl AppState {
             settings,
             supervision,
             fleet,
+            stopping,
         }))
     }
 
@@ -278,7 +298,7 @@ impl AppState {
     pub fn join_fleet(&self, address: String) -> Result<(), StartError> {
         // Named after the replica, so an operator can tell the replicas' channels apart.
         let name = format!("interlock-fleet {}", self.fleet.replica());
-        let listen = control::pool::connection_config(&self.settings.control, &name)?;
+        let listen = control::pool::control_connect(&self.settings.control, &name)?;
         self.fleet.start(
             crate::fleet::Runtime {
                 sources: self.sources.clone(),
@@ -292,7 +312,29 @@ impl AppState {
                 address,
             },
             listen,
+            &self.stopping,
         );
         Ok(())
+    }
+}
+
+/// With `migrate_on_start = false` (a fleet migrates once, beforehand) the gateway still
+/// refuses a schema too new for it. A control database it cannot reach yet is not a
+/// refusal: readiness keeps saying so, and checks the schema again once it answers.
+async fn refuse_newer_schema(control: &control::ControlPool) -> Result<(), StartError> {
+    let client = match control.get().await {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(error = %e, "the control database cannot be reached yet");
+            return Ok(());
+        }
+    };
+    match control::schema_version::check(&client).await {
+        Err(control::ControlError::Invalid(why)) => Err(StartError::SchemaTooNew(why)),
+        Err(e) => {
+            tracing::warn!(error = %e, "the control database's schema could not be checked yet");
+            Ok(())
+        }
+        Ok(()) => Ok(()),
     }
 }

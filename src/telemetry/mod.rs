@@ -1,5 +1,5 @@
-//! Logging: `tracing` to stderr, human-readable or JSON; the metrics recorder is
-//! [`metrics`].
+//! Logging: `tracing` to stderr (or stdout, as containers like it), human-readable or JSON;
+//! the metrics recorder is [`metrics`].
 
 pub mod metrics;
 pub mod traces;
@@ -14,28 +14,49 @@ pub enum LogFormat {
     Json,
 }
 
-/// `[log]`: the format and level of the log.
+/// Where log lines go.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogStream {
+    Stderr,
+    Stdout,
+}
+
+/// `[log]`: the format, level and stream of the log.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LogSettings {
     pub format: LogFormat,
     pub level: String,
+    pub stream: LogStream,
 }
 
 /// Installs the global subscriber. `RUST_LOG` overrides the configured level. Safe to call
-/// more than once (later calls are ignored).
-pub fn init(settings: &LogSettings) {
+/// more than once (later calls are ignored). `stdout_is_output` is true for the commands
+/// whose standard output is their answer (`stdio`'s protocol, `client`'s results): their
+/// log stays on stderr whatever `log.stream` says.
+pub fn init(settings: &LogSettings, stdout_is_output: bool) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     use std::io::IsTerminal;
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let to_stdout = settings.stream == LogStream::Stdout && !stdout_is_output;
+    let (writer, terminal) = if to_stdout {
+        (
+            BoxMakeWriter::new(std::io::stdout),
+            std::io::stdout().is_terminal(),
+        )
+    } else {
+        (
+            BoxMakeWriter::new(std::io::stderr),
+            std::io::stderr().is_terminal(),
+        )
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR").as_deref(),
-        ))
+        .with_writer(writer)
+        .with_ansi(colour(terminal, std::env::var_os("NO_COLOR").as_deref()))
         .with_target(false);
     let _ = match settings.format {
         LogFormat::Text => builder.try_init(),
@@ -48,10 +69,10 @@ pub fn init(settings: &LogSettings) {
 }
 
 /// Whether log lines carry ANSI colour: only on a terminal, and never when `NO_COLOR` is set
-/// to anything but the empty string (<https://no-color.org>). A host capturing stderr (an
+/// to anything but the empty string (<https://no-color.org>). A host capturing the log (an
 /// MCP client launching `interlock stdio`, journald, a container runtime) gets plain text.
-fn colour(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
-    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
+fn colour(log_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    log_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 #[cfg(test)]

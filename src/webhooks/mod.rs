@@ -14,6 +14,7 @@ pub mod signature;
 pub mod target;
 
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 use interlock_actors::events::{Event, EventBus};
 use serde_json::{json, Value};
@@ -59,11 +60,11 @@ pub struct Webhooks {
 
 impl Webhooks {
     /// Records this replica's events in the outbox, and delivers due rows.
-    pub fn start(self: &Arc<Self>, events: &EventBus) {
+    pub fn start(self: &Arc<Self>, events: &EventBus, stop: &CancellationToken) {
         let (recorder, mut recorded) = mpsc::channel(1024);
         events.record_to(recorder);
         let this = self.clone();
-        tokio::spawn(async move {
+        tokio::spawn(stop.clone().run_until_cancelled_owned(async move {
             while let Some(event) = recorded.recv().await {
                 let Some(name) = event_name(&event) else {
                     continue;
@@ -75,7 +76,10 @@ impl Webhooks {
                     metrics::counter!("interlock_webhook_events_dropped_total").increment(1);
                 }
             }
-        });
-        tokio::spawn(deliver::run(self.clone()));
+        }));
+        tokio::spawn(
+            stop.clone()
+                .run_until_cancelled_owned(deliver::run(self.clone())),
+        );
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod activity;
 pub mod approvals;
+pub mod control_statements;
 pub mod env;
 pub mod http;
 pub mod issuer;
@@ -40,7 +41,23 @@ extern "C" fn stop_cluster_at_exit() {
     if let Some(m) = SHARED.get() {
         if let Ok(mut guard) = m.lock() {
             if let Some(mut shared) = guard.take() {
+                let recording = control_statements::record_dir().map(|dir| {
+                    let normalized = control_statements::normalized(
+                        shared.port,
+                        shared.cluster.superuser_password(),
+                    );
+                    (dir, normalized)
+                });
                 let _ = shared.cluster.stop();
+                // Stopped first: the server's log is complete once it has stopped.
+                if let Some((dir, normalized)) = recording {
+                    let log = shared.cluster.base_dir().join("pgdata/log");
+                    let recorded = control_statements::Recorded {
+                        statements: control_statements::from_log(&log),
+                        normalized,
+                    };
+                    control_statements::write(&dir, &recorded);
+                }
                 let _ = std::fs::remove_dir_all(&shared.dir);
             }
         }
@@ -70,8 +87,12 @@ pub fn cluster() -> ClusterInfo {
             base_dir: dir.join("pg"),
             port: 0,
             fast: true,
+            server_settings: control_statements::server_settings(),
         })
         .expect("start the test PostgreSQL cluster");
+        if control_statements::record_dir().is_some() {
+            control_statements::prepare(cluster.port(), cluster.superuser_password());
+        }
         // SAFETY: registering a plain extern "C" function with no captured state.
         unsafe {
             libc::atexit(stop_cluster_at_exit);
@@ -193,7 +214,11 @@ pub fn settings_for(control_db: &str) -> Settings {
     s.server.shutdown_timeout_secs = 1;
     s.control.port = info.port;
     s.control.dbname = control_db.into();
-    s.control.user = interlock::pgcluster::SUPERUSER.into();
+    s.control.user = if control_statements::record_dir().is_some() {
+        control_statements::GATEWAY_ROLE.into()
+    } else {
+        interlock::pgcluster::SUPERUSER.into()
+    };
     s.control.password_file = info.password_file.to_string_lossy().into_owned();
     s.control.pool_size = 4;
     s
@@ -210,6 +235,11 @@ pub struct TestGateway {
 
 impl TestGateway {
     pub fn start(settings: Settings) -> Self {
+        Self::try_start(settings).expect("gateway start")
+    }
+
+    /// Starts a gateway, or says why it would not start.
+    pub fn try_start(settings: Settings) -> Result<Self, String> {
         let (tx, rx) = std::sync::mpsc::channel();
         let s = settings.clone();
         std::thread::spawn(move || {
@@ -224,18 +254,25 @@ impl TestGateway {
                         futures_util::future::pending::<()>().await;
                     }
                     Err(e) => {
-                        let _ = tx.send(Err(e.to_string()));
+                        // With its causes, as the command line prints it.
+                        let mut why = e.to_string();
+                        let mut source = std::error::Error::source(&e);
+                        while let Some(cause) = source {
+                            why.push_str(&format!(": {cause}"));
+                            source = cause.source();
+                        }
+                        let _ = tx.send(Err(why));
                     }
                 }
             });
         });
-        let (addr, state, handle) = rx.recv().expect("gateway thread").expect("gateway start");
-        TestGateway {
+        let (addr, state, handle) = rx.recv().expect("gateway thread")?;
+        Ok(TestGateway {
             addr,
             settings,
             state,
             handle,
-        }
+        })
     }
 
     pub fn url(&self, path: &str) -> String {

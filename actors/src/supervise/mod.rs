@@ -25,7 +25,7 @@ mod placement;
 mod slot;
 mod supervisor;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,6 +94,8 @@ pub(crate) struct Inner {
     registry: DashMap<u64, Entry>,
     events: EventBus,
     next_id: AtomicU64,
+    /// Set by [`Supervision::stop`]: an incarnation that ends now is not a failure.
+    stopping: AtomicBool,
 }
 
 struct Entry {
@@ -114,8 +116,18 @@ impl Supervision {
                 registry: DashMap::new(),
                 events,
                 next_id: AtomicU64::new(1),
+                stopping: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Stops every actor and its supervisor, for good: the gateway is stopping. Nothing is
+    /// restarted or reported down from here on (what callers still hold answers as a
+    /// stopped actor does: mailbox closed).
+    pub fn stop(&self) {
+        self.inner.stopping.store(true, Ordering::SeqCst);
+        self.inner.supervisors.stop();
+        self.inner.placement.stop_all();
     }
 
     /// Every supervised actor, by name.

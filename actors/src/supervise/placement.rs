@@ -106,6 +106,19 @@ impl Placement {
         old.stop();
     }
 
+    /// Stops every actor thread (the gateway is stopping).
+    pub(super) fn stop_all(&self) {
+        let seats = [&self.per_call, &self.audit, &self.approvals]
+            .into_iter()
+            .chain(self.breakers.iter());
+        for lock in seats {
+            let s = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            s.arbiter.stop();
+        }
+    }
+
     fn seat(&self, home: Home, seat: usize) -> &Mutex<Seat> {
         match home {
             Home::PerCall => &self.per_call,

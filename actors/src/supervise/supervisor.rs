@@ -1,5 +1,6 @@
 //! The supervisor of one actor: watches its incarnation, restarts it with backoff.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -58,7 +59,7 @@ impl<A: Supervisable> Supervisor<A> {
                     }
                 },
             };
-            if self.slot.strong_count() == 0 {
+            if self.slot.strong_count() == 0 || self.shared.stopping.load(Ordering::SeqCst) {
                 self.shared.registry.remove(&self.id);
                 return;
             }
