@@ -166,6 +166,30 @@ async fn approver_and_operator_work_in_a_real_browser() {
         .get(0);
     assert!(executed >= 1, "the approval made in the browser executed");
 
+    // A report-only rule that matches the agent's reads of customers, and three such reads:
+    // the Audit page's report-only table must draw it (the operator-recover phase checks).
+    let rule = "[[policies]]\nsource = \"shop\"\nname = \"console\"\n[[policies.rules]]\n\
+                name = \"watch-customers\"\nkind = \"deny\"\nmode = \"report\"\n\
+                when = \"'public.customers' in statement.tables_read\"\n";
+    interlock::control::policy_file::apply(
+        &env.pool,
+        &interlock::control::policy_file::AccessFile::parse(rule).expect("access file"),
+    )
+    .await
+    .expect("apply the report-only rule");
+    env.gateway.state.profiles.invalidate_all();
+    for id in 1..=3 {
+        let read = json!({"source_id": "shop", "sql": format!("SELECT id FROM public.customers WHERE id = {id}")});
+        let a = common::mcp::call(
+            &env.gateway.url(""),
+            Some(&env.agent_key),
+            common::mcp::MODERN,
+            "interlock_query",
+            read,
+        )
+        .await;
+        assert_eq!(a.status, 200, "{:?}", a.body);
+    }
     source.kill().expect("stop the source database");
     let (b, c, a) = (base.clone(), creds.clone(), artifacts.clone());
     tokio::task::spawn_blocking(move || phase(&b, &c, "operator-open", &a))

@@ -755,6 +755,15 @@ async function phaseOperatorRecover(context) {
   await page.waitForSelector("#audit-body tr[data-seq]", { timeout: 10000 });
   const rows = await page.locator("#audit-body tr[data-seq]").count();
   check("the audit table lists records", rows > 0, `${rows} rows`);
+  // The report-only rule the harness applied before this phase matched three reads: the
+  // table draws its row (it once threw on any matched rule: two functions shared a name).
+  const reported = page.locator("#reported-body tr", { hasText: "watch-customers" });
+  await reported.first().waitFor({ timeout: 10000 });
+  const cells = (await reported.first().locator("td").allTextContents()).map((t) => t.trim());
+  check("the report-only rules table shows the rule and the three calls it would have refused",
+    cells[1] === "console / watch-customers" && cells[2] === "3" && cells[3] === "0" && cells[4] === "0"
+      && (await page.locator("#reported-empty").isHidden()),
+    JSON.stringify(cells));
   const circuitRecord = page.locator("#audit-body tr", { hasText: "admin.circuit" });
   result.notes.push(`admin.circuit records on the first page: ${await circuitRecord.count()}`);
   // Filter: outcome = ok and source = shop.
