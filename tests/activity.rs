@@ -308,3 +308,103 @@ async fn a_day_of_fifty_sources_is_answered_whole() {
         println!("activity {query}: {} ms, {bytes} bytes", took.as_millis());
     }
 }
+
+/// The fleet table's view of a day of 50 sources (`sources=summary`): each source's totals
+/// and a strip instead of its buckets whole, the same calls as the buckets add up to, a
+/// fraction of the bytes. Prints both sizes (BENCHMARKS.md, "Activity").
+#[tokio::test]
+async fn a_day_of_fifty_sources_in_brief_adds_up_to_the_buckets_in_a_fraction_of_the_bytes() {
+    let env = demo_env_with(|_| {}, |_| {}).await;
+    let db = common::admin(&env.control_db).await;
+    common::activity::seed_day(&db, 50, true).await;
+    let (_, full) = activity(&env.gateway, &env.operator_key, "?since=24h").await;
+    let window = format!(
+        "?since={}&until={}&bucket={}",
+        full["since"].as_str().unwrap(),
+        full["until"].as_str().unwrap(),
+        full["bucket_secs"]
+    )
+    .replace('+', "%2B");
+    let (_, full) = activity(&env.gateway, &env.operator_key, &window).await;
+    let (status, brief) = activity(
+        &env.gateway,
+        &env.operator_key,
+        &format!("{window}&sources=summary"),
+    )
+    .await;
+    assert_eq!(status, 200, "{brief}");
+    assert_eq!(
+        brief["fleet"], full["fleet"],
+        "the fleet's buckets are the same"
+    );
+    let by_source = |body: &Value| -> BTreeMap<String, Value> {
+        body["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["source"].as_str().unwrap_or("").to_string(), s.clone()))
+            .collect()
+    };
+    let (full_sources, brief_sources) = (by_source(&full), by_source(&brief));
+    assert_eq!(full_sources.len(), brief_sources.len());
+    for (name, whole) in &full_sources {
+        let b = &brief_sources[name];
+        let buckets = whole["buckets"].as_array().unwrap();
+        for field in [
+            "calls",
+            "ok",
+            "refused",
+            "queued",
+            "unavailable",
+            "cancelled",
+            "cache_hits",
+            "cache_misses",
+        ] {
+            let summed: u64 = buckets.iter().map(|x| x[field].as_u64().unwrap()).sum();
+            assert_eq!(b["totals"][field].as_u64(), Some(summed), "{name} {field}");
+        }
+        let first_down = buckets.iter().find(|x| x["unavailable"].as_u64() > Some(0));
+        assert_eq!(
+            b["first_unavailable"],
+            first_down.map_or(Value::Null, |x| x["at"].clone()),
+            "{name}"
+        );
+        // The strip: per bucket of the window, its calls and its failed calls.
+        let since = chrono::DateTime::parse_from_rfc3339(full["since"].as_str().unwrap()).unwrap();
+        let width = full["bucket_secs"].as_i64().unwrap();
+        let calls = b["strip"]["calls"].as_array().unwrap();
+        let failed = b["strip"]["failed"].as_array().unwrap();
+        for x in buckets {
+            let at = chrono::DateTime::parse_from_rfc3339(x["at"].as_str().unwrap()).unwrap();
+            let slot = usize::try_from((at - since).num_seconds() / width).unwrap();
+            assert_eq!(calls[slot], x["calls"], "{name} at {at}");
+            let bad = x["refused"].as_u64().unwrap() + x["unavailable"].as_u64().unwrap();
+            assert_eq!(failed[slot].as_u64(), Some(bad), "{name} at {at}");
+        }
+        let strip_calls: u64 = calls.iter().map(|c| c.as_u64().unwrap()).sum();
+        assert_eq!(
+            Some(strip_calls),
+            b["totals"]["calls"].as_u64(),
+            "{name}: the strip holds every call"
+        );
+        assert!(b["totals"]["p99_ms"].is_number(), "{name}: {}", b["totals"]);
+    }
+    assert_eq!(
+        brief_sources["source-3"]["totals"]["unavailable"]
+            .as_u64()
+            .map(|n| n > 0),
+        Some(true),
+        "the failing source's unavailable calls are counted"
+    );
+    let size = |v: &Value| v.to_string().len();
+    let (full_bytes, brief_bytes) = (size(&full), size(&brief));
+    let (full_sources, brief_sources) = (size(&full["sources"]), size(&brief["sources"]));
+    println!(
+        "activity of a day of 50 sources: {full_bytes} bytes with every bucket ({full_sources} of \
+         them the sources'), {brief_bytes} in brief ({brief_sources})"
+    );
+    assert!(
+        brief_sources * 10 < full_sources,
+        "the sources in brief take {brief_sources} bytes against {full_sources} whole"
+    );
+}

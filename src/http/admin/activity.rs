@@ -1,4 +1,4 @@
-//! `GET /admin/activity?since=&until=&bucket=&source=` (operators): what the fleet's calls
+//! `GET /admin/activity?since=&until=&bucket=&source=&sources=` (operators): what the fleet's calls
 //! did over time, per source and for the fleet, from every replica's minutes
 //! (`crate::activity`): calls by outcome, refusals by code, p50/p99 latency, cache hit
 //! ratio, cost admissions, and the busiest identities of the window; each circuit
@@ -32,6 +32,10 @@ pub struct ActivityQuery {
     bucket: Option<u32>,
     /// One source (default: every source, and the fleet).
     source: Option<String>,
+    /// `buckets` (default): each source's buckets whole; `summary`: each source's totals for
+    /// the window and a strip of calls per bucket, what a table of many sources shows (a
+    /// source's buckets are asked for when it is charted, with `source`).
+    sources: Option<String>,
 }
 
 pub async fn activity(
@@ -44,6 +48,14 @@ pub async fn activity(
             Ok(w) => w,
             Err(m) => return error(StatusCode::BAD_REQUEST, "invalid", &m),
         };
+    let summary = match q.sources.as_deref() {
+        None | Some("buckets") => false,
+        Some("summary") => true,
+        Some(other) => {
+            let m = format!("sources {other:?} must be buckets or summary");
+            return error(StatusCode::BAD_REQUEST, "invalid", &m);
+        }
+    };
     let since = crate::activity::minute_of(since);
     let stored =
         match crate::control::activity::window(&state.control, since, until, q.source.as_deref())
@@ -88,10 +100,15 @@ pub async fn activity(
     let sources: Vec<Value> = per_source
         .iter()
         .map(|(source, buckets)| {
-            json!({
-                "source": (!source.is_empty()).then_some(source.as_str()),
-                "buckets": buckets.iter().map(|(at, m)| bucket_json(*at, m)).collect::<Vec<_>>(),
-            })
+            let name = (!source.is_empty()).then_some(source.as_str());
+            if summary {
+                source_summary(name, buckets, since, until, bucket)
+            } else {
+                json!({
+                    "source": name,
+                    "buckets": buckets.iter().map(|(at, m)| bucket_json(*at, m)).collect::<Vec<_>>(),
+                })
+            }
         })
         .collect();
     HttpResponse::Ok().json(json!({
@@ -172,6 +189,56 @@ fn bucket_json(at: DateTime<Utc>, m: &Minute) -> Value {
         "cache_hit_ratio": m.cache_hit_ratio(),
         "cost": m.cost,
         "cost_units_admitted": m.cost_units_admitted,
+    })
+}
+
+/// One source's window in brief: its totals (latency percentiles of the whole window), when
+/// it was first unavailable, and a strip: per bucket of the window (the `i`th starts at
+/// `since + i × bucket_secs`), its calls and how many of them failed (refused or
+/// unavailable), as two arrays of numbers.
+fn source_summary(
+    source: Option<&str>,
+    buckets: &BTreeMap<DateTime<Utc>, Minute>,
+    since: DateTime<Utc>,
+    until: DateTime<Utc>,
+    bucket: u32,
+) -> Value {
+    let mut window = Minute::default();
+    for m in buckets.values() {
+        window.merge(m);
+    }
+    let first_unavailable = buckets
+        .iter()
+        .find(|(_, m)| m.unavailable > 0)
+        .map(|(at, _)| *at);
+    let width = i64::from(bucket.max(1));
+    let slots = usize::try_from(((until - since).num_seconds() + width - 1) / width)
+        .unwrap_or(0)
+        .max(1);
+    let (mut calls, mut failed) = (vec![0u64; slots], vec![0u64; slots]);
+    for (at, m) in buckets {
+        let slot = usize::try_from((*at - since).num_seconds() / width).unwrap_or(0);
+        if let (Some(c), Some(f)) = (calls.get_mut(slot), failed.get_mut(slot)) {
+            *c += m.calls();
+            *f += m.refused + m.unavailable;
+        }
+    }
+    json!({
+        "source": source,
+        "totals": {
+            "calls": window.calls(),
+            "ok": window.ok,
+            "refused": window.refused,
+            "queued": window.queued,
+            "unavailable": window.unavailable,
+            "cancelled": window.cancelled,
+            "p50_ms": window.latency_ms(0.5),
+            "p99_ms": window.latency_ms(0.99),
+            "cache_hits": window.cache_hits,
+            "cache_misses": window.cache_misses,
+        },
+        "first_unavailable": first_unavailable,
+        "strip": {"calls": calls, "failed": failed},
     })
 }
 

@@ -53,15 +53,16 @@ export function showActivity() {
 function sourcesSummary(r) {
   const changes = new Map();
   for (const t of r.circuit || []) changes.set(t.source_id, (changes.get(t.source_id) || 0) + 1);
+  // Each source as the summary gives it (sources=summary): the window's totals and a strip
+  // of calls per bucket; its buckets whole are asked for only when it is charted.
+  const start = new Date(r.since).getTime();
   const rows = (r.sources || []).map((s) => {
-    const t = { id: s.source, buckets: s.buckets || [], calls: 0, refused: 0, unavailable: 0, hits: 0, misses: 0, p99: null, firstDown: null };
-    for (const b of t.buckets) {
-      t.calls += b.calls; t.refused += b.refused; t.unavailable += b.unavailable;
-      t.hits += b.cache_hits || 0; t.misses += b.cache_misses || 0;
-      if (b.p99_ms != null) t.p99 = Math.max(t.p99 ?? 0, b.p99_ms);
-      if (b.unavailable && !t.firstDown) t.firstDown = b.at;
-    }
-    return t;
+    const n = s.totals || {};
+    const strip = s.strip || { calls: [], failed: [] };
+    const buckets = strip.calls.map((calls, i) => ({ at: new Date(start + i * r.bucket_secs * 1000).toISOString(),
+      calls, refused: strip.failed[i] || 0, unavailable: 0 })).filter((b) => b.calls);
+    return { id: s.source, buckets, calls: n.calls || 0, refused: n.refused || 0, unavailable: n.unavailable || 0,
+      hits: n.cache_hits || 0, misses: n.cache_misses || 0, p99: n.p99_ms ?? null, firstDown: s.first_unavailable || null };
   }).sort((a, b) => b.unavailable - a.unavailable || b.refused - a.refused || b.calls - a.calls
     || String(a.id).localeCompare(String(b.id), "en", { numeric: true }));
   const body = clear($("activity-sources-body"));
@@ -158,7 +159,8 @@ async function loadActivity() {
   const load = ++activityLoads;
   activityPending++;
   try {
-    const r = await api(`/admin/activity${qs({ since: $("activity-window").value, source })}`);
+    // The fleet view asks for each source in brief (totals and a strip), one source for all.
+    const r = await api(`/admin/activity${qs({ since: $("activity-window").value, source, sources: source ? "" : "summary" })}`);
     if (load !== activityLoads) return false;
     const drawing = performance.now();
     const series = source ? ((r.sources || []).find((s) => s.source === source) || { buckets: [] }).buckets : r.fleet;
