@@ -84,9 +84,9 @@ impl Gateway {
     }
 
     /// After the last request: the background loops end, the supervised actors stop for
-    /// good (not restarted, not reported as failures), and the spans still queued are sent and their export stopped,
-    /// off the async workers (it waits at most `telemetry.export_timeout_ms`). Every
-    /// answered call's audit record is already durable.
+    /// good (not restarted, not reported as failures), and the spans still queued are sent
+    /// and their export stopped, off the async workers (it waits at most
+    /// `telemetry.export_timeout_ms`). Every answered call's audit record is already durable.
     async fn wind_down(&self) {
         self.state.stopping.cancel();
         self.state.supervision.stop();
