@@ -177,7 +177,8 @@ fn main() {
             Settings::load_with_env(None, Vec::<(String, String)>::new()).expect("settings");
         interlock::demo::control_settings(&mut settings, &cluster);
         let pool = control::connect_pool(&settings.control).expect("pool");
-        control::migrate::migrate(&pool).await.expect("migrate");
+        let locks = control::migrate::LockPolicy::from_settings(&settings.control);
+        control::migrate::migrate(&pool, locks).await.expect("migrate");
 
         println!("audit records per second, durable control database, {callers} callers, {secs} s per cell");
         let one = cell(&settings, 1, callers, secs, span).await;

@@ -16,7 +16,8 @@
 //!    `governance` (access, policy, redaction, the SQL decision), `mcp` (the protocol,
 //!    transport-agnostic), `stages` (the steps of a call, timed), `cidr`, `secrets`,
 //!    `telemetry` (logs, the metrics recorder), `allocator`, `ledger` (the audit log's
-//!    Merkle tree, signed checkpoints and proofs), `pg_tls` (TLS to PostgreSQL)
+//!    Merkle tree, signed checkpoints and proofs), `pg_tls` (TLS to PostgreSQL), `causes`
+//!    (an error with its causes in one line)
 //! 2. the control database's repositories: `control`, `discovery` (the document index)
 //! 3. infrastructure adapters, each owning its settings: `sources` (connectors), `oauth`
 //!    (token verification), `webhooks`, `pgcluster`, `fleet` (the replicas' channel),
@@ -39,6 +40,7 @@ pub mod activity;
 pub mod anchoring;
 pub mod approvals;
 pub mod call;
+pub mod causes;
 pub mod cidr;
 pub mod cli;
 pub mod client;

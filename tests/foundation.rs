@@ -125,7 +125,8 @@ async fn replicas_migrating_together_apply_each_migration_once() {
         let control = settings.control.clone();
         tasks.push(tokio::spawn(async move {
             let pool = interlock::control::connect_pool(&control).expect("pool");
-            interlock::control::migrate::migrate(&pool).await
+            let locks = interlock::control::migrate::LockPolicy::from_settings(&control);
+            interlock::control::migrate::migrate(&pool, locks).await
         }));
     }
     let mut applied_total = 0;

@@ -16,7 +16,7 @@ fn pool(settings: &Settings) -> anyhow::Result<ControlPool> {
 
 pub async fn migrate(settings: &Settings) -> anyhow::Result<()> {
     let locks = migrations::LockPolicy::from_settings(&settings.control);
-    let applied = migrations::migrate_with(&pool(settings)?, locks).await?;
+    let applied = migrations::migrate(&pool(settings)?, locks).await?;
     if applied.is_empty() {
         println!("control database is up to date");
     } else {

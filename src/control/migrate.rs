@@ -180,7 +180,8 @@ pub fn latest() -> &'static Migration {
     &MIGRATIONS[MIGRATIONS.len() - 1]
 }
 
-/// How a migration shares the control database with a serving fleet: each DDL statement
+/// How a migration shares the control database with a serving fleet (`[control]`
+/// `migration_lock_timeout_ms`, `migration_lock_attempts`): each DDL statement
 /// waits at most `timeout` for its table lock (a lock request queued behind a long
 /// transaction would otherwise stall every query of the fleet queued behind it), and a
 /// migration that timed out is rolled back and tried again, `attempts` times in all.
@@ -188,15 +189,6 @@ pub fn latest() -> &'static Migration {
 pub struct LockPolicy {
     pub timeout: Duration,
     pub attempts: u32,
-}
-
-impl Default for LockPolicy {
-    fn default() -> Self {
-        LockPolicy {
-            timeout: Duration::from_secs(5),
-            attempts: 12,
-        }
-    }
 }
 
 impl LockPolicy {
@@ -208,15 +200,10 @@ impl LockPolicy {
     }
 }
 
-/// Applies every pending migration under the default [`LockPolicy`].
-pub async fn migrate(pool: &ControlPool) -> Result<Vec<i32>, ControlError> {
-    migrate_with(pool, LockPolicy::default()).await
-}
-
 /// Applies every pending migration; returns the versions applied by this call. Refuses,
 /// before changing anything, a schema a newer release migrated beyond what this one can
 /// serve ([`schema_version`](super::schema_version)).
-pub async fn migrate_with(pool: &ControlPool, locks: LockPolicy) -> Result<Vec<i32>, ControlError> {
+pub async fn migrate(pool: &ControlPool, locks: LockPolicy) -> Result<Vec<i32>, ControlError> {
     let mut client = pool.get().await?;
     with_lock_retries(&mut client, Step::Bootstrap, locks).await?;
     super::schema_version::check(&client).await?;

@@ -36,9 +36,9 @@ pub use settings::ControlSettings;
 /// Errors of the control-database repositories.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
-    #[error("control database: {}", with_causes(.0))]
+    #[error("control database: {}", crate::causes::with_causes(.0))]
     Db(tokio_postgres::Error),
-    #[error("control database pool: {}", with_causes(.0))]
+    #[error("control database pool: {}", crate::causes::with_causes(.0))]
     Pool(deadpool_postgres::PoolError),
     #[error("{0}")]
     NotFound(String),
@@ -58,23 +58,6 @@ impl From<deadpool_postgres::PoolError> for ControlError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
         ControlError::Pool(e)
     }
-}
-
-/// An error and what caused it, each cause once: "error performing TLS handshake" says
-/// little without "invalid peer certificate: UnknownIssuer" (the driver keeps the why in
-/// its source chain; a pool error repeats its backend's text).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut next = e.source();
-    while let Some(cause) = next {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        next = cause.source();
-    }
-    text
 }
 
 impl ControlError {

@@ -76,11 +76,11 @@ pub fn refusal(unknown: &[Unknown]) -> Option<String> {
     ))
 }
 
-/// Refuses a schema this gateway cannot serve; logs, once, a newer one it can.
-pub async fn check(client: &tokio_postgres::Client) -> Result<(), ControlError> {
-    let unknown = unknown_migrations(client).await?;
-    if let Some(why) = refusal(&unknown) {
-        return Err(ControlError::Invalid(why));
+/// Whether this gateway may serve a schema with `unknown` applied: `Err` with why not, or
+/// `Ok` (a newer schema it can serve is logged: an upgrade is under way).
+pub fn judge(unknown: &[Unknown]) -> Result<(), String> {
+    if let Some(why) = refusal(unknown) {
+        return Err(why);
     }
     if let Some(newest) = unknown.last() {
         tracing::warn!(
@@ -91,6 +91,11 @@ pub async fn check(client: &tokio_postgres::Client) -> Result<(), ControlError> 
         );
     }
     Ok(())
+}
+
+/// Refuses a schema this gateway cannot serve ([`judge`]).
+pub async fn check(client: &tokio_postgres::Client) -> Result<(), ControlError> {
+    judge(&unknown_migrations(client).await?).map_err(ControlError::Invalid)
 }
 
 #[cfg(test)]

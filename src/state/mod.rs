@@ -116,7 +116,7 @@ impl AppState {
         let stopping = CancellationToken::new();
         if settings.control.migrate_on_start {
             let locks = control::migrate::LockPolicy::from_settings(&settings.control);
-            let applied = control::migrate::migrate_with(&control, locks)
+            let applied = control::migrate::migrate(&control, locks)
                 .await
                 .map_err(StartError::Migrate)?;
             if !applied.is_empty() {
@@ -329,12 +329,11 @@ async fn refuse_newer_schema(control: &control::ControlPool) -> Result<(), Start
             return Ok(());
         }
     };
-    match control::schema_version::check(&client).await {
-        Err(control::ControlError::Invalid(why)) => Err(StartError::SchemaTooNew(why)),
+    match control::schema_version::unknown_migrations(&client).await {
+        Ok(unknown) => control::schema_version::judge(&unknown).map_err(StartError::SchemaTooNew),
         Err(e) => {
             tracing::warn!(error = %e, "the control database's schema could not be checked yet");
             Ok(())
         }
-        Ok(()) => Ok(()),
     }
 }

@@ -118,15 +118,17 @@ pub fn from_log(log_dir: &Path) -> Vec<Sent> {
 
 /// Runs `f` to completion on a runtime of its own thread (callers may be inside a runtime,
 /// or in an `atexit` hook with none).
-fn on_own_runtime<T: Send + 'static>(
-    f: impl FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>> + Send + 'static,
-) -> T {
+fn on_own_runtime<F>(f: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
     std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime")
-            .block_on(f())
+            .block_on(f)
     })
     .join()
     .expect("statement recorder thread")
@@ -149,18 +151,16 @@ async fn connect(port: u16, password: &str) -> tokio_postgres::Client {
 /// Makes the gateway role (same password as the superuser) and the view, once per cluster.
 pub fn prepare(port: u16, password: &str) {
     let password = password.to_string();
-    on_own_runtime(move || {
-        Box::pin(async move {
-            let client = connect(port, &password).await;
-            client
-                .batch_execute(&format!(
-                    "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
-                     CREATE ROLE {GATEWAY_ROLE} LOGIN SUPERUSER PASSWORD '{}'",
-                    password.replace('\'', "''")
-                ))
-                .await
-                .expect("prepare statement recording");
-        })
+    on_own_runtime(async move {
+        let client = connect(port, &password).await;
+        client
+            .batch_execute(&format!(
+                "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+                 CREATE ROLE {GATEWAY_ROLE} LOGIN SUPERUSER PASSWORD '{}'",
+                password.replace('\'', "''")
+            ))
+            .await
+            .expect("prepare statement recording");
     });
 }
 
@@ -168,23 +168,21 @@ pub fn prepare(port: u16, password: &str) {
 /// normalizes them (the cluster must be running).
 pub fn normalized(port: u16, password: &str) -> Vec<String> {
     let password = password.to_string();
-    on_own_runtime(move || {
-        Box::pin(async move {
-            let client = connect(port, &password).await;
-            let rows = client
-                .query(
-                    "SELECT DISTINCT s.query, d.datname FROM pg_stat_statements s \
-                     JOIN pg_database d ON d.oid = s.dbid \
-                     JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = $1",
-                    &[&GATEWAY_ROLE],
-                )
-                .await
-                .expect("read pg_stat_statements");
-            rows.iter()
-                .filter(|r| is_control_db(r.get(1)))
-                .map(|r| r.get(0))
-                .collect()
-        })
+    on_own_runtime(async move {
+        let client = connect(port, &password).await;
+        let rows = client
+            .query(
+                "SELECT DISTINCT s.query, d.datname FROM pg_stat_statements s \
+                 JOIN pg_database d ON d.oid = s.dbid \
+                 JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = $1",
+                &[&GATEWAY_ROLE],
+            )
+            .await
+            .expect("read pg_stat_statements");
+        rows.iter()
+            .filter(|r| is_control_db(r.get(1)))
+            .map(|r| r.get(0))
+            .collect()
     })
 }
 

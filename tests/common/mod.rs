@@ -183,9 +183,10 @@ pub async fn fresh_control_db() -> String {
                 .batch_execute("CREATE DATABASE control_template")
                 .await
                 .expect("create template");
-            let pool = interlock::control::connect_pool(&settings_for("control_template").control)
-                .expect("pool");
-            interlock::control::migrate::migrate(&pool)
+            let control = settings_for("control_template").control;
+            let pool = interlock::control::connect_pool(&control).expect("pool");
+            let locks = interlock::control::migrate::LockPolicy::from_settings(&control);
+            interlock::control::migrate::migrate(&pool, locks)
                 .await
                 .expect("migrate template");
             pool.close();
@@ -254,14 +255,7 @@ impl TestGateway {
                         futures_util::future::pending::<()>().await;
                     }
                     Err(e) => {
-                        // With its causes, as the command line prints it.
-                        let mut why = e.to_string();
-                        let mut source = std::error::Error::source(&e);
-                        while let Some(cause) = source {
-                            why.push_str(&format!(": {cause}"));
-                            source = cause.source();
-                        }
-                        let _ = tx.send(Err(why));
+                        let _ = tx.send(Err(interlock::causes::with_causes(&e)));
                     }
                 }
             });

@@ -89,7 +89,11 @@ impl HttpTransport {
             }
         }
         rb.send().await.map_err(|e| {
-            ClientError::transport(format!("POST {} failed: {}", self.endpoint, describe(&e)))
+            ClientError::transport(format!(
+                "POST {} failed: {}",
+                self.endpoint,
+                crate::causes::with_causes(&e)
+            ))
         })
     }
 
@@ -149,18 +153,6 @@ impl HttpTransport {
     }
 }
 
-/// Reads a reqwest error chain into one line (connection refused, timeouts …).
-fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
 fn http_failure(status: u16, body: &[u8]) -> ClientError {
     let text = snippet(body);
     ClientError::Http {
@@ -199,7 +191,10 @@ async fn read_body(response: Response) -> Result<Vec<u8>, ClientError> {
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
-            ClientError::transport(format!("reading the response failed: {}", describe(&e)))
+            ClientError::transport(format!(
+                "reading the response failed: {}",
+                crate::causes::with_causes(&e)
+            ))
         })?;
         if body.len() + chunk.len() > MAX_BODY {
             return Err(ClientError::transport(format!(
@@ -222,7 +217,10 @@ async fn read_event_stream(
     let mut total = 0usize;
     while let Some(chunk) = stream.next().await {
         let chunk = chunk.map_err(|e| {
-            ClientError::transport(format!("the event stream failed: {}", describe(&e)))
+            ClientError::transport(format!(
+                "the event stream failed: {}",
+                crate::causes::with_causes(&e)
+            ))
         })?;
         total += chunk.len();
         if total > MAX_BODY {
