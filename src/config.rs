@@ -49,6 +49,7 @@ pub struct Settings {
     pub catalog: CatalogSettings,
     pub sources: SourcesSettings,
     pub approvals: ApprovalSettings,
+    pub tasks: crate::mcp::tasks::TaskSettings,
     pub metrics: MetricsSettings,
     pub actors: ActorSettings,
     pub fleet: FleetSettings,
@@ -410,6 +411,18 @@ impl Settings {
         }
         if self.server.max_in_flight == 0 {
             return Err(invalid("server.max_in_flight", "must be at least 1"));
+        }
+        if self.tasks.poll_interval_ms == 0 {
+            return Err(invalid("tasks.poll_interval_ms", "must be at least 1"));
+        }
+        if self.tasks.default_ttl_ms > self.tasks.max_ttl_ms {
+            return Err(invalid(
+                "tasks.default_ttl_ms",
+                format!(
+                    "must not exceed tasks.max_ttl_ms ({})",
+                    self.tasks.max_ttl_ms
+                ),
+            ));
         }
         if self.server.client_request_timeout_secs == 0 {
             return Err(invalid(

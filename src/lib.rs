@@ -28,7 +28,8 @@
 //!    draft, steps, masks)
 //! 5. the governed call: `pipeline` (an agent's call, step by step), `approvals` (queued
 //!    writes: decide, preview, run exactly once), `policy_lab` (policy tried before it
-//!    bites: recorded calls replayed, one call explained)
+//!    bites: recorded calls replayed, one call explained), `tasks` (MCP tasks: a held
+//!    call's task is its approval, served to its requester alone)
 //! 6. the settings, composed from every module's own: `config`
 //! 7. the running gateway's shared state: `state`
 //! 8. adapters at the edge: `http` (the only place that knows actix-web's server), `stdio`,
@@ -66,6 +67,7 @@ pub mod sql;
 pub mod stages;
 pub mod state;
 pub mod stdio;
+pub mod tasks;
 pub mod telemetry;
 pub mod webhooks;
 

@@ -20,7 +20,7 @@ use std::time::Duration;
 use chrono::Utc;
 use interlock::call::steps::declared;
 use interlock::config::RateLimitSettings;
-use interlock::control::approvals::NewApproval;
+use interlock::control::approvals::{Enqueued, NewApproval};
 use interlock::control::catalog::StoredCatalog;
 use interlock::control::identities::{Identity, IdentityKind};
 use interlock::control::sources::{Source, SourceKind, TlsMode};
@@ -334,9 +334,20 @@ impl Ports for Fake {
     fn enqueue(
         &self,
         _new: &NewApproval,
-    ) -> impl Future<Output = Result<Uuid, ControlError>> + Send {
+    ) -> impl Future<Output = Result<Enqueued, ControlError>> + Send {
         self.reach(Port::Enqueue);
-        async { Ok(Uuid::new_v4()) }
+        let now = chrono::Utc::now();
+        async move {
+            Ok(Enqueued {
+                id: Uuid::new_v4(),
+                created_at: now,
+                expires_at: now,
+            })
+        }
+    }
+
+    fn task_retention_ms(&self) -> u64 {
+        0
     }
 
     fn preview(&self, _approval: Uuid) {
@@ -715,6 +726,7 @@ async fn every_tool_stops_at_the_step_that_answers_and_runs_nothing_after_it() {
             bearer: (c.make != Make::NoKey).then(|| "a key".to_string()),
             cancel: CancellationToken::new(),
             trace: Default::default(),
+            task: None,
         };
         let args = ToolArgs::parse(c.tool, c.args.clone()).unwrap();
         let outcome = interlock::pipeline::call(&fake, &ctx, &args).await;

@@ -64,6 +64,15 @@ pub enum Event {
         source: String,
         at: DateTime<Utc>,
     },
+    /// The requester withdrew its pending approval (it cancelled the MCP task waiting on
+    /// it).
+    #[serde(rename = "approval.withdrawn")]
+    ApprovalWithdrawn {
+        id: String,
+        source: String,
+        requester: String,
+        at: DateTime<Utc>,
+    },
     /// A report-only policy rule matched a call and enforcing it would have changed the
     /// answer (`would`: a refusal, approvals, a row cap or masked columns).
     #[serde(rename = "policy.reported")]
@@ -99,6 +108,7 @@ impl Event {
             Event::ApprovalDecided { .. } => "approval.decided",
             Event::ApprovalExecuted { .. } => "approval.executed",
             Event::ApprovalExpired { .. } => "approval.expired",
+            Event::ApprovalWithdrawn { .. } => "approval.withdrawn",
             Event::AuditCheckpoint { .. } => "audit.checkpoint",
             Event::PolicyReported { .. } => "policy.reported",
         }
@@ -114,6 +124,7 @@ impl Event {
                 | Event::ApprovalDecided { .. }
                 | Event::ApprovalExecuted { .. }
                 | Event::ApprovalExpired { .. }
+                | Event::ApprovalWithdrawn { .. }
         )
     }
 
@@ -138,6 +149,7 @@ impl Event {
             | Event::ApprovalDecided { source, .. }
             | Event::ApprovalExecuted { source, .. }
             | Event::ApprovalExpired { source, .. }
+            | Event::ApprovalWithdrawn { source, .. }
             | Event::PolicyReported { source, .. } => source,
         }
     }

@@ -7,6 +7,7 @@
 //! - [`runner`]: claiming (`approved` → `executing` compare-and-set), re-checking grants and
 //!   policy, running the write in a READ WRITE transaction, storing the outcome, invalidating
 //!   the cache; plus expiry and recovery;
+//! - [`withdraw`]: the requester withdraws its pending approval (it cancelled its MCP task);
 //! - [`instance`]: the advisory lock that tells a live executor from a dead one;
 //! - [`display`]: the statement as approvers see it, control characters escaped;
 //! - [`preview`], [`images`], [`side_effects`]: what a queued write would do, shown to
@@ -20,6 +21,7 @@ pub mod preview;
 pub mod recheck;
 pub mod runner;
 pub mod side_effects;
+pub mod withdraw;
 
 pub use decide::{decide, DecideError, Desk};
 pub use display::escape_for_display;

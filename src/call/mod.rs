@@ -18,7 +18,8 @@ pub mod render;
 pub mod replay_basis;
 pub mod source_span;
 pub mod steps;
+pub mod task_view;
 
 pub use audit::AuditDraft;
-pub use outcome::Outcome;
+pub use outcome::{HeldTask, Outcome};
 pub use render::{render_governed, render_governed_legacy};

@@ -9,6 +9,15 @@ use uuid::Uuid;
 
 use crate::sources::postgres::execute::Truncation;
 
+/// The MCP task a held call's caller waits on (recorded with its approval, same id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldTask {
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub expires_at: chrono::DateTime<chrono::Utc>,
+    pub ttl_ms: u64,
+    pub approvals_required: u32,
+}
+
 #[derive(Debug, Clone)]
 pub enum Outcome {
     /// Rows of an allowed read, as JSON objects, masked.
@@ -23,6 +32,8 @@ pub enum Outcome {
     Queued {
         approval_id: Uuid,
         state: String,
+        /// The MCP task its caller waits on, when it asked for one.
+        task: Option<HeldTask>,
     },
     /// 401 / 403 / 429, with the rule's reason.
     Refused {

@@ -39,7 +39,9 @@ pub fn tool_outcome(outcome: &Outcome) -> ToolOutcome {
         Outcome::Json(v) => ToolOutcome::Success {
             text: v.to_string(),
         },
-        Outcome::Queued { approval_id, state } => ToolOutcome::Queued {
+        Outcome::Queued {
+            approval_id, state, ..
+        } => ToolOutcome::Queued {
             approval_id: approval_id.to_string(),
             approval_state: state.clone(),
             message: Outcome::queued_message(approval_id, state),

@@ -22,18 +22,58 @@ pub struct NewApproval {
     /// The W3C traceparent of the queuing call's span, when it was traced (the execution's
     /// span links to it).
     pub trace_context: Option<String>,
+    /// The MCP task the caller waits on, when it asked for one: recorded with the approval
+    /// (same id); the approval expires when the task's wait ends if that comes first.
+    pub task: Option<NewTask>,
 }
 
-/// Records a pending approval; returns its id and expiry. The queue never deduplicates:
-/// two identical writes are two approvals.
-pub async fn enqueue(
-    pool: &ControlPool,
-    a: &NewApproval,
-) -> Result<(Uuid, DateTime<Utc>), ControlError> {
+/// The task a held call's caller waits on.
+#[derive(Debug, Clone, Copy)]
+pub struct NewTask {
+    /// How long the caller waits for approvers (milliseconds).
+    pub wait_ms: i64,
+    /// How long the task is kept from its creation (milliseconds, at least `wait_ms`).
+    pub ttl_ms: i64,
+}
+
+/// A queued approval as recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct Enqueued {
+    pub id: Uuid,
+    pub created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// Records a pending approval (and its task, in the same statement); returns its id, time
+/// and expiry. The queue never deduplicates: two identical writes are two approvals.
+pub async fn enqueue(pool: &ControlPool, a: &NewApproval) -> Result<Enqueued, ControlError> {
     let client = pool.get().await?;
     let id = Uuid::new_v4();
     let required = i32::try_from(a.approvals_required.clamp(1, 5)).unwrap_or(1);
     let ttl = f64::from(a.ttl_secs);
+    if let Some(task) = a.task {
+        let row = client
+            .query_one(
+                "WITH a AS (
+                   INSERT INTO approvals (id, source_id, requester_id, statement, fingerprint, touches, state,
+                                          approvals_required, expires_at, call_facts, trace_context)
+                   VALUES ($1, $2, $3, $4, $5, $6, 'pending', $7,
+                           now() + least(make_interval(secs => $8), make_interval(secs => $11::bigint / 1000.0)),
+                           $9, $10)
+                   RETURNING id, requester_id, created_at, expires_at),
+                 t AS (
+                   INSERT INTO mcp_tasks (id, requester_id, approval_id, tool, created_at, ttl_ms)
+                   SELECT id, requester_id, id, 'interlock_query', created_at, $12::bigint FROM a)
+                 SELECT created_at, expires_at FROM a",
+                &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl, &a.call_facts, &a.trace_context, &task.wait_ms, &task.ttl_ms],
+            )
+            .await?;
+        return Ok(Enqueued {
+            id,
+            created_at: row.get(0),
+            expires_at: row.get(1),
+        });
+    }
     let row = client
         .query_one(
             "INSERT INTO approvals (id, source_id, requester_id, statement, fingerprint, touches, state,
@@ -43,7 +83,13 @@ pub async fn enqueue(
             &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl, &a.call_facts, &a.trace_context],
         )
         .await?;
-    Ok((id, row.get(0)))
+    // The approval's creation time is the transaction's now(), as `expires_at` was computed.
+    let expires_at: DateTime<Utc> = row.get(0);
+    Ok(Enqueued {
+        id,
+        created_at: expires_at - chrono::Duration::seconds(i64::from(a.ttl_secs)),
+        expires_at,
+    })
 }
 
 /// A decision on an approval.

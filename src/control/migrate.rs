@@ -170,6 +170,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0023_webhook_attempts.sql"),
         compatible_from: None,
     },
+    Migration {
+        version: 24,
+        name: "0024_mcp_tasks",
+        sql: include_str!("../../migrations/0024_mcp_tasks.sql"),
+        compatible_from: Some(23),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

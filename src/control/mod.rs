@@ -27,6 +27,7 @@ pub mod schema_version;
 pub mod settings;
 pub mod signed_heads;
 pub mod sources;
+pub mod tasks;
 pub mod token_identities;
 pub mod webhooks;
 

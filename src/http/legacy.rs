@@ -158,6 +158,27 @@ pub async fn sse_message(
         Dispatch::Cancel { request_id, .. } => {
             state.inflight.cancel(key.as_deref(), &request_id);
         }
+        Dispatch::Task(call) => {
+            let state: Arc<AppState> = state.into_inner();
+            let rid = crate::http::request_id::of(&req);
+            actix_rt::spawn(async move {
+                let token = CancellationToken::new();
+                let desk = state.task_desk();
+                let reply = crate::tasks::respond(
+                    &*state,
+                    &desk,
+                    &call,
+                    key.as_deref(),
+                    &rid,
+                    "mcp-legacy",
+                    &token,
+                )
+                .await;
+                if let Some(b) = reply.body {
+                    let _ = tx.send(event(&b)).await;
+                }
+            });
+        }
         Dispatch::CallTool(call) => {
             let state: Arc<AppState> = state.into_inner();
             let rid = crate::http::request_id::of(&req);
@@ -166,9 +187,12 @@ pub async fn sse_message(
                 let _reg = state
                     .inflight
                     .register(key.as_deref(), &call.id, token.clone());
-                let ctx = CallContext::for_tool_call(&call, "mcp-legacy", rid, key, token);
+                let ctx = CallContext::for_tool_call(&call, "mcp-legacy", rid, key.clone(), token);
                 let outcome = pipeline::call(&*state, &ctx, &call.args).await;
-                let reply = crate::call::render_governed(&outcome, &call, &state.server_info);
+                let desk = state.task_desk();
+                let reply =
+                    crate::tasks::render_call(&*state, &desk, &call, key.as_deref(), &outcome)
+                        .await;
                 if let Some(b) = reply.body {
                     let _ = tx.send(event(&b)).await;
                 }

@@ -76,6 +76,10 @@ pub async fn post(req: HttpRequest, body: web::Bytes, state: web::Data<AppState>
             traced(&span, &reply);
             to_http(reply)
         }
+        Dispatch::Task(call) => {
+            let request_id = crate::http::request_id::of(&req);
+            task_method(state.into_inner(), call, request_id, bearer_key, span).await
+        }
         Dispatch::CallTool(call) => {
             // The governed pipeline audits the call, refused or not.
             super::refusal_trail::mark(&req);
@@ -191,8 +195,12 @@ pub async fn tool_call(
     let prepared = match pipeline::prepare(&*state, &ctx, &call.args).await {
         Ok(p) => p,
         Err(outcome) => {
-            let reply = CallStage::Render
-                .time(|| crate::call::render_governed(&outcome, &call, &state.server_info));
+            let started = std::time::Instant::now();
+            let desk = state.task_desk();
+            let reply =
+                crate::tasks::render_call(&*state, &desk, &call, ctx.bearer.as_deref(), &outcome)
+                    .await;
+            CallStage::Render.since(started);
             span.status(reply.status);
             return to_http(reply);
         }
@@ -206,6 +214,7 @@ pub async fn tool_call(
     let (quick, answer) = tokio::sync::oneshot::channel::<Reply>();
     let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
     let st = state.clone();
+    let bearer = ctx.bearer.clone();
     let span = std::sync::Arc::new(span);
     let work_span = span.clone();
     actix_rt::spawn(async move {
@@ -218,7 +227,9 @@ pub async fn tool_call(
         }
         let outcome = prepared.run(&*st, &token).await;
         let started = std::time::Instant::now();
-        let reply = crate::call::render_governed(&outcome, &call, &st.server_info);
+        let desk = st.task_desk();
+        let reply =
+            crate::tasks::render_call(&*st, &desk, &call, bearer.as_deref(), &outcome).await;
         CallStage::Render.since(started);
         let reply = match quick.send(reply) {
             Ok(()) => return,
@@ -245,6 +256,57 @@ pub async fn tool_call(
         span.status(reply.status);
         return quick_answer(reply);
     }
+    drop(span);
+    let mut res = HttpResponse::Ok();
+    res.insert_header(("Content-Type", "text/event-stream"))
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"));
+    res.streaming(body)
+}
+
+/// A `tasks/*` request. Every method answers as plain JSON except a `tasks/result` that
+/// has to wait for its task to end: that answer comes on a request-scoped SSE stream with
+/// keep-alives, and closing the stream ends the wait (never the task).
+async fn task_method(
+    state: std::sync::Arc<AppState>,
+    call: mcp::tasks::TaskCall,
+    request_id: String,
+    bearer_key: Option<String>,
+    span: ServerSpan,
+) -> HttpResponse {
+    let token = CancellationToken::new();
+    let (quick, answer) = tokio::sync::oneshot::channel::<Reply>();
+    let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
+    let st = state.clone();
+    actix_rt::spawn(async move {
+        let desk = st.task_desk();
+        let reply = crate::tasks::respond(
+            &*st,
+            &desk,
+            &call,
+            bearer_key.as_deref(),
+            &request_id,
+            "mcp",
+            &token,
+        )
+        .await;
+        if let Err(reply) = quick.send(reply) {
+            if let Some(sent) = reply.body.as_ref().map(event) {
+                let _ = tx.send(sent).await;
+            }
+        }
+    });
+    let mut answer = answer;
+    if let Ok(Ok(reply)) = tokio::time::timeout(KEEPALIVE, &mut answer).await {
+        span.status(reply.status);
+        return to_http(reply);
+    }
+    answer.close();
+    if let Ok(reply) = answer.try_recv() {
+        span.status(reply.status);
+        return to_http(reply);
+    }
+    span.status(200);
     drop(span);
     let mut res = HttpResponse::Ok();
     res.insert_header(("Content-Type", "text/event-stream"))

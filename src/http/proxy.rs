@@ -30,6 +30,7 @@ fn context(req: &HttpRequest, token: CancellationToken) -> CallContext {
         .map(str::to_string),
         cancel: token,
         trace: Default::default(),
+        task: None,
     }
 }
 
@@ -112,7 +113,9 @@ pub fn render(outcome: Outcome) -> HttpResponse {
             "truncated_by": truncated,
         })),
         Outcome::Json(v) => HttpResponse::Ok().json(v),
-        Outcome::Queued { approval_id, state } => HttpResponse::Accepted().json(json!({
+        Outcome::Queued {
+            approval_id, state, ..
+        } => HttpResponse::Accepted().json(json!({
             "error": Outcome::queued_message(&approval_id, &state),
             "code": "approval_required",
             "approval_id": approval_id,

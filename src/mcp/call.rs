@@ -22,6 +22,7 @@ use crate::mcp::envelope::PROGRESS_TOKEN_META_KEY;
 use crate::mcp::error::RpcError;
 use crate::mcp::jsonrpc::Message;
 use crate::mcp::reply::ToolCall;
+use crate::mcp::tasks::{ask as task_ask, TaskSettings};
 use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::version::Dialect;
 
@@ -39,6 +40,7 @@ pub fn prepare(
     message: &Message,
     dialect: Dialect,
     tool_catalog: &ToolCatalog,
+    tasks: &TaskSettings,
 ) -> Result<CallCheck, RpcError> {
     let Some(name) = message.params.get("name").and_then(Value::as_str) else {
         return Err(RpcError::invalid_params("params.name must be a string"));
@@ -55,6 +57,7 @@ pub fn prepare(
     let tool = tool_catalog
         .resolve(name)
         .ok_or_else(|| RpcError::unknown_tool(name))?;
+    let task = task_ask(message, dialect, tool, tasks)?;
     let args =
         match crate::stages::CallStage::Schema.time(|| arguments::parse(tool, name, arguments)) {
             Ok(args) => args,
@@ -72,6 +75,7 @@ pub fn prepare(
         called_as: name.to_owned(),
         args,
         progress_token,
+        task,
     }))
 }
 
@@ -101,6 +105,7 @@ mod tests {
             &message(params),
             Dialect::Handshake("2025-06-18"),
             &tool_catalog,
+            &TaskSettings::default(),
         );
         let Ok(CallCheck::Ready(call)) = prepared else {
             panic!("expected a ready call, got {prepared:?}")
@@ -126,8 +131,13 @@ mod tests {
             (json!({"name": "INTERLOCK_QUERY"}), "unknown_tool"),
         ];
         for (params, key) in cases {
-            let error = prepare(&message(params.clone()), Dialect::Modern, &tool_catalog)
-                .expect_err("error");
+            let error = prepare(
+                &message(params.clone()),
+                Dialect::Modern,
+                &tool_catalog,
+                &TaskSettings::default(),
+            )
+            .expect_err("error");
             assert_eq!(
                 error.data.map(|d| d["code"].clone()),
                 Some(json!(key)),

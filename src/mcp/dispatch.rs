@@ -26,9 +26,14 @@
 //! | `ping` | 404 / -32601 | yes |
 //! | `tools/list` | yes | yes |
 //! | `tools/call` | yes | yes |
+//! | `tasks/get`, `tasks/cancel` | yes (extension declared, else 400 / -32021) | 2025-11-25 |
+//! | `tasks/update` | yes (extension declared) | no |
+//! | `tasks/result`, `tasks/list` | 404 / -32601 | 2025-11-25 |
 //! | `notifications/initialized` | 404 / -32601 | 202 |
 //! | `notifications/cancelled` | 202 | 202 |
 //! | anything else | 404 / -32601 | 200 / -32601 |
+//!
+//! `tasks/*` exist only while `[tasks] enabled` (otherwise -32601 like any unknown method).
 
 use serde_json::Value;
 
@@ -43,6 +48,7 @@ use crate::mcp::method::{handshake_only_in, Method};
 use crate::mcp::methods;
 use crate::mcp::outcome::invalid_arguments_reply;
 use crate::mcp::reply::{Dispatch, Reply};
+use crate::mcp::tasks;
 use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::version::Dialect;
 
@@ -159,8 +165,8 @@ pub fn dispatch_noting(
         return notification(&message, dialect);
     }
     let method = match dialect {
-        Dialect::Modern => ladder::climb(&headers, &message),
-        _ => Method::resolve(&message.method, dialect)
+        Dialect::Modern => ladder::climb(&headers, &message, &server.tasks),
+        _ => Method::resolve(&message.method, dialect, &server.tasks)
             .ok_or_else(|| RpcError::method_not_found(&message.method)),
     };
     match method.and_then(|method| serve(method, &message, dialect, tool_catalog, server)) {
@@ -227,14 +233,15 @@ fn serve(
     server: &ServerInfo,
 ) -> Result<Dispatch, RpcError> {
     let dispatch = match method {
-        Method::Initialize => answer(message, methods::initialize(dialect, server)),
+        Method::Initialize => answer(message, methods::initialize(message, dialect, server)),
         Method::Ping => answer(message, methods::ping()),
-        Method::Discover => answer(message, methods::discover(tool_catalog, server)),
+        Method::Discover => answer(message, methods::discover(message, tool_catalog, server)),
         Method::ToolsList => answer(
             message,
             methods::tools_list(message, dialect, tool_catalog, server)?,
         ),
-        Method::ToolsCall => match call::prepare(message, dialect, tool_catalog)? {
+        Method::Task(method) => Dispatch::Task(tasks::prepare(message, dialect, method)?),
+        Method::ToolsCall => match call::prepare(message, dialect, tool_catalog, &server.tasks)? {
             CallCheck::Ready(call) => Dispatch::CallTool(call),
             CallCheck::Invalid(invalid) => {
                 let id = message.reply_id();

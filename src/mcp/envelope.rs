@@ -27,6 +27,8 @@ pub struct ServerInfo {
     pub version: String,
     /// Optional guidance for the model, sent by `initialize` and `server/discover`.
     pub instructions: Option<String>,
+    /// Whether and how tasks are offered (`[tasks]`).
+    pub tasks: crate::mcp::tasks::TaskSettings,
 }
 
 impl ServerInfo {
@@ -106,6 +108,7 @@ mod tests {
             name: "interlock".into(),
             version: "1.0.0".into(),
             instructions: None,
+            tasks: Default::default(),
         }
     }
 

@@ -33,6 +33,9 @@ pub mod code {
     pub const HEADER_MISMATCH: i64 = -32020;
     /// The requested protocol version is not served.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// The request needs a client capability it did not declare (2026-07-28: a task
+    /// method without the tasks extension).
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
 }
 
 /// Where in the request's life an error arose; decides the handshake status.
@@ -63,7 +66,13 @@ pub struct RpcError {
 }
 
 impl RpcError {
-    fn new(stage: Stage, status: u16, code: i64, message: String, data: Value) -> RpcError {
+    pub(crate) fn new(
+        stage: Stage,
+        status: u16,
+        code: i64,
+        message: String,
+        data: Value,
+    ) -> RpcError {
         RpcError {
             stage,
             status,
@@ -74,7 +83,13 @@ impl RpcError {
         }
     }
 
-    fn keyed(stage: Stage, status: u16, code: i64, key: &str, message: String) -> RpcError {
+    pub(crate) fn keyed(
+        stage: Stage,
+        status: u16,
+        code: i64,
+        key: &str,
+        message: String,
+    ) -> RpcError {
         RpcError::new(stage, status, code, message, json!({ "code": key }))
     }
 

@@ -6,7 +6,7 @@
 //! | rung | checks | HTTP | code |
 //! |---|---|---|---|
 //! | 1 | `params._meta` has `protocolVersion` and `clientCapabilities` | 400 | -32602 |
-//! | 2 | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (tools/call) mirror the body | 400 | -32020 |
+//! | 2 | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (tools/call: the tool; tasks/*: the task id) mirror the body | 400 | -32020 |
 //! | 3 | the `_meta` version is served | 400 | -32022 |
 //! | 4 | the method exists in this revision | 404 | -32601 |
 //!
@@ -24,14 +24,19 @@ use crate::mcp::error::RpcError;
 use crate::mcp::headers::{self, decode_mirrored, Header, Headers};
 use crate::mcp::jsonrpc::Message;
 use crate::mcp::method::Method;
+use crate::mcp::tasks::TaskSettings;
 use crate::mcp::version::{Dialect, MODERN};
 
 /// Run all four rungs; on success return the method to serve.
-pub fn climb(headers: &Headers<'_>, message: &Message) -> Result<Method, RpcError> {
+pub fn climb(
+    headers: &Headers<'_>,
+    message: &Message,
+    tasks: &TaskSettings,
+) -> Result<Method, RpcError> {
     let version = rung1_meta(message)?;
     rung2_mirrors(headers, message, version)?;
     rung3_version(version)?;
-    Method::resolve(&message.method, Dialect::Modern)
+    Method::resolve(&message.method, Dialect::Modern, tasks)
         .ok_or_else(|| RpcError::method_not_found(&message.method))
 }
 
@@ -85,10 +90,14 @@ fn rung2_mirrors(
             "does not match the body's method",
         ));
     }
-    if message.method == "tools/call" {
+    let named = match message.method.as_str() {
+        "tools/call" => Some(("name", "does not match the body's params.name")),
+        m if m.starts_with("tasks/") => Some(("taskId", "does not match the body's params.taskId")),
+        _ => None,
+    };
+    if let Some((param, detail)) = named {
         let name = mirrored(headers, headers::MCP_NAME, "Mcp-Name")?;
-        if message.params.get("name").and_then(Value::as_str) != Some(name.as_str()) {
-            let detail = "does not match the body's params.name";
+        if message.params.get(param).and_then(Value::as_str) != Some(name.as_str()) {
             return Err(RpcError::header_mismatch("Mcp-Name", detail));
         }
     }
@@ -127,7 +136,7 @@ mod tests {
             .cloned()
             .unwrap_or_default(),
         };
-        let error = climb(&Headers(&raw), &message).err();
+        let error = climb(&Headers(&raw), &message, &TaskSettings::default()).err();
         assert_eq!(
             error.map(|e| (e.code, e.status)),
             Some((code::UNSUPPORTED_PROTOCOL_VERSION, 400))

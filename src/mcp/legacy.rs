@@ -108,6 +108,7 @@ pub fn legacy_parse_call(body: &[u8], tool_catalog: &ToolCatalog) -> Result<Tool
         called_as: name,
         args,
         progress_token: None,
+        task: None,
     })
 }
 

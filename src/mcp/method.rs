@@ -1,6 +1,7 @@
 //! The request methods InterLock serves and the dialects that serve them: what both the
 //! dispatcher and the 2026-07-28 validation ladder resolve a method name against.
 
+use crate::mcp::tasks::{TaskMethod, TaskSettings};
 use crate::mcp::version::Dialect;
 
 /// Methods of the handshake lifecycle only: the 2026-07-28 dialect refuses them (404 /
@@ -25,11 +26,16 @@ pub enum Method {
     ToolsList,
     /// `tools/call`
     ToolsCall,
+    /// `tasks/*`, where tasks are offered ([`crate::mcp::tasks`]).
+    Task(TaskMethod),
 }
 
 impl Method {
     /// The method `name` names in `dialect`, if it is served there.
-    pub fn resolve(name: &str, dialect: Dialect) -> Option<Method> {
+    pub fn resolve(name: &str, dialect: Dialect, tasks: &TaskSettings) -> Option<Method> {
+        if let Some(task) = TaskMethod::resolve(name, dialect, tasks) {
+            return Some(Method::Task(task));
+        }
         let method = match name {
             "server/discover" => Method::Discover,
             "initialize" => Method::Initialize,

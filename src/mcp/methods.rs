@@ -13,7 +13,12 @@
 //!   2026-07-28 revision, which requires the hints, so it carries them in
 //!   every dialect; a handshake `tools/list` keeps its pre-caching shape.
 //! - Only the `tools` capability is advertised: a client told about resources
-//!   or prompts would call methods this server answers with -32601.
+//!   or prompts would call methods this server answers with -32601. Tasks are
+//!   advertised only to a client that declared them (and while `[tasks]` is
+//!   on): everyone else sees exactly the tools-only answer.
+//! - `tools/list` in 2025-11-25 with tasks on marks `interlock_query`
+//!   `execution.taskSupport: "optional"` (the only tool a call of which can be
+//!   held for approval).
 
 use serde_json::{json, Map, Value};
 
@@ -21,24 +26,35 @@ use crate::mcp::envelope::{self, ServerInfo};
 use crate::mcp::error::RpcError;
 use crate::mcp::jsonrpc::Message;
 use crate::mcp::pagination;
+use crate::mcp::tasks;
 use crate::mcp::tool_catalog::ToolCatalog;
 use crate::mcp::version::{Dialect, SUPPORTED_VERSIONS};
 
-/// `capabilities`: tools only.
-fn capabilities() -> Value {
-    json!({"tools": {}})
+/// `capabilities`: tools, and tasks (`tasks` in 2025-11-25, `extensions` in 2026-07-28)
+/// only for a client that declared them.
+fn capabilities(tasks: Option<(&str, Value)>) -> Value {
+    let mut caps = json!({"tools": {}});
+    if let (Some((key, value)), Some(map)) = (tasks, caps.as_object_mut()) {
+        map.insert(key.to_owned(), value);
+    }
+    caps
 }
 
 /// `initialize` (handshake only): the negotiated version — already chosen by
 /// [`crate::mcp::dialect::choose`] and carried in `dialect` — the tools
-/// capability, server info and optional instructions.
-pub fn initialize(dialect: Dialect, server: &ServerInfo) -> Value {
+/// capability (and tasks, when the client declared them: [`tasks::handshake_capability`]),
+/// server info and optional instructions.
+pub fn initialize(message: &Message, dialect: Dialect, server: &ServerInfo) -> Value {
     let mut result = Map::new();
     result.insert(
         "protocolVersion".to_owned(),
         Value::from(dialect.protocol_version()),
     );
-    result.insert("capabilities".to_owned(), capabilities());
+    let tasks = tasks::handshake_capability(message, dialect, &server.tasks);
+    result.insert(
+        "capabilities".to_owned(),
+        capabilities(tasks.map(|t| ("tasks", t))),
+    );
     result.insert("serverInfo".to_owned(), server.implementation());
     if let Some(instructions) = &server.instructions {
         result.insert(
@@ -61,10 +77,14 @@ fn cache_hints(result: &mut Map<String, Value>, tool_catalog: &ToolCatalog) {
 }
 
 /// `server/discover` (both dialects): supported versions, modern first.
-pub fn discover(tool_catalog: &ToolCatalog, server: &ServerInfo) -> Value {
+pub fn discover(message: &Message, tool_catalog: &ToolCatalog, server: &ServerInfo) -> Value {
     let mut result = Map::new();
     result.insert("supportedVersions".to_owned(), json!(SUPPORTED_VERSIONS));
-    result.insert("capabilities".to_owned(), capabilities());
+    let tasks = tasks::discover_extensions(message, &server.tasks);
+    result.insert(
+        "capabilities".to_owned(),
+        capabilities(tasks.map(|t| ("extensions", t))),
+    );
     if let Some(instructions) = &server.instructions {
         result.insert(
             "instructions".to_owned(),
@@ -83,8 +103,19 @@ pub fn tools_list(
     server: &ServerInfo,
 ) -> Result<Value, RpcError> {
     let page = pagination::page(tool_catalog, message.params.get("cursor"))?;
+    let mut listed = page.tools.to_vec();
+    for tool in &mut listed {
+        let def = tool
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|name| tool_catalog.resolve(name));
+        let execution = def.and_then(|def| tasks::tool_execution(def, dialect, &server.tasks));
+        if let (Some(execution), Some(map)) = (execution, tool.as_object_mut()) {
+            map.insert("execution".to_owned(), execution);
+        }
+    }
     let mut result = Map::new();
-    result.insert("tools".to_owned(), Value::Array(page.tools.to_vec()));
+    result.insert("tools".to_owned(), Value::Array(listed));
     if let Some(next) = page.next_cursor {
         result.insert("nextCursor".to_owned(), Value::from(next));
     }

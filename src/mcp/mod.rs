@@ -20,6 +20,7 @@
 //! | `methods.rs` | `initialize`, `ping`, `server/discover`, `tools/list` |
 //! | `tool_catalog.rs`, `pagination.rs`, `arguments.rs` | the tool catalog, its pages, argument validation |
 //! | `call.rs`, `outcome.rs` | a `tools/call` in, a governed outcome out |
+//! | `tasks.rs` | MCP Tasks in both eras: a call held for approval as a task |
 //! | `legacy.rs` | the deprecated `/mcp/tools/*` routes |
 //! | `challenge.rs` | the `WWW-Authenticate` challenge of a refusal (RFC 6750) |
 //!
@@ -41,6 +42,7 @@ mod methods;
 mod outcome;
 mod pagination;
 mod reply;
+pub mod tasks;
 mod tool_args;
 mod tool_catalog;
 mod tool_outcome;
@@ -52,14 +54,14 @@ mod tests;
 pub use arguments::{parse as parse_arguments, ArgumentError, InvalidArguments};
 pub use challenge::for_refusal as bearer_challenge;
 pub use dispatch::{dispatch, dispatch_noting, Inbound, MessageFacts};
-pub use envelope::{progress_notification, ServerInfo};
+pub use envelope::{progress_notification, success as envelope_success, ServerInfo};
 pub use error::{code as error_code, RpcError, Stage};
 pub use legacy::{
     deprecated, legacy_parse_call, legacy_render, legacy_tools_list, DEPRECATION_HEADERS,
     REMOVAL_VERSION, SUNSET,
 };
 pub use method::Method;
-pub use outcome::render_outcome;
+pub use outcome::{render_in, render_outcome};
 pub use reply::{Dispatch, Reply, ToolCall};
 pub use tool_args::{
     ApprovalStatusArgs, DescribeAccessArgs, DescribeSourceArgs, DiscoverArgs, QueryArgs,

@@ -69,10 +69,21 @@ fn refusal_class(status: u16) -> &'static str {
 
 /// Render `outcome` for `call` in the call's dialect.
 pub fn render_outcome(call: &ToolCall, outcome: &ToolOutcome, server: &ServerInfo) -> Reply {
-    match call.dialect {
+    render_in(call.dialect, &call.id, outcome, server)
+}
+
+/// Render `outcome` as the answer to request `id` in `dialect` (a task's ended call is
+/// rendered in the dialect it is fetched in).
+pub fn render_in(
+    dialect: Dialect,
+    id: &Value,
+    outcome: &ToolOutcome,
+    server: &ServerInfo,
+) -> Reply {
+    match dialect {
         Dialect::Legacy => legacy::legacy_render(outcome),
-        Dialect::Modern => render_modern(&call.id, outcome, server),
-        Dialect::Handshake(_) => render_handshake(&call.id, outcome, server),
+        Dialect::Modern => render_modern(id, outcome, server),
+        Dialect::Handshake(_) => render_handshake(id, outcome, server),
     }
 }
 

@@ -116,6 +116,9 @@ pub enum Dispatch {
         /// The 202 to send.
         reply: Reply,
     },
+    /// A `tasks/*` request: the caller looks the task up for the authenticated identity
+    /// and renders it with [`crate::mcp::tasks`].
+    Task(crate::mcp::tasks::TaskCall),
 }
 
 /// A validated `tools/call`, ready for the governed pipeline.
@@ -135,6 +138,9 @@ pub struct ToolCall {
     pub args: crate::mcp::ToolArgs,
     /// `params._meta.progressToken`, when the client asked for progress.
     pub progress_token: Option<Value>,
+    /// The client asked for a task (2025-11-25 `params.task`; 2026-07-28 the extension
+    /// declared): a call held for approval answers with one.
+    pub task: Option<crate::mcp::tasks::TaskAsk>,
 }
 
 impl ToolCall {

@@ -57,6 +57,8 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// The call's trace: its steps become spans of the request's (off without one).
     pub trace: crate::telemetry::traces::CallTrace,
+    /// The MCP task the caller asked for: a call held for approval records it.
+    pub task: Option<crate::mcp::tasks::TaskAsk>,
 }
 
 impl CallContext {
@@ -75,6 +77,7 @@ impl CallContext {
             bearer,
             cancel,
             trace: Default::default(),
+            task: call.task,
         }
     }
 
@@ -171,7 +174,12 @@ pub async fn prepare(
         }
     };
     match work {
-        Ok(work) => {
+        Ok(mut work) => {
+            match &mut work {
+                Work::Read(plan) => plan.task = ctx.task,
+                Work::Write(plan) => plan.task = ctx.task,
+                Work::Done(_) => {}
+            }
             // The adapter may now choose its response form: time outside the steps.
             draft.pause();
             Ok(PreparedCall { draft, work })

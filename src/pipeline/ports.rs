@@ -115,8 +115,13 @@ pub trait Ports: Send + Sync {
         cancel: &CancellationToken,
     ) -> impl Future<Output = Result<Rows, ExecError>> + Send;
     /// Write safety: queues a write for approval.
-    fn enqueue(&self, new: &NewApproval)
-        -> impl Future<Output = Result<Uuid, ControlError>> + Send;
+    fn enqueue(
+        &self,
+        new: &NewApproval,
+    ) -> impl Future<Output = Result<crate::control::approvals::Enqueued, ControlError>> + Send;
+    /// How long a held call's task stays fetchable after its wait (`[tasks]
+    /// retain_after_ms`).
+    fn task_retention_ms(&self) -> u64;
     /// Starts computing the effect preview of a queued write (in the background).
     fn preview(&self, approval: Uuid);
     fn publish(&self, event: Event);

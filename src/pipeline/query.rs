@@ -21,8 +21,9 @@ use crate::call::audit::{fingerprint, AuditDraft};
 use crate::call::mask;
 use crate::call::replay_basis::ReplayBasis;
 use crate::call::source_span;
+use crate::call::HeldTask;
 use crate::call::Outcome;
-use crate::control::approvals::NewApproval;
+use crate::control::approvals::{Enqueued, NewApproval, NewTask};
 use crate::control::identities::{CostBudget, Identity};
 use crate::control::sources::SourceKind;
 use crate::governance::condition::{CallFacts, FactValues, PlanFacts};
@@ -31,6 +32,7 @@ use crate::governance::effect::CallEffect;
 use crate::governance::policy::{needs_facts, RuleMode, RuleOutcome};
 use crate::governance::{Allowed, AllowedClass};
 use crate::limits::RateRefusal;
+use crate::mcp::tasks::TaskAsk;
 use crate::mcp::QueryArgs;
 use crate::sources::postgres::execute::{Caller, ExecError, Limits, Mode, TextParam, Truncation};
 use crate::sources::registry::SourceRuntime;
@@ -50,6 +52,8 @@ pub struct ReadPlan {
     budget: Option<CostBudget>,
     /// The facts its conditional rules were evaluated over (kept if it is queued).
     facts: Option<CallFacts>,
+    /// The MCP task its caller asked for, if a cost rule holds it for approval.
+    pub(super) task: Option<TaskAsk>,
 }
 
 impl ReadPlan {
@@ -114,6 +118,7 @@ impl ReadPlan {
             facts: self.facts,
             cost: Some(plan),
             caller: self.caller,
+            task: self.task,
         }
     }
 }
@@ -128,6 +133,8 @@ pub struct WritePlan {
     cost: Option<Value>,
     /// Who it runs for in the source (a write's estimate is planned as its caller).
     caller: Option<Caller>,
+    /// The MCP task its caller asked for: recorded with the approval.
+    pub(super) task: Option<TaskAsk>,
 }
 
 /// Source resolution: the source must be registered and enabled.
@@ -381,6 +388,7 @@ pub async fn prepare(
             facts,
             cost: None,
             caller,
+            task: None,
         })));
     }
     draft.enter(GovernanceStep::Breaker);
@@ -409,6 +417,7 @@ pub async fn prepare(
         identity: (identity.id, identity.name.clone()),
         budget: identity.cost,
         facts,
+        task: None,
     })))
 }
 
@@ -532,6 +541,14 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
             .facts
             .as_ref()
             .and_then(|f| serde_json::to_value(f).ok()),
+        task: plan.task.map(|t| {
+            let wait_ms = i64::try_from(t.ttl_ms).unwrap_or(i64::MAX);
+            NewTask {
+                wait_ms,
+                ttl_ms: wait_ms
+                    .saturating_add(i64::try_from(ports.task_retention_ms()).unwrap_or(i64::MAX)),
+            }
+        }),
         trace_context: draft
             .trace
             .span_context()
@@ -542,7 +559,7 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
         .child(names::ENQUEUE_SPAN, SpanKind::Internal, Vec::new);
     let queued = ports.enqueue(&new).await;
     match &queued {
-        Ok(id) => {
+        Ok(Enqueued { id, .. }) => {
             span.set(|| vec![KeyValue::new(names::APPROVAL_ID, id.to_string())]);
             draft.trace.outcome("queued");
         }
@@ -550,7 +567,11 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
     }
     drop(span);
     match queued {
-        Ok(id) => {
+        Ok(Enqueued {
+            id,
+            created_at,
+            expires_at,
+        }) => {
             draft.approval_id = Some(id);
             ports.preview(id);
             ports.publish(Event::ApprovalCreated {
@@ -566,6 +587,12 @@ pub async fn run_write(ports: &impl Ports, draft: &mut AuditDraft, plan: WritePl
             Outcome::Queued {
                 approval_id: id,
                 state: "pending".into(),
+                task: new.task.map(|t| HeldTask {
+                    created_at,
+                    expires_at,
+                    ttl_ms: u64::try_from(t.ttl_ms).unwrap_or(0),
+                    approvals_required: new.approvals_required,
+                }),
             }
         }
         Err(e) => {

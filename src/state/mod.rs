@@ -105,6 +105,17 @@ pub enum StartError {
 }
 
 impl AppState {
+    /// What serving MCP tasks needs of the gateway.
+    pub fn task_desk(&self) -> crate::tasks::TaskDesk<'_> {
+        crate::tasks::TaskDesk {
+            control: &self.control,
+            audit: &self.audit,
+            events: &self.events,
+            server: &self.server_info,
+            stopping: &self.stopping,
+        }
+    }
+
     /// Builds the runtime: pools, supervised actors on their own threads, registries. Must
     /// run inside an actix system.
     pub async fn build(settings: Settings) -> Result<Arc<Self>, StartError> {
@@ -281,6 +292,7 @@ impl AppState {
                      approval and never run immediately."
                         .into(),
                 ),
+                tasks: settings.tasks,
             },
             inflight: InFlight::default(),
             policy_clock: Arc::default(),

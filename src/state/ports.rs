@@ -163,10 +163,15 @@ impl Ports for AppState {
         .await
     }
 
-    async fn enqueue(&self, new: &NewApproval) -> Result<Uuid, ControlError> {
-        crate::control::approvals::enqueue(&self.control, new)
-            .await
-            .map(|(id, _expires)| id)
+    async fn enqueue(
+        &self,
+        new: &NewApproval,
+    ) -> Result<crate::control::approvals::Enqueued, ControlError> {
+        crate::control::approvals::enqueue(&self.control, new).await
+    }
+
+    fn task_retention_ms(&self) -> u64 {
+        self.server_info.tasks.retain_after_ms
     }
 
     fn preview(&self, approval: Uuid) {

@@ -161,7 +161,36 @@ async fn handle_line(
                         .await;
                 }
                 let outcome = pipeline::call(&*state, &ctx, &call.args).await;
-                let reply = crate::call::render_governed(&outcome, &call, &state.server_info);
+                let desk = state.task_desk();
+                let bearer = ctx.bearer.as_deref();
+                let reply =
+                    crate::tasks::render_call(&*state, &desk, &call, bearer, &outcome).await;
+                if let Some(body) = reply.body {
+                    let _ = out.send(body).await;
+                }
+            });
+        }
+        Dispatch::Task(call) => {
+            // A waiting tasks/result ends with notifications/cancelled or the process.
+            let token = shutdown.child_token();
+            let registration = state
+                .inflight
+                .register(api_key.as_deref(), &call.id, token.clone());
+            let request_id = uuid::Uuid::new_v4().to_string();
+            let (state, out, key) = (state.clone(), out.clone(), api_key.clone());
+            tracker.spawn(async move {
+                let _registration = registration;
+                let desk = state.task_desk();
+                let reply = crate::tasks::respond(
+                    &*state,
+                    &desk,
+                    &call,
+                    key.as_deref(),
+                    &request_id,
+                    "stdio",
+                    &token,
+                )
+                .await;
                 if let Some(body) = reply.body {
                     let _ = out.send(body).await;
                 }

@@ -166,6 +166,11 @@ fn slack(event: &str, payload: &Value, console_url: &str) -> Value {
             format!("Write #{short} on `{}`: {}", s("source"), s("state"))
         }
         "approval.expired" => format!("Write #{short} on `{}` expired undecided", s("source")),
+        "approval.withdrawn" => format!(
+            "{} withdrew #{short} on `{}` before it was decided",
+            s("requester"),
+            s("source")
+        ),
         "circuit.changed" => format!(
             "Circuit of `{}`: {} → {} ({})",
             s("source"),

@@ -23,12 +23,13 @@ use tokio::sync::mpsc;
 use crate::control::{webhooks as outbox, ControlPool};
 
 /// The events an endpoint may subscribe to.
-pub const EVENTS: [&str; 7] = [
+pub const EVENTS: [&str; 8] = [
     "approval.created",
     "approval.decided",
     "approval.executed",
     "approval.failed",
     "approval.expired",
+    "approval.withdrawn",
     "circuit.changed",
     "audit.checkpoint",
 ];
@@ -41,6 +42,7 @@ pub fn event_name(e: &Event) -> Option<&'static str> {
         Event::ApprovalExecuted { state, .. } if state == "executed" => "approval.executed",
         Event::ApprovalExecuted { .. } => "approval.failed",
         Event::ApprovalExpired { .. } => "approval.expired",
+        Event::ApprovalWithdrawn { .. } => "approval.withdrawn",
         Event::CircuitChanged { .. } => "circuit.changed",
         Event::AuditCheckpoint { .. } => "audit.checkpoint",
         Event::ActorRestarted { .. } | Event::PolicyReported { .. } => return None,

@@ -23,7 +23,10 @@ use std::time::Duration;
 use uuid::Uuid;
 
 pub use actor::ApprovalQueue;
-pub use state::{decide, ApprovalState, ApproverChoice, DecisionInput, DecisionRefused};
+pub use state::{
+    decide, withdraw, ApprovalState, ApproverChoice, DecisionInput, DecisionRefused,
+    WithdrawRefused,
+};
 
 use crate::supervise::{Home, Slot, Supervision};
 use crate::ActorError;

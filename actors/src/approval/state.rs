@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! pending ──approve (enough distinct approvers)──▶ approved ──claim──▶ executing ──▶ executed | failed
-//!    │  └──reject──▶ rejected                                               │
+//!    │  ├──reject──▶ rejected                                               │
+//!    │  └──requester withdraws (cancels its task)──▶ withdrawn              │
 //!    └──ttl──▶ expired                            gateway died here ──▶ outcome_unknown
 //! ```
 //!
@@ -22,6 +23,8 @@ pub enum ApprovalState {
     Rejected,
     Expired,
     OutcomeUnknown,
+    /// The requester withdrew it while it was pending (it cancelled the MCP task waiting on it).
+    Withdrawn,
 }
 
 impl ApprovalState {
@@ -35,6 +38,7 @@ impl ApprovalState {
             ApprovalState::Rejected => "rejected",
             ApprovalState::Expired => "expired",
             ApprovalState::OutcomeUnknown => "outcome_unknown",
+            ApprovalState::Withdrawn => "withdrawn",
         }
     }
 
@@ -48,6 +52,7 @@ impl ApprovalState {
             "rejected" => ApprovalState::Rejected,
             "expired" => ApprovalState::Expired,
             "outcome_unknown" => ApprovalState::OutcomeUnknown,
+            "withdrawn" => ApprovalState::Withdrawn,
             _ => return None,
         })
     }
@@ -61,6 +66,7 @@ impl ApprovalState {
                 | ApprovalState::Rejected
                 | ApprovalState::Expired
                 | ApprovalState::OutcomeUnknown
+                | ApprovalState::Withdrawn
         )
     }
 }
@@ -124,6 +130,39 @@ pub fn decide(
         }
         ApproverChoice::Approve => ApprovalState::Pending,
     })
+}
+
+/// Why a requester cannot withdraw an approval.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WithdrawRefused {
+    #[error("only the identity that requested it can withdraw an approval")]
+    NotRequester,
+    #[error("the approval is {0}: it was approved and runs now, so it can no longer be withdrawn")]
+    AlreadyApproved(&'static str),
+    #[error("the approval is already {0}; nothing is left to withdraw")]
+    Ended(&'static str),
+    #[error("the approval expired before it was withdrawn")]
+    Expired,
+}
+
+/// The state after the requester withdraws its own approval (or why it cannot): only a
+/// pending approval that has not expired can be withdrawn; once approved it runs.
+pub fn withdraw(
+    state: ApprovalState,
+    expired: bool,
+    by_requester: bool,
+) -> Result<ApprovalState, WithdrawRefused> {
+    if !by_requester {
+        return Err(WithdrawRefused::NotRequester);
+    }
+    match state {
+        ApprovalState::Pending if expired => Err(WithdrawRefused::Expired),
+        ApprovalState::Pending => Ok(ApprovalState::Withdrawn),
+        ApprovalState::Approved | ApprovalState::Executing => {
+            Err(WithdrawRefused::AlreadyApproved(state.as_str()))
+        }
+        ended => Err(WithdrawRefused::Ended(ended.as_str())),
+    }
 }
 
 #[cfg(test)]
@@ -236,10 +275,55 @@ mod tests {
             Rejected,
             Expired,
             OutcomeUnknown,
+            Withdrawn,
         ] {
             assert_eq!(ApprovalState::parse(s.as_str()), Some(s));
         }
         assert!(!Pending.is_final() && !Approved.is_final() && !Executing.is_final());
-        assert!(Executed.is_final() && OutcomeUnknown.is_final());
+        assert!(Executed.is_final() && OutcomeUnknown.is_final() && Withdrawn.is_final());
+    }
+
+    #[test]
+    fn only_the_requester_withdraws_and_only_while_pending() {
+        use ApprovalState::*;
+        let cases = [
+            (Pending, false, true, Ok(Withdrawn)),
+            (Pending, false, false, Err(WithdrawRefused::NotRequester)),
+            (Pending, true, true, Err(WithdrawRefused::Expired)),
+            (
+                Approved,
+                false,
+                true,
+                Err(WithdrawRefused::AlreadyApproved("approved")),
+            ),
+            (
+                Executing,
+                false,
+                true,
+                Err(WithdrawRefused::AlreadyApproved("executing")),
+            ),
+            (
+                Executed,
+                false,
+                true,
+                Err(WithdrawRefused::Ended("executed")),
+            ),
+            (
+                Rejected,
+                false,
+                true,
+                Err(WithdrawRefused::Ended("rejected")),
+            ),
+            (
+                Withdrawn,
+                false,
+                true,
+                Err(WithdrawRefused::Ended("withdrawn")),
+            ),
+            (Expired, true, true, Err(WithdrawRefused::Ended("expired"))),
+        ];
+        for (state, expired, by_requester, want) in cases {
+            assert_eq!(withdraw(state, expired, by_requester), want, "{state:?}");
+        }
     }
 }

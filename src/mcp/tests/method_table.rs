@@ -17,6 +17,8 @@ enum Expect {
     Error(u16, i64),
     /// A tool call for the pipeline.
     Call,
+    /// A task method for the gateway.
+    Task,
     /// 202, empty body.
     Accepted,
 }
@@ -24,6 +26,7 @@ enum Expect {
 fn observe(dispatch: Dispatch) -> Expect {
     match dispatch {
         Dispatch::CallTool(_) => Expect::Call,
+        Dispatch::Task(_) => Expect::Task,
         Dispatch::Cancel { reply, .. } | Dispatch::Reply(reply) => {
             match (&reply.body, reply.status) {
                 (None, 202) => Expect::Accepted,

@@ -7,6 +7,7 @@ mod legacy;
 mod method_table;
 mod outcomes;
 mod support;
+mod tasks;
 mod tool_catalog;
 mod tools_call;
 mod tools_list;

@@ -16,6 +16,7 @@ pub fn server() -> ServerInfo {
         name: "interlock".into(),
         version: "1.0.0-rc.1".into(),
         instructions: None,
+        tasks: Default::default(),
     }
 }
 
@@ -120,6 +121,7 @@ pub fn with_modern_meta(params: Value) -> Value {
 pub fn modern(id: Value, method: &str, params: Value) -> Request {
     let name = params
         .get("name")
+        .or_else(|| params.get("taskId"))
         .and_then(Value::as_str)
         .map(str::to_owned);
     let body = rpc(id, method, with_modern_meta(params));

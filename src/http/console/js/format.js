@@ -135,6 +135,7 @@ const STATE_LABEL = {
   rejected: "rejected",
   expired: "expired",
   outcome_unknown: "outcome unknown",
+  withdrawn: "withdrawn",
   closed: "closed",
   open: "open",
   half_open: "half open",
