@@ -4,7 +4,9 @@
 //! `interlock stdio` as a subprocess, and
 //! `@modelcontextprotocol/conformance` 0.1.16 / 0.2.0-alpha.12; with the gateway an OAuth
 //! protected resource, the Python and TypeScript SDKs also connect with an access token and
-//! run their OAuth discovery from a bare 401 (python_oauth.py, node/ts_oauth.mjs). The scripts live in
+//! run their OAuth discovery from a bare 401 (python_oauth.py, node/ts_oauth.mjs); the TypeScript
+//! SDK's tasks client follows held writes as MCP Tasks across the two gateways
+//! (node/ts_tasks.mjs). The scripts live in
 //! tests/interop/ (see docs/interop.md); `run_all.sh` installs what is missing (a Python venv,
 //! npm packages, Node 22 from npm, and builds the rmcp client once).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -58,6 +60,7 @@ async fn official_clients_and_the_conformance_suite_pass() {
     let rmcp_target = concat!(env!("CARGO_MANIFEST_DIR"), "/target/interop-rmcp");
     let cfg_dir = tempfile::tempdir().expect("dir");
     let stdio_config = common::control_config_file(cfg_dir.path(), &env.control_db, "");
+    let approver_key = env.approver_key.clone();
     let out = tokio::task::spawn_blocking(move || {
         Command::new("bash")
             .arg(format!("{dir}/run_all.sh"))
@@ -71,6 +74,8 @@ async fn official_clients_and_the_conformance_suite_pass() {
             .env("INTEROP_OAUTH_ISSUER", &issuer_base)
             .env("INTEROP_OAUTH_SCOPE", "interlock:tools")
             .env("INTEROP_OAUTH_ENDPOINT", &challenging)
+            .env("INTEROP_TASKS_OTHER_ENDPOINT", &challenging)
+            .env("INTEROP_APPROVER_KEY", &approver_key)
             .output()
             .expect("run tests/interop/run_all.sh")
     })

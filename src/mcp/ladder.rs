@@ -6,7 +6,7 @@
 //! | rung | checks | HTTP | code |
 //! |---|---|---|---|
 //! | 1 | `params._meta` has `protocolVersion` and `clientCapabilities` | 400 | -32602 |
-//! | 2 | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (tools/call: the tool; tasks/*: the task id) mirror the body | 400 | -32020 |
+//! | 2 | `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` (tools/call: the tool; a served task method: the task id) mirror the body | 400 | -32020 |
 //! | 3 | the `_meta` version is served | 400 | -32022 |
 //! | 4 | the method exists in this revision | 404 | -32601 |
 //!
@@ -34,10 +34,10 @@ pub fn climb(
     tasks: &TaskSettings,
 ) -> Result<Method, RpcError> {
     let version = rung1_meta(message)?;
-    rung2_mirrors(headers, message, version)?;
+    let method = Method::resolve(&message.method, Dialect::Modern, tasks);
+    rung2_mirrors(headers, message, version, method)?;
     rung3_version(version)?;
-    Method::resolve(&message.method, Dialect::Modern, tasks)
-        .ok_or_else(|| RpcError::method_not_found(&message.method))
+    method.ok_or_else(|| RpcError::method_not_found(&message.method))
 }
 
 /// Rung 1: the per-request `_meta` fields the revision requires. Returns the
@@ -72,6 +72,7 @@ fn rung2_mirrors(
     headers: &Headers<'_>,
     message: &Message,
     version: &Value,
+    served: Option<Method>,
 ) -> Result<(), RpcError> {
     let label = "MCP-Protocol-Version";
     let header_version = match headers.get(headers::PROTOCOL_VERSION) {
@@ -90,9 +91,11 @@ fn rung2_mirrors(
             "does not match the body's method",
         ));
     }
-    let named = match message.method.as_str() {
-        "tools/call" => Some(("name", "does not match the body's params.name")),
-        m if m.starts_with("tasks/") => Some(("taskId", "does not match the body's params.taskId")),
+    // A task method names its task; one this revision does not serve (tasks/result,
+    // tasks/list, or any while tasks are off) names nothing and is answered -32601 below.
+    let named = match served {
+        Some(Method::ToolsCall) => Some(("name", "does not match the body's params.name")),
+        Some(Method::Task(_)) => Some(("taskId", "does not match the body's params.taskId")),
         _ => None,
     };
     if let Some((param, detail)) = named {

@@ -12,6 +12,9 @@
 #   - rmcp_client (initialize, discover) when its binary exists (see below)
 #   - python_stdio.py auto|legacy      (Python mcp 2.3.0 launching `interlock stdio`, when
 #                                       INTEROP_INTERLOCK_BIN and INTEROP_STDIO_CONFIG are set)
+#   - node/ts_tasks.mjs                (TypeScript SDK 1.32.2's tasks client: held writes as MCP Tasks,
+#                                       created on ENDPOINT and followed on INTEROP_TASKS_OTHER_ENDPOINT,
+#                                       decided with INTEROP_APPROVER_KEY; when both are set)
 #   - run_conformance.sh               (conformance 0.1.16 and 0.2.0-alpha.12 / 2026-07-28)
 # With INTEROP_OAUTH_TOKEN, INTEROP_OAUTH_ISSUER, INTEROP_OAUTH_SCOPE and INTEROP_OAUTH_ENDPOINT
 # set (ENDPOINT's gateway has [oauth] on with resource = ENDPOINT; INTEROP_OAUTH_ENDPOINT is one
@@ -139,6 +142,14 @@ if [[ -n "${INTEROP_OAUTH_TOKEN:-}" && -n "${INTEROP_OAUTH_ISSUER:-}" && -n "${I
 else
   skipped=$((skipped + 4))
   echo "SKIP oauth (set INTEROP_OAUTH_TOKEN, INTEROP_OAUTH_ISSUER, INTEROP_OAUTH_SCOPE and INTEROP_OAUTH_ENDPOINT)"
+fi
+# Held calls as MCP Tasks, through the TypeScript SDK's tasks client, across two replicas.
+if [[ -n "${INTEROP_TASKS_OTHER_ENDPOINT:-}" && -n "${INTEROP_APPROVER_KEY:-}" ]]; then
+  step typescript-sdk-tasks "$NODE" "$NODE_DIR/ts_tasks.mjs" --endpoint "$ENDPOINT" \
+    --other "$INTEROP_TASKS_OTHER_ENDPOINT" --key "$KEY" --approver-key "$INTEROP_APPROVER_KEY"
+else
+  skipped=$((skipped + 1))
+  echo "SKIP typescript-sdk-tasks (set INTEROP_TASKS_OTHER_ENDPOINT and INTEROP_APPROVER_KEY)"
 fi
 step conformance "$HERE/run_conformance.sh" "$ENDPOINT" "$RESULTS/conformance"
 

@@ -69,6 +69,9 @@ done
 for s in server-stateless tools-list dns-rebinding-protection; do
   run "conformance-0.2.0-alpha.12" "$s" "$V02" --spec-version 2026-07-28 --expected-failures "$HERE/expected-failures.yaml"
 done
+for s in tasks-capability-negotiation tasks-request-headers tasks-dispatch-and-envelope tasks-wire-fields tasks-lifecycle; do
+  run "conformance-0.2.0-alpha.12" "$s" "$V02" --spec-version 2026-07-28 --force --expected-failures "$HERE/expected-failures.yaml"
+done
 
 if [[ "${CONFORMANCE_INFORMATIONAL:-0}" == "1" ]]; then
   mkdir -p "$OUT/informational"
