@@ -6,7 +6,7 @@
 //! protected resource, the Python and TypeScript SDKs also connect with an access token and
 //! run their OAuth discovery from a bare 401 (python_oauth.py, node/ts_oauth.mjs); the TypeScript
 //! SDK's tasks client follows held writes as MCP Tasks across the two gateways
-//! (node/ts_tasks.mjs). The scripts live in
+//! (node/ts_tasks.mjs), and so does the Python SDK 1.30.0's (python_tasks.py). The scripts live in
 //! tests/interop/ (see docs/interop.md); `run_all.sh` installs what is missing (a Python venv,
 //! npm packages, Node 22 from npm, and builds the rmcp client once).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

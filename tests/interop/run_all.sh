@@ -15,6 +15,8 @@
 #   - node/ts_tasks.mjs                (TypeScript SDK 1.32.2's tasks client: held writes as MCP Tasks,
 #                                       created on ENDPOINT and followed on INTEROP_TASKS_OTHER_ENDPOINT,
 #                                       decided with INTEROP_APPROVER_KEY; when both are set)
+#   - python_tasks.py                  (Python mcp 1.30.0's tasks client, in its own venv .venv-tasks
+#                                       from requirements-tasks.txt: the same, when both are set)
 #   - run_conformance.sh               (conformance 0.1.16 and 0.2.0-alpha.12 / 2026-07-28)
 # With INTEROP_OAUTH_TOKEN, INTEROP_OAUTH_ISSUER, INTEROP_OAUTH_SCOPE and INTEROP_OAUTH_ENDPOINT
 # set (ENDPOINT's gateway has [oauth] on with resource = ENDPOINT; INTEROP_OAUTH_ENDPOINT is one
@@ -58,6 +60,17 @@ if [[ ! -x "$PY" || "$(cat "$HERE/.venv/.requirements.sha256" 2>/dev/null)" != "
       "$PY" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements.txt" &&
       echo "$want_py" >"$HERE/.venv/.requirements.sha256"
   } >"$RESULTS/setup-python.log" 2>&1 || setup_fail "python venv" "$RESULTS/setup-python.log"
+fi
+
+# The Python SDK's tasks client lives only in the mcp 1.x line: a venv of its own.
+PY_TASKS="$HERE/.venv-tasks/bin/python"
+want_py_tasks="$(sha256sum "$HERE/requirements-tasks.txt" | cut -d' ' -f1)"
+if [[ ! -x "$PY_TASKS" || "$(cat "$HERE/.venv-tasks/.requirements.sha256" 2>/dev/null)" != "$want_py_tasks" ]]; then
+  {
+    python3 -m venv "$HERE/.venv-tasks" &&
+      "$PY_TASKS" -m pip install --quiet --disable-pip-version-check -r "$HERE/requirements-tasks.txt" &&
+      echo "$want_py_tasks" >"$HERE/.venv-tasks/.requirements.sha256"
+  } >"$RESULTS/setup-python-tasks.log" 2>&1 || setup_fail "python tasks venv" "$RESULTS/setup-python-tasks.log"
 fi
 
 NODE_DIR="$HERE/node"
@@ -147,8 +160,10 @@ fi
 if [[ -n "${INTEROP_TASKS_OTHER_ENDPOINT:-}" && -n "${INTEROP_APPROVER_KEY:-}" ]]; then
   step typescript-sdk-tasks "$NODE" "$NODE_DIR/ts_tasks.mjs" --endpoint "$ENDPOINT" \
     --other "$INTEROP_TASKS_OTHER_ENDPOINT" --key "$KEY" --approver-key "$INTEROP_APPROVER_KEY"
+  step python-mcp-tasks "$PY_TASKS" "$HERE/python_tasks.py" --endpoint "$ENDPOINT" \
+    --other "$INTEROP_TASKS_OTHER_ENDPOINT" --key "$KEY" --approver-key "$INTEROP_APPROVER_KEY"
 else
-  skipped=$((skipped + 1))
+  skipped=$((skipped + 2))
   echo "SKIP typescript-sdk-tasks (set INTEROP_TASKS_OTHER_ENDPOINT and INTEROP_APPROVER_KEY)"
 fi
 step conformance "$HERE/run_conformance.sh" "$ENDPOINT" "$RESULTS/conformance"
