@@ -65,6 +65,14 @@ pub struct CallArgs {
     /// Read the tool arguments (a JSON object) from standard input.
     #[arg(long, group = "tool_arguments")]
     pub arguments_stdin: bool,
+    /// Ask for an MCP task (2025-11-25 or 2026-07-28): a call held for approval is waited
+    /// for, with a progress line on stderr, and its final result is the output. Ctrl-C or
+    /// --max-timeout stop the wait, never the task.
+    #[arg(long)]
+    pub task: bool,
+    /// The task's ttl (2025-11-25 only: in 2026-07-28 the server chooses), e.g. 10m.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_duration, requires = "task")]
+    pub task_ttl: Option<Duration>,
 }
 
 /// Options shared by every client subcommand.

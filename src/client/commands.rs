@@ -13,7 +13,9 @@ use crate::client::exit::ExitClass;
 use crate::client::negotiate::{self, Negotiated};
 use crate::client::output::{self, CallReply, Context};
 use crate::client::pager;
-use crate::client::session::Session;
+use crate::client::session::{Dialect, Session};
+use crate::client::task_wait;
+use serde_json::value::RawValue;
 
 /// What a command produced.
 #[derive(Debug)]
@@ -79,17 +81,50 @@ pub async fn tools_list(
     Ok(Report::success(output::tools_list(format, &pages, &ctx)))
 }
 
+/// How `tools call` asks for a task (`--task`, `--task-ttl`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TaskOptions {
+    pub ask: bool,
+    pub ttl: Option<std::time::Duration>,
+    /// Print the task's progress line on stderr.
+    pub progress: bool,
+}
+
 /// `tools call NAME`.
 pub async fn tools_call(
     session: &mut Session,
     name: &str,
     arguments: Map<String, Value>,
     format: OutputFormat,
+    task: TaskOptions,
 ) -> Result<Report, ClientError> {
     let mut params = Map::new();
     params.insert("name".into(), json!(name));
     params.insert("arguments".into(), Value::Object(arguments));
-    let answer = session.request("tools/call", params).await;
+    if task.ask {
+        match session.dialect() {
+            Dialect::Modern => session.declare_tasks(),
+            Dialect::Handshake(v) if v == "2025-11-25" => {
+                let mut asked = Map::new();
+                if let Some(ttl) = task.ttl {
+                    asked.insert(
+                        "ttl".into(),
+                        json!(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX)),
+                    );
+                }
+                params.insert("task".into(), Value::Object(asked));
+            }
+            Dialect::Handshake(v) => {
+                return Err(ClientError::Usage(format!(
+                    "--task needs protocol 2025-11-25 or 2026-07-28; this session speaks {v}"
+                )))
+            }
+        }
+    }
+    let mut answer = session.request("tools/call", params).await;
+    if task.ask {
+        answer = follow_task(session, answer, task.progress).await?;
+    }
     let ctx = context(session);
     match answer {
         Ok(raw) => {
@@ -135,6 +170,30 @@ pub async fn tools_call(
         }
         Err(other) => Err(other),
     }
+}
+
+/// The call's answer, or, when it is a task, the answer the task ends with.
+async fn follow_task(
+    session: &mut Session,
+    answer: Result<Box<RawValue>, ClientError>,
+    progress: bool,
+) -> Result<Result<Box<RawValue>, ClientError>, ClientError> {
+    let Ok(raw) = &answer else {
+        return Ok(answer);
+    };
+    let parsed: Value = serde_json::from_str(raw.get()).unwrap_or_default();
+    let Some(task) = task_wait::task_of(&parsed, session.dialect()) else {
+        return Ok(answer);
+    };
+    let mut say = |line: &str| {
+        if progress {
+            eprintln!("interlock client: {line}");
+        }
+    };
+    Ok(match task_wait::follow(session, task, &mut say).await? {
+        task_wait::Ended::Result(raw) => Ok(raw),
+        task_wait::Ended::Error(failure) => Err(ClientError::Rpc(failure)),
+    })
 }
 
 /// `: <code>` from InterLock's `structuredContent.code`, when present.

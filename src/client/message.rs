@@ -33,6 +33,17 @@ impl Request {
     pub fn tool_name(&self) -> Option<&str> {
         self.params.get("name").and_then(Value::as_str)
     }
+
+    /// What `Mcp-Name` mirrors (2026-07-28): a `tools/call`'s tool, a task method's task id.
+    pub fn routing_name(&self) -> Option<&str> {
+        match self.method.as_str() {
+            "tools/call" => self.tool_name(),
+            "tasks/get" | "tasks/cancel" | "tasks/update" => {
+                self.params.get("taskId").and_then(Value::as_str)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// One outgoing JSON-RPC notification.

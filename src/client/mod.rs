@@ -4,8 +4,10 @@
 //! `interlock stdio` as a child) or Streamable HTTP (an existing endpoint), in the modern
 //! 2026-07-28 dialect or a handshake-era one (see [`negotiate`]). It sends only
 //! `server/discover`, `initialize`, `notifications/initialized`, `tools/list`, `tools/call`
-//! and `notifications/cancelled`, one JSON object per message (never a batch), advertises no
-//! client capability, and answers a server's `ping` over stdio.
+//! and `notifications/cancelled` (and, for `tools call --task`, `tasks/get` and
+//! `tasks/result`: [`task_wait`]), one JSON object per message (never a batch), advertises no
+//! client capability (but the tasks extension with `--task`, 2026-07-28), and answers a
+//! server's `ping` over stdio.
 //!
 //! Entry point for the CLI: [`ClientArgs`] (a `clap::Args`) and [`run`].
 //! Exit codes: [`exit`]. Output formats: [`output`].
@@ -21,6 +23,7 @@ pub mod negotiate;
 pub mod output;
 pub mod pager;
 pub mod session;
+pub mod task_wait;
 pub mod transport;
 
 use std::io::Write as _;
@@ -183,7 +186,13 @@ async fn operate(
         ClientCommand::ServerInfo => commands::server_info(session, negotiated, o.output).await,
         ClientCommand::Tools(ToolsCommand::List) => commands::tools_list(session, o.output).await,
         ClientCommand::Tools(ToolsCommand::Call(call)) => {
-            commands::tools_call(session, &call.name, arguments.unwrap_or_default(), o.output).await
+            let task = commands::TaskOptions {
+                ask: call.task,
+                ttl: call.task_ttl,
+                progress: o.client_log_level >= LogLevel::Warn,
+            };
+            let arguments = arguments.unwrap_or_default();
+            commands::tools_call(session, &call.name, arguments, o.output, task).await
         }
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! - Modern (2026-07-28): every request's `params._meta` carries
 //!   `io.modelcontextprotocol/protocolVersion`, `…/clientCapabilities` (`{}`: the client
-//!   implements no optional capability) and `…/clientInfo`; over HTTP the transport mirrors
-//!   the version, method and tool name into headers.
+//!   implements no optional capability; with `tools call --task`, the tasks extension) and
+//!   `…/clientInfo`; over HTTP the transport mirrors the version, method and tool name (a
+//!   task method's task id) into headers.
 //! - Handshake (2025-03-26/06-18/11-25): plain params; over HTTP every request after
 //!   `initialize` carries `MCP-Protocol-Version`.
 //!
@@ -29,6 +30,8 @@ use crate::client::transport::{Framing, Transport, TransportKind};
 pub const MODERN: &str = "2026-07-28";
 /// Handshake-era revisions, newest first.
 pub const HANDSHAKE_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// The MCP tasks extension (2026-07-28), declared by `tools call --task`.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// How long sending `notifications/cancelled` may take.
 const CANCEL_SEND: Duration = Duration::from_secs(2);
 
@@ -71,6 +74,7 @@ pub struct Session {
     limits: Limits,
     interrupt: watch::Receiver<bool>,
     on_progress: Option<ProgressHook>,
+    declares_tasks: bool,
 }
 
 enum Abandoned {
@@ -117,7 +121,36 @@ impl Session {
             limits,
             interrupt,
             on_progress: None,
+            declares_tasks: false,
         }
+    }
+
+    /// Declares the tasks extension in every 2026-07-28 request from now on.
+    pub fn declare_tasks(&mut self) {
+        self.declares_tasks = true;
+    }
+
+    /// Waits `pause` between two polls of a task: cut short by `--max-timeout` (a timeout)
+    /// or SIGINT (interrupted).
+    pub async fn pause(&mut self, pause: Duration, what: &str) -> Result<(), ClientError> {
+        let until = Instant::now() + pause;
+        let until = self.limits.deadline.map_or(until, |d| d.min(until));
+        let interrupt = &mut self.interrupt;
+        tokio::select! {
+            _ = tokio::time::sleep_until(until) => {}
+            changed = interrupt.wait_for(|v| *v) => {
+                if changed.is_ok() {
+                    return Err(ClientError::Interrupted);
+                }
+                tokio::time::sleep_until(until).await;
+            }
+        }
+        if self.limits.deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(ClientError::Timeout(format!(
+                "{what}: --max-timeout expired"
+            )));
+        }
+        Ok(())
     }
 
     /// Shows progress through `hook` (pretty output).
@@ -155,9 +188,14 @@ impl Session {
                 "io.modelcontextprotocol/protocolVersion".into(),
                 json!(MODERN),
             );
+            let capabilities = if self.declares_tasks {
+                json!({"extensions": {TASKS_EXTENSION: {}}})
+            } else {
+                json!({})
+            };
             meta.insert(
                 "io.modelcontextprotocol/clientCapabilities".into(),
-                json!({}),
+                capabilities,
             );
             meta.insert(
                 "io.modelcontextprotocol/clientInfo".into(),

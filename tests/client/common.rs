@@ -22,6 +22,8 @@ pub struct Gateway {
     pub endpoint: String,
     /// The demo agent key.
     pub agent_key: String,
+    /// The demo approver key.
+    pub approver_key: String,
     /// The config file `dev` wrote (for `interlock stdio`).
     pub config: PathBuf,
     /// The gateway executable.
@@ -105,6 +107,10 @@ fn start() -> Gateway {
     let gateway = Gateway {
         endpoint: parsed["endpoint"].as_str().expect("endpoint").to_owned(),
         agent_key: parsed["agent_key"].as_str().expect("agent key").to_owned(),
+        approver_key: parsed["approver_key"]
+            .as_str()
+            .expect("approver key")
+            .to_owned(),
         config: data.join("interlock.toml"),
         binary: bin,
     };

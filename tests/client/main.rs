@@ -7,6 +7,7 @@ mod common;
 mod arguments;
 mod lossless;
 mod server_info;
+mod tasks;
 mod timeout;
 mod tools_call;
 mod tools_list;

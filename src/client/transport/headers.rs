@@ -1,7 +1,7 @@
 //! HTTP request headers of the modern Streamable HTTP contract, and media-type reading.
 //!
 //! In 2026-07-28, `Mcp-Method` mirrors the JSON-RPC method and `Mcp-Name` the tool name of a
-//! `tools/call`. A value that cannot travel as a plain header value (anything outside
+//! `tools/call` (or the task id of a task method). A value that cannot travel as a plain header value (anything outside
 //! visible ASCII and inner spaces, or surrounding whitespace that a server would trim) is
 //! sent as `=?base64?<standard base64 of the UTF-8 text>?=`, which servers decode before
 //! comparing it with the body.

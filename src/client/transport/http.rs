@@ -108,9 +108,7 @@ impl HttpTransport {
                 request.to_json(),
                 framing,
                 &request.method,
-                request
-                    .tool_name()
-                    .filter(|_| request.method == "tools/call"),
+                request.routing_name(),
             )
             .await?;
         let status = response.status().as_u16();
