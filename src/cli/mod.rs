@@ -100,7 +100,7 @@ pub struct RemoteArgs {
 pub enum ApprovalsCommand {
     /// List approvals (default: pending).
     List {
-        /// pending, approved, executing, executed, failed, rejected, expired, outcome_unknown
+        /// pending, approved, executing, executed, failed, rejected, expired, outcome_unknown, withdrawn
         #[arg(long)]
         state: Option<String>,
         #[arg(long)]

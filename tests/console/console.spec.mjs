@@ -110,7 +110,7 @@ let creds = null;
 
 /** One request on a fresh connection (no keep-alive: a pooled socket that the gateway closed
  * while idle would fail the next call). */
-function http(method, urlPath, key, body) {
+function http(method, urlPath, key, body, extraHeaders = {}) {
   const url = new URL(`${opts.base}${urlPath}`);
   const payload = body ? Buffer.from(JSON.stringify(body)) : null;
   const mod = url.protocol === "https:" ? httpsMod : httpMod;
@@ -118,7 +118,7 @@ function http(method, urlPath, key, body) {
     const req = mod.request(url, {
       method,
       agent: false,
-      headers: { Authorization: `Bearer ${key}`, Connection: "close", ...(payload ? { "Content-Type": "application/json", "Content-Length": payload.length } : {}) },
+      headers: { Authorization: `Bearer ${key}`, Connection: "close", ...(payload ? { "Content-Type": "application/json", "Content-Length": payload.length } : {}), ...extraHeaders },
       timeout: 30000,
     }, (res) => {
       const chunks = [];
@@ -141,6 +141,14 @@ function http(method, urlPath, key, body) {
 /** A governed call as demo-agent through the legacy plain route. */
 function agentQuery(sql) {
   return http("POST", "/mcp/tools/call", creds.agent_key, { name: "interlock_query", arguments: { source_id: "shop", sql } });
+}
+
+/** An MCP 2025-11-25 request as demo-agent on POST /mcp; its JSON-RPC answer (JSON or the one SSE event). */
+async function agentMcp(method, params) {
+  const r = await http("POST", "/mcp", creds.agent_key, { jsonrpc: "2.0", id: 1, method, params },
+    { Accept: "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25" });
+  const data = r.text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).pop();
+  return { status: r.status, json: r.json ?? (data ? JSON.parse(data) : null), text: r.text };
 }
 
 async function shopCircuit() {
@@ -427,8 +435,26 @@ async function phaseApprover(context) {
   // Main page: the second approval also arrived and executed live.
   await page.waitForSelector(`details.history-item[data-approval-id="${id2}"][data-state="executed"]`, { timeout: 15000 });
   check("the main tab followed the second approval live", true);
+  // An agent that waits on its write as an MCP task: its card says so; when the agent cancels
+  // the task, the approval is withdrawn and leaves the pending list, with a banner saying who.
+  const tq = await agentMcp("tools/call", { name: "interlock_query", task: { ttl: 600000 },
+    arguments: { source_id: "shop", sql: "UPDATE public.orders SET status = 'held' WHERE id = 43" } });
+  const task = tq.json && tq.json.result && tq.json.result.task;
+  check("the agent's write became an MCP task", task && task.status === "working", `${tq.status} ${tq.text.slice(0, 300)}`);
+  const taskCard = page.locator(`article[data-approval-id="${task.taskId}"]`);
+  await taskCard.waitFor({ state: "visible", timeout: 15000 });
+  const marker = (await taskCard.locator('[data-task="true"]').textContent()).trim();
+  check("the card says its requester waits on it as a task", /agent waiting \(MCP task\)/.test(marker), marker);
+  await screenshot(page, "task-waiting");
+  const cancelled = await agentMcp("tasks/cancel", { taskId: task.taskId });
+  check("the agent cancels its task", cancelled.json && cancelled.json.result && cancelled.json.result.status === "cancelled", cancelled.text.slice(0, 300));
+  await page.waitForSelector(`details.history-item[data-approval-id="${task.taskId}"][data-state="withdrawn"]`, { timeout: 15000 });
+  const withdrawnBanner = await bannerText(page);
+  check("the withdrawal is announced live", /withdrawn by its requester, demo-agent/.test(withdrawnBanner), withdrawnBanner);
+  check("the withdrawn approval left the pending list", await taskCard.count() === 0);
+
   assertNoConsoleErrors("in the approver phase");
-  result.notes.push(`approval ${id} executed; approval ${id2} used for the 409 check`);
+  result.notes.push(`approval ${id} executed; approval ${id2} used for the 409 check; task ${task.taskId} withdrawn`);
 }
 
 // ---------------------------------------------------------------------------------------------

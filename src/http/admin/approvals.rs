@@ -51,6 +51,34 @@ pub fn approval_json(a: &Approval) -> Value {
     })
 }
 
+/// [`approval_json`] of each approval, with `waited_on_as_task`: whether its requester waits
+/// on it as an MCP task (the console says so: a decision ends that agent's wait).
+async fn shown(state: &AppState, approvals: &[Approval]) -> Vec<Value> {
+    let ids: Vec<Uuid> = approvals.iter().map(|a| a.id).collect();
+    let tasks = crate::control::tasks::waited_on(&state.control, &ids)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "which approvals are waited on as tasks is unknown");
+            Vec::new()
+        });
+    approvals
+        .iter()
+        .map(|a| {
+            let mut v = approval_json(a);
+            if let Some(map) = v.as_object_mut() {
+                map.insert("waited_on_as_task".into(), json!(tasks.contains(&a.id)));
+            }
+            v
+        })
+        .collect()
+}
+
+/// One approval as [`shown`] says.
+async fn shown_one(state: &AppState, a: &Approval) -> HttpResponse {
+    let mut shown = shown(state, std::slice::from_ref(a)).await;
+    HttpResponse::Ok().json(shown.pop().unwrap_or_else(|| approval_json(a)))
+}
+
 #[derive(Debug, Deserialize)]
 pub struct ListQuery {
     state: Option<String>,
@@ -82,7 +110,7 @@ pub async fn list(
                 .then(|| items.last().map(|a| a.created_at))
                 .flatten();
             HttpResponse::Ok().json(json!({
-                "approvals": items.iter().map(approval_json).collect::<Vec<_>>(),
+                "approvals": shown(&state, &items).await,
                 "next_before": next,
             }))
         }
@@ -130,7 +158,7 @@ pub async fn show(
         Err(res) => return res,
     };
     match visible(&state, &caller, id).await {
-        Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
+        Ok(a) => shown_one(&state, &a).await,
         Err(res) => res,
     }
 }
@@ -158,7 +186,7 @@ pub async fn refresh_preview(
         );
     }
     match visible(&state, &caller, id).await {
-        Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
+        Ok(a) => shown_one(&state, &a).await,
         Err(res) => res,
     }
 }
@@ -279,7 +307,7 @@ async fn decision(
     )
     .await
     {
-        Ok(a) => HttpResponse::Ok().json(approval_json(&a)),
+        Ok(a) => shown_one(&state, &a).await,
         Err(DecideError::NotFound) => error(
             StatusCode::NOT_FOUND,
             "not_found",

@@ -165,12 +165,24 @@ function buildCard(a) {
   return refs;
 }
 
+/** Says that the requester waits on this approval as an MCP task (its decision ends the wait). */
+function taskMarker(a) {
+  if (!a.waited_on_as_task) return null;
+  const waiting = a.state === "pending" || a.state === "approved" || a.state === "executing";
+  return h("span", {
+    className: "task-marker",
+    dataset: { task: "true" },
+    title: "The requesting agent asked for an MCP task: it is told the outcome as soon as this approval ends, without calling again.",
+  }, waiting ? "agent waiting (MCP task)" : "MCP task");
+}
+
 function fillCard(refs, a) {
   refs.root.dataset.state = a.state;
   replaceChildren(refs.title, h("span", { className: "verb" }, verbOf(a)), " on ", h("span", { className: "mono" }, a.source_id), h("span", { className: "muted id" }, ` #${shortId(a.id)}`));
   replaceChildren(refs.badge, badge("state", a.state));
   replaceChildren(refs.meta,
     h("span", {}, "Requested by ", h("strong", {}, displaySafe(a.requester))),
+    taskMarker(a),
     h("span", {}, timeEl(a.created_at)),
     h("span", {}, "expires ", timeEl(a.expires_at, "until")),
     h("span", { className: "mono small muted", title: "Approval id" }, a.id));
@@ -328,6 +340,7 @@ function buildHistoryItem(a) {
     h("div", { className: "history-body" },
       h("div", { className: "card-meta" },
         h("span", {}, "Requested by ", h("strong", {}, displaySafe(a.requester)), " ", absTime(a.created_at)),
+        taskMarker(a),
         h("span", { className: "mono small muted" }, a.id)),
       statementEl(a),
       touchesEl(a.touches),
