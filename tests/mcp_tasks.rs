@@ -653,3 +653,45 @@ async fn a_client_that_goes_away_ends_its_wait_not_its_task() {
     let result = task_method(&env.gateway, key, HANDSHAKE, "tasks/result", &id).await;
     assert_eq!(result["result"]["isError"], false, "{result}");
 }
+
+#[tokio::test]
+async fn polling_a_task_counts_against_the_callers_rate_limit() {
+    let (env, _b) = two_replicas().await;
+    let limited = env.new_agent("task-poller", Some("1/m")).await;
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut refused = None;
+    for _ in 0..5 {
+        let (status, body) = send(
+            &env.gateway,
+            &limited,
+            MODERN,
+            "tasks/get",
+            json!({ "taskId": id }),
+            true,
+        )
+        .await;
+        if status == 429 {
+            refused = Some(body);
+            break;
+        }
+        assert_eq!(body["error"]["data"]["code"], "task_not_found", "{body}");
+    }
+    let refused = refused.expect("a caller polling past its rate limit is refused");
+    assert_eq!(
+        refused["error"]["data"]["code"], "rate_limited",
+        "{refused}"
+    );
+    let (_, body) = send(
+        &env.gateway,
+        &limited,
+        HANDSHAKE,
+        "tasks/get",
+        json!({ "taskId": id }),
+        true,
+    )
+    .await;
+    assert_eq!(
+        body["error"]["data"]["status"], 429,
+        "a JSON-RPC error in both revisions: {body}"
+    );
+}

@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 pub use crate::call::{AuditDraft, Outcome};
 pub use approval_status::status_json;
 pub use ports::Ports;
+pub use query::rate_limit;
 pub use refusal::Refusal;
 
 use crate::mcp::{ToolArgs, ToolKind};

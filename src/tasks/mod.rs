@@ -31,7 +31,7 @@ use crate::control::{tasks as repo, ControlPool};
 use crate::mcp::tasks::{self as wire, Answer, TaskCall, TaskMethod, TaskView};
 use crate::mcp::{envelope_success, Dialect, Reply, RpcError, ServerInfo, ToolCall};
 use crate::pipeline::identity::Resolved;
-use crate::pipeline::Ports;
+use crate::pipeline::{rate_limit, Ports};
 
 /// Tasks per `tasks/list` page.
 const PAGE: i64 = 50;
@@ -160,13 +160,15 @@ pub async fn respond(
     cancel: &CancellationToken,
 ) -> Reply {
     match identify(ports, bearer).await {
-        Ok(requester) => serve(desk, call, &requester, request_id, adapter, cancel).await,
+        Ok(requester) => serve(ports, desk, call, &requester, request_id, adapter, cancel).await,
         Err(e) => e.reply(&call.id, Some(call.dialect)),
     }
 }
 
-/// Serves one task method for `requester`, audited.
+/// Serves one task method for `requester`, audited and counted against its rate limit
+/// (polling a task is a call like any other).
 pub async fn serve(
+    ports: &impl Ports,
     desk: &TaskDesk<'_>,
     call: &TaskCall,
     requester: &Identity,
@@ -181,6 +183,13 @@ pub async fn serve(
         call.method.name(),
     );
     draft.identity = Some((requester.id, requester.name.clone()));
+    if let Err(refused) = rate_limit(ports, &mut draft, requester, None, false).await {
+        let reply = limited(&refused).reply(&call.id, Some(call.dialect));
+        if let Err(e) = audit::append(desk.audit, draft, &refused).await {
+            tracing::error!(error = %e, "the audit record of a task method could not be written");
+        }
+        return reply;
+    }
     let answered = match Uuid::parse_str(&call.task_id) {
         _ if call.method == TaskMethod::List => list(desk, call, requester).await,
         Ok(id) => {
@@ -189,10 +198,25 @@ pub async fn serve(
         }
         Err(_) => Err(wire::not_found(&call.task_id)),
     };
+    let key = |e: &RpcError| {
+        e.data
+            .as_ref()
+            .and_then(|d| d.get("code"))
+            .and_then(Value::as_str)
+            .unwrap_or("invalid_params")
+            .to_owned()
+    };
     let outcome = match &answered {
         Ok(_) => Outcome::Json(Value::Null),
-        Err(e) if e.code == crate::mcp::error_code::INVALID_PARAMS => Outcome::NotFound {
+        Err(e) if key(e) == "task_not_found" => Outcome::NotFound {
             reason: e.message.clone(),
+        },
+        Err(e) if e.code == crate::mcp::error_code::INVALID_PARAMS => Outcome::Refused {
+            status: 409,
+            code: key(e),
+            message: e.message.clone(),
+            retry_after: None,
+            details: None,
         },
         Err(e) => Outcome::Unavailable {
             reason: e.message.clone(),
@@ -211,6 +235,28 @@ pub async fn serve(
         ),
         Err(e) => e.reply(&call.id, Some(call.dialect)),
     }
+}
+
+/// A task method refused by the caller's rate limit: a JSON-RPC error in both revisions
+/// (a task method has no tool result to carry it), with `Retry-After`.
+fn limited(outcome: &Outcome) -> RpcError {
+    let (message, retry) = match outcome {
+        Outcome::Refused {
+            message,
+            retry_after,
+            ..
+        } => (message.as_str(), *retry_after),
+        Outcome::Unavailable { reason } => return wire::unavailable(reason),
+        _ => return wire::unavailable("the rate limiter did not answer"),
+    };
+    let seconds = retry.map_or(1, |d| d.as_secs_f64().ceil() as u64).max(1);
+    RpcError::governed(
+        429,
+        crate::mcp::error_code::INVALID_PARAMS,
+        "rate_limited",
+        message,
+    )
+    .with_header("Retry-After", seconds.to_string())
 }
 
 /// A method about one task.
