@@ -22,11 +22,15 @@ CREATE TABLE mcp_tasks (
     approval_id  uuid UNIQUE REFERENCES approvals (id) ON DELETE CASCADE,
     tool         text NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
-    -- How long the task is kept, from creation (what the task reports as its ttl).
+    -- How long the task is kept, from creation (what the task reports as its ttl), and
+    -- when that ends: after it the task is no longer found.
     ttl_ms       bigint NOT NULL CHECK (ttl_ms > 0),
+    expires_at   timestamptz NOT NULL,
     -- The answer of a call that did not wait for an approval: the CallToolResult it got.
     answer       jsonb,
     CHECK ((approval_id IS NULL) <> (answer IS NULL)),
     CHECK (approval_id IS NULL OR approval_id = id)
 );
 CREATE INDEX mcp_tasks_requester ON mcp_tasks (requester_id, created_at DESC, id DESC);
+-- The sweep forgets kept answers whose task has expired.
+CREATE INDEX mcp_tasks_answered_expiry ON mcp_tasks (expires_at) WHERE approval_id IS NULL;

@@ -587,6 +587,35 @@ async fn a_2025_call_answered_at_once_is_a_task_that_has_already_ended() {
     refused["task"] = json!({});
     let (_, created) = send(&env.gateway, key, HANDSHAKE, "tools/call", refused, true).await;
     assert_eq!(created["result"]["task"]["status"], "failed", "{created}");
+    // Its kept answer (a read's rows) is forgotten once its ttl ends: the task is no
+    // longer found, and the sweep deletes the row.
+    let mut brief = query("SELECT id, status FROM public.orders WHERE id = 3");
+    brief["task"] = json!({"ttl": 1000});
+    let (_, created) = send(&env.gateway, key, HANDSHAKE, "tools/call", brief, true).await;
+    let brief_id: uuid::Uuid = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let db = env.pool.get().await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let kept: i64 = db
+            .query_one("SELECT count(*) FROM mcp_tasks WHERE id = $1", &[&brief_id])
+            .await
+            .unwrap()
+            .get(0);
+        if kept == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the ended task's answer was never forgotten"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let gone = task_method(&b, key, HANDSHAKE, "tasks/get", &brief_id.to_string()).await;
+    assert_eq!(gone["error"]["data"]["code"], "task_not_found", "{gone}");
     // Without params.task: today's answer.
     let (_, plain) = send(
         &env.gateway,

@@ -362,6 +362,9 @@ impl ApprovalRunner for GatewayRunner {
                 });
             }
             this.recover_dead_executions().await;
+            if let Err(e) = crate::control::tasks::forget_ended(&this.control).await {
+                tracing::warn!(error = %e, "ended tasks' answers could not be forgotten");
+            }
             // Approved records whose hand-off to a queue was lost (e.g. a replica died right
             // after the deciding commit) are executed here; the claim keeps it to one run.
             for id in lifecycle::stale_approved(&this.control)

@@ -62,8 +62,9 @@ pub async fn enqueue(pool: &ControlPool, a: &NewApproval) -> Result<Enqueued, Co
                            $9, $10)
                    RETURNING id, requester_id, created_at, expires_at),
                  t AS (
-                   INSERT INTO mcp_tasks (id, requester_id, approval_id, tool, created_at, ttl_ms)
-                   SELECT id, requester_id, id, 'interlock_query', created_at, $12::bigint FROM a)
+                   INSERT INTO mcp_tasks (id, requester_id, approval_id, tool, created_at, ttl_ms, expires_at)
+                   SELECT id, requester_id, id, 'interlock_query', created_at, $12::bigint,
+                          created_at + make_interval(secs => $12::bigint / 1000.0) FROM a)
                  SELECT created_at, expires_at FROM a",
                 &[&id, &a.source_id, &a.requester_id, &a.statement, &a.fingerprint, &a.touches, &required, &ttl, &a.call_facts, &a.trace_context, &task.wait_ms, &task.ttl_ms],
             )

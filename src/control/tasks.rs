@@ -58,8 +58,9 @@ pub async fn insert_answered(
         .get()
         .await?
         .query_one(
-            "INSERT INTO mcp_tasks (id, requester_id, tool, ttl_ms, answer)
-             VALUES ($1, $2, $3, $4, $5) RETURNING created_at",
+            "INSERT INTO mcp_tasks (id, requester_id, tool, ttl_ms, expires_at, answer)
+             VALUES ($1, $2, $3, $4, now() + make_interval(secs => $4::bigint / 1000.0), $5)
+             RETURNING created_at",
             &[&id, &requester, &tool, &ttl_ms, answer],
         )
         .await?;
@@ -82,7 +83,7 @@ const SELECT: &str =
  WHERE t.requester_id = $1
    AND ($2::uuid IS NULL OR t.id = $2)
    AND ($3::timestamptz IS NULL OR (t.created_at, t.id) < ($3, $4::uuid))
-   AND t.created_at + make_interval(secs => t.ttl_ms / 1000.0) > now()
+   AND t.expires_at > now()
  ORDER BY t.created_at DESC, t.id DESC
  LIMIT $5";
 
@@ -145,6 +146,21 @@ pub async fn list(
         .query(SELECT, &[&requester, &None::<Uuid>, &at, &id, &limit])
         .await?;
     Ok(rows.iter().map(from_row).collect())
+}
+
+/// Forgets the kept answers of calls answered at once (2025-11-25 tasks: a read's rows,
+/// masked) once their ttl has ended, so no result outlives the task it was kept for; a held
+/// call's task row stays with its approval (it holds no result of its own). Returns how
+/// many were forgotten.
+pub async fn forget_ended(pool: &ControlPool) -> Result<u64, ControlError> {
+    Ok(pool
+        .get()
+        .await?
+        .execute(
+            "DELETE FROM mcp_tasks WHERE approval_id IS NULL AND expires_at <= now()",
+            &[],
+        )
+        .await?)
 }
 
 /// Whether approval `id` is waited on as a task (the console says so).
