@@ -243,30 +243,47 @@ pub async fn tool_call(
     });
     // While this waits, the body owns the cancellation guard: if the client goes away,
     // actix drops this future, the body with it, and the work is cancelled.
-    let mut answer = answer;
-    if !progress {
+    answer_or_stream(answer, !progress, body, &span, quick_answer).await
+}
+
+/// The answer handed over before the first keep-alive is due (looked for only when `wait`),
+/// or one handed over while giving up on it, as `whole` renders it; otherwise the
+/// request-scoped stream, whose work sends the answer as its event.
+async fn answer_or_stream(
+    mut answer: tokio::sync::oneshot::Receiver<Reply>,
+    wait: bool,
+    body: SseBody,
+    span: &ServerSpan,
+    whole: fn(Reply) -> HttpResponse,
+) -> HttpResponse {
+    if wait {
         if let Ok(Ok(reply)) = tokio::time::timeout(KEEPALIVE, &mut answer).await {
             span.status(reply.status);
-            return quick_answer(reply);
+            return whole(reply);
         }
     }
     // From here the answer goes on the stream; one handed over meanwhile is still whole.
     answer.close();
     if let Ok(reply) = answer.try_recv() {
         span.status(reply.status);
-        return quick_answer(reply);
+        return whole(reply);
     }
-    drop(span);
+    event_stream().streaming(body)
+}
+
+/// The headers of a request-scoped SSE stream.
+fn event_stream() -> actix_web::HttpResponseBuilder {
     let mut res = HttpResponse::Ok();
     res.insert_header(("Content-Type", "text/event-stream"))
         .insert_header(("Cache-Control", "no-cache"))
         .insert_header(("X-Accel-Buffering", "no"));
-    res.streaming(body)
+    res
 }
 
-/// A `tasks/*` request. Every method answers as plain JSON except a `tasks/result` that
-/// has to wait for its task to end: that answer comes on a request-scoped SSE stream with
-/// keep-alives, and closing the stream ends the wait (never the task).
+/// A `tasks/*` request. Every method answers as plain JSON (the revisions say a task's
+/// status is never upgraded to a stream) except a `tasks/result` that has to wait for its
+/// task to end: that answer comes on a request-scoped SSE stream with keep-alives, and
+/// closing the stream ends the wait (never the task).
 async fn task_method(
     state: std::sync::Arc<AppState>,
     call: mcp::tasks::TaskCall,
@@ -274,45 +291,30 @@ async fn task_method(
     bearer_key: Option<String>,
     span: ServerSpan,
 ) -> HttpResponse {
+    let waits = call.method == mcp::tasks::TaskMethod::Result;
+    let respond = |token: CancellationToken| async move {
+        let desk = state.task_desk();
+        let key = bearer_key.as_deref();
+        crate::tasks::respond(&*state, &desk, &call, key, &request_id, "mcp", &token).await
+    };
+    if !waits {
+        let reply = respond(CancellationToken::new()).await;
+        span.status(reply.status);
+        return to_http(reply);
+    }
     let token = CancellationToken::new();
     let (quick, answer) = tokio::sync::oneshot::channel::<Reply>();
     let (body, tx) = SseBody::new(token.clone(), KEEPALIVE);
-    let st = state.clone();
     actix_rt::spawn(async move {
-        let desk = st.task_desk();
-        let reply = crate::tasks::respond(
-            &*st,
-            &desk,
-            &call,
-            bearer_key.as_deref(),
-            &request_id,
-            "mcp",
-            &token,
-        )
-        .await;
-        if let Err(reply) = quick.send(reply) {
+        if let Err(reply) = quick.send(respond(token).await) {
             if let Some(sent) = reply.body.as_ref().map(event) {
                 let _ = tx.send(sent).await;
             }
         }
     });
-    let mut answer = answer;
-    if let Ok(Ok(reply)) = tokio::time::timeout(KEEPALIVE, &mut answer).await {
-        span.status(reply.status);
-        return to_http(reply);
-    }
-    answer.close();
-    if let Ok(reply) = answer.try_recv() {
-        span.status(reply.status);
-        return to_http(reply);
-    }
+    // The wait answers 200 on its stream; an answer ready at once is plain JSON.
     span.status(200);
-    drop(span);
-    let mut res = HttpResponse::Ok();
-    res.insert_header(("Content-Type", "text/event-stream"))
-        .insert_header(("Cache-Control", "no-cache"))
-        .insert_header(("X-Accel-Buffering", "no"));
-    res.streaming(body)
+    answer_or_stream(answer, true, body, &span, to_http).await
 }
 
 /// An answer ready before the stream began: a result as the stream in one write (headers
@@ -321,10 +323,7 @@ fn quick_answer(reply: Reply) -> HttpResponse {
     if reply.status != 200 {
         return to_http(reply);
     }
-    let mut res = HttpResponse::Ok();
-    res.insert_header(("Content-Type", "text/event-stream"))
-        .insert_header(("Cache-Control", "no-cache"))
-        .insert_header(("X-Accel-Buffering", "no"));
+    let mut res = event_stream();
     match reply.body.as_ref() {
         Some(body) => res.body(event(body)),
         None => res.finish(),
