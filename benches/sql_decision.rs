@@ -405,6 +405,7 @@ fn bench_replay(c: &mut Criterion) {
                     facts: facts.clone(),
                     params: 0,
                     effect: None,
+                    plan: None,
                 },
             };
             let recorded = judge.decide(Some(&live), &call).effect;

@@ -887,3 +887,88 @@ async fn with_redis_down_limits_and_cost_budgets_refuse_or_divide_as_configured(
         }
     }
 }
+
+/// `policy simulate` judges a candidate's cost rules from the estimates the records kept,
+/// and what it predicts is what the gateway then does; a read recorded without an estimate
+/// is counted as not judged, never guessed.
+#[tokio::test]
+async fn simulate_predicts_cost_rules_from_recorded_estimates() {
+    let env = costed_env(|_| {}).await;
+    // Made before any cost rule: never planned, so its record keeps no estimate.
+    let unplanned = query(&env, &lookup(3)).await;
+    assert_eq!(outcome(&unplanned), "ok", "{:?}", unplanned.body);
+    // The live rule admits everything but plans every read (its estimate is recorded).
+    rule(
+        &env,
+        r#"{ kind = "max_cost", value = 1000000000, name = "all" }"#,
+    )
+    .await;
+    let calls = [SCAN.to_string(), lookup(1), lookup(2)];
+    for sql in &calls {
+        let a = query(&env, sql).await;
+        assert_eq!(outcome(&a), "ok", "{sql}: {:?}", a.body);
+        let record = record_of(&env, &a).await;
+        assert!(
+            record["decision"]["replay"]["plan"]["cost"]
+                .as_u64()
+                .is_some(),
+            "the estimate is kept for a replay: {record}"
+        );
+    }
+    // Each candidate is tried on these four records only (the calls made to check its
+    // prediction come after).
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let until = chrono::Utc::now();
+    let candidates = [
+        (
+            r#"{ kind = "max_cost", value = 10000, name = "reads" }"#,
+            "cost_exceeded",
+        ),
+        (
+            r#"{ kind = "require_approval", when = "plan.cost > 10000", name = "big" }"#,
+            "queued",
+        ),
+        (
+            r#"{ kind = "deny", when = "'public.events' in plan.seq_scans", name = "no-scans" }"#,
+            "policy_denied",
+        ),
+    ];
+    for (candidate, scan_becomes) in candidates {
+        let file =
+            format!("[[policies]]\nsource = \"shop\"\nname = \"cost\"\nrules = [{candidate}]\n");
+        let (status, report) = env
+            .operator_post(
+                "/admin/policy/simulate",
+                json!({"file": file, "until": until}),
+            )
+            .await;
+        assert_eq!(status, 200, "{report}");
+        assert_eq!(report["replayed"], json!(4), "{candidate}: {report:#}");
+        assert_eq!(report["drift"], json!(0), "{candidate}: {report:#}");
+        assert_eq!(
+            report["changed"],
+            json!(1),
+            "{candidate}: only the scan: {report:#}"
+        );
+        let example = &report["examples"][0];
+        assert_eq!(example["statement"], SCAN, "{report:#}");
+        match scan_becomes {
+            "queued" => assert_eq!(example["would"]["verdict"], "queue", "{report:#}"),
+            code => assert_eq!(example["would"]["code"], code, "{report:#}"),
+        }
+        // The read recorded without an estimate falls under the rule but is not judged.
+        assert_eq!(report["cost_unknown"], json!(1), "{candidate}: {report:#}");
+        // What was predicted is what the gateway does with the candidate applied.
+        rule(&env, candidate).await;
+        for sql in &calls {
+            let a = query(&env, sql).await;
+            let want = if sql == SCAN { scan_becomes } else { "ok" };
+            assert_eq!(outcome(&a), want, "{candidate}: {sql}: {:?}", a.body);
+        }
+        rule(
+            &env,
+            r#"{ kind = "max_cost", value = 1000000000, name = "all" }"#,
+        )
+        .await;
+    }
+}

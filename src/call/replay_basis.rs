@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::governance::condition::CallFacts;
+use crate::governance::condition::{CallFacts, PlanFacts};
 use crate::governance::effect::CallEffect;
 
 /// The `replay` member of an audit record's `decision`.
@@ -17,7 +17,12 @@ pub struct ReplayBasis {
     /// How many `$n` parameters the call bound.
     pub params: usize,
     /// What the decision did (absent when the call ended before its profile was decided:
-    /// such a record is not replayed).
+    /// such a record is not replayed), after the cost step when that refused or held the
+    /// call (a cost budget's refusal is left out: it depends on the moment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effect: Option<CallEffect>,
+    /// The planner's estimate, when the read was planned (cost rules or `plan.…`
+    /// conditions applied to it); a replay judges cost rules from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanFacts>,
 }

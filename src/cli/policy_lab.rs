@@ -97,6 +97,12 @@ fn summary(r: &Value) {
             count(&r["drift"])
         );
     }
+    if r["cost_unknown"].as_u64().unwrap_or(0) > 0 {
+        println!(
+            "note: {} reads fall under the candidate's cost limits or rules over the plan but were not planned when they were made: judged without their cost step",
+            count(&r["cost_unknown"])
+        );
+    }
     let object = |v: &Value| v.as_object().cloned().unwrap_or_default();
     for (reason, n) in object(&r["skipped"]) {
         println!("skipped {}: {reason}", count(&n));

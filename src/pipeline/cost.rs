@@ -28,6 +28,7 @@ use crate::call::{AuditDraft, Outcome};
 use crate::governance::cost::{
     summary, Admission, CostApprovals, CostLimit, PlanEstimate, Summary,
 };
+use crate::governance::effect::CallEffect;
 use crate::governance::policy::decide_planned;
 use crate::governance::Allowed;
 use crate::limits::CostBudgetRefusal;
@@ -99,6 +100,10 @@ pub(super) async fn admit(
             return Err((unavailable(draft, &why), SourceReport::Answered));
         }
     };
+    // The record keeps the estimate, so a replay can judge cost rules again.
+    if let Some(replay) = draft.replay.as_mut() {
+        replay.plan = Some(estimate.facts());
+    }
     let mut record = json!({
         "estimate": {
             "cost": estimate.total_cost,
@@ -115,6 +120,7 @@ pub(super) async fn admit(
             set(&mut record, "exceeded", json!(exceeded));
             settle(draft, rt, identity, record, "refused", estimate.total_cost);
             let first = exceeded.first().map_or("cost limit", |l| l.rule.as_str());
+            replayed_as(draft, CallEffect::refused("cost_exceeded", first));
             let refusal = Refusal::denied(
                 "cost",
                 403,
@@ -157,6 +163,7 @@ pub(super) async fn admit(
                      LIMIT) or ask the policy owner."
                 )
             });
+            replayed_as(draft, CallEffect::refused("policy_denied", &rule));
             let refusal = Refusal::denied(
                 "policy",
                 403,
@@ -235,6 +242,10 @@ async fn hold(
     let (shown, _, _) = summary_of(ports, plan, estimate, exceeded).await;
     if !params.is_empty() {
         settle(draft, rt, identity, record, "refused", estimate.total_cost);
+        replayed_as(
+            draft,
+            CallEffect::refused("approval_needs_literals", "held for approval by its plan"),
+        );
         let refusal = Refusal::denied(
             "cost",
             400,
@@ -251,10 +262,19 @@ async fn hold(
         ));
     }
     settle(draft, rt, identity, record, "queued", estimate.total_cost);
+    replayed_as(draft, CallEffect::Queue { approvals });
     Ok(Admitted::Queue {
         approvals,
         plan: shown,
     })
+}
+
+/// What the cost step decided, as a replay compares it (`ReplayBasis.effect`): a refusal or
+/// a hold by the estimate replaces the SQL decision's effect.
+fn replayed_as(draft: &mut AuditDraft, effect: CallEffect) {
+    if let Some(replay) = draft.replay.as_mut() {
+        replay.effect = Some(effect);
+    }
 }
 
 /// Ends a planned read's admission: `outcome` into its audit record (`decision.cost`) and

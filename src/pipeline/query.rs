@@ -300,6 +300,7 @@ pub async fn prepare(
         facts: call_facts(ports, draft, principal, args, rt.source.max_rows),
         params: params.len(),
         effect: None,
+        plan: None,
     });
     let profile = profile(ports, draft, identity, source_id).await?;
     let caller = match Caller::for_source(

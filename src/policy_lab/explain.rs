@@ -143,6 +143,7 @@ pub async fn explain(
             facts: facts.clone(),
             params: req.params,
             effect: None,
+            plan: None,
         },
     };
     let judge = Judge {

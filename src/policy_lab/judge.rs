@@ -1,9 +1,11 @@
-//! One recorded call decided again: the source-role step and the SQL decision of
-//! `pipeline::query::prepare`, in its order, over what the record kept (its statement,
-//! parameter count and facts) and a profile taken from the policy being tried. The same
+//! One recorded call decided again: the source-role step, the SQL decision of
+//! `pipeline::query::prepare` and, for a read the record kept an estimate of, its cost step
+//! ([`super::cost`]), in the gateway's order, over what the record kept (its statement,
+//! parameter count, facts and estimate) and a profile taken from the policy being tried. The same
 //! functions the gateway runs decide it (`Caller::for_source`, `decide_call`), so a replay
 //! and the gateway cannot disagree about a call whose facts are complete.
 
+use super::cost::{self, Costed};
 use crate::call::replay_basis::ReplayBasis;
 use crate::control::sources::Source;
 use crate::governance::decision::decide_call;
@@ -42,6 +44,9 @@ pub struct Judged {
     pub rules: Vec<RuleOutcome>,
     /// The SQL decision's whole verdict (`None`: refused by the source-role step first).
     pub verdict: Option<Verdict>,
+    /// Cost limits or rules over the plan apply, but the record kept no estimate: the
+    /// effect is the decision's, without its cost step.
+    pub cost_unknown: bool,
 }
 
 impl Judge<'_> {
@@ -52,6 +57,7 @@ impl Judge<'_> {
                 effect: CallEffect::refused("no_grant", "no role granted"),
                 rules: Vec::new(),
                 verdict: None,
+                cost_unknown: false,
             };
         };
         let roles = profile.roles.iter().map(|r| r.name.as_str());
@@ -60,6 +66,7 @@ impl Judge<'_> {
                 effect: CallEffect::refused("identity_not_mapped", "identity propagation (role)"),
                 rules: Vec::new(),
                 verdict: None,
+                cost_unknown: false,
             };
         }
         let decision = decide_call(
@@ -71,14 +78,30 @@ impl Judge<'_> {
             self.limits,
             Some(&call.basis.facts),
         );
+        let mut rules = decision.rules;
+        let mut cost_unknown = false;
         let effect = match &decision.verdict {
             Verdict::Refused(r) => CallEffect::of_refusal(r),
-            Verdict::Allowed(a) => CallEffect::of_allowed(a),
+            Verdict::Allowed(a) => {
+                let decided = CallEffect::of_allowed(a);
+                match cost::judge(a, &decided, &call.basis, profile) {
+                    Costed::NotApplicable => decided,
+                    Costed::Unknown => {
+                        cost_unknown = true;
+                        decided
+                    }
+                    Costed::Judged(after, planned) => {
+                        rules.extend(planned);
+                        after
+                    }
+                }
+            }
         };
         Judged {
             effect,
-            rules: decision.rules,
+            rules,
             verdict: Some(decision.verdict),
+            cost_unknown,
         }
     }
 }

@@ -56,6 +56,10 @@ pub struct Report {
     /// policy or the catalog changed since, or the record lacks a fact): changes the
     /// candidate is not the cause of.
     pub drift: u64,
+    /// Reads to which the candidate's cost limits or rules over the plan apply, but whose
+    /// record kept no estimate (they were not planned when they were made): judged without
+    /// their cost step.
+    pub cost_unknown: u64,
     pub by_identity: BTreeMap<String, IdentityCounts>,
     /// Rule → kind of change → calls.
     pub by_rule: BTreeMap<String, BTreeMap<&'static str, u64>>,
@@ -104,6 +108,9 @@ impl Report {
         examples_per_kind: usize,
     ) {
         self.replayed += 1;
+        if would.cost_unknown {
+            self.cost_unknown += 1;
+        }
         for o in would.rules.iter().filter(|o| o.mode == RuleMode::Report) {
             *self
                 .report_only

@@ -80,8 +80,9 @@ pub struct StatementFacts {
 }
 
 /// What the planner estimated of a read, for conditions over `plan.…` (evaluated in the
-/// cost step, once the source has planned it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// cost step, once the source has planned it). A planned read's audit record keeps them, so
+/// a replay can judge cost rules and `plan.…` conditions again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PlanFacts {
     pub cost: u64,
     pub rows: u64,
