@@ -36,6 +36,11 @@ CREATE TRIGGER b_log_change AFTER INSERT OR UPDATE OR DELETE ON public.b_logged
 CREATE TABLE public.b_tags (k text PRIMARY KEY, n int NOT NULL);
 INSERT INTO public.b_tags VALUES ('a,b', 1), ('[\"x\"]', 2), ('é', 3), ('Z', 4), ('a', 5),
   ('a b', 6), ('zz', 7), ('\\\\', 8);
+CREATE TABLE public.b_skew (id int PRIMARY KEY, kind int NOT NULL) WITH (autovacuum_enabled = false);
+INSERT INTO public.b_skew SELECT g, 1 FROM generate_series(1, 20000) g;
+ANALYZE public.b_skew;
+-- The statistics still say every row is kind 1: the planner's estimates are wrong both ways.
+UPDATE public.b_skew SET kind = 2 WHERE id > 3;
 ";
 
 const TABLES: [&str; 5] = ["b_items", "b_child", "b_log", "b_logged", "b_tags"];
@@ -46,7 +51,7 @@ source = "shop"
 name = "bounds_writer"
 allow = ["read public.b_items", "write public.b_items", "read public.b_child", "write public.b_child",
          "read public.b_log", "write public.b_log", "read public.b_logged", "write public.b_logged",
-         "read public.b_tags", "write public.b_tags"]
+         "read public.b_tags", "write public.b_tags", "read public.b_skew", "write public.b_skew"]
 
 [[grants]]
 identity = "demo-agent"
@@ -506,4 +511,138 @@ async fn an_imaged_write_changes_exactly_the_rows_it_showed_or_nothing() {
     let failed = decide_and_run(&env, &a, json!({"reason": "the rows I saw"})).await;
     assert_eq!(failed["state"], "failed", "{failed}");
     assert_eq!(diff(&before, &snapshot(&db).await), BTreeMap::new());
+}
+
+/// The rows of `public.b_skew` of `kind`.
+async fn skew_count(env: &DemoEnv, kind: i32) -> i64 {
+    common::admin(&env.shop_db)
+        .await
+        .query_one(
+            "SELECT count(*) FROM public.b_skew WHERE kind = $1",
+            &[&kind],
+        )
+        .await
+        .expect("count")
+        .get(0)
+}
+
+/// With an `explain` preview the bound is the planner's estimate, a statistic: on a column
+/// whose statistics are wrong, an approved run that changes more rows than estimated is
+/// rolled back and handed back to its approvers with the exact count (not failed), and a
+/// run that changes fewer runs; a bound an approver set, or the measured count, still fails
+/// the write when exceeded.
+#[tokio::test]
+async fn an_estimated_bound_is_handed_back_with_the_exact_count() {
+    let env = env(PreviewMode::Explain).await;
+    let gw = &env.gateway;
+
+    // Underestimated: the planner expects about one row of kind 2; there are 19 997.
+    let under = queued(&env, "UPDATE public.b_skew SET kind = 3 WHERE kind = 2")
+        .await
+        .expect("queued");
+    let estimated = under["max_rows"].as_i64().expect("a bound");
+    assert!(estimated < 100, "the estimate is far off: {under}");
+    assert_eq!(under["bound_source"], "estimate", "{under}");
+    let id = under["id"].as_str().expect("id").to_string();
+    approvals::approve(gw, &env.approver_key, &id, json!({"reason": "looks small"})).await;
+    let back = approvals::wait(gw, &env.operator_key, &id, |a| {
+        a["handbacks"].as_array().is_some_and(|h| !h.is_empty())
+    })
+    .await;
+    assert_eq!(back["state"], "pending", "handed back, not failed: {back}");
+    assert_eq!(back["max_rows"], 19_997, "bound to the exact count: {back}");
+    assert_eq!(back["bound_source"], "measured", "{back}");
+    assert_eq!(back["handbacks"][0]["measured"], 19_997, "{back}");
+    assert_eq!(back["handbacks"][0]["estimated"], estimated, "{back}");
+    assert_eq!(
+        back["approvals"], 0,
+        "the earlier approval no longer counts: {back}"
+    );
+    assert_eq!(
+        back["handbacks"][0]["decisions"][0]["reason"], "looks small",
+        "{back}"
+    );
+    assert_eq!(
+        skew_count(&env, 2).await,
+        19_997,
+        "rolled back: nothing changed"
+    );
+    let db = common::admin(&env.control_db).await;
+    let uuid = uuid::Uuid::parse_str(&id).expect("uuid");
+    let returned: i64 = db
+        .query_one(
+            "SELECT count(*) FROM audit_records WHERE approval_id = $1 AND tool = 'approval.return'",
+            &[&uuid],
+        )
+        .await
+        .expect("audit")
+        .get(0);
+    assert_eq!(returned, 1, "the hand-back is audited");
+    // Approved again, knowing the count: it runs.
+    let done = decide_and_run(&env, &back, json!({"reason": "yes, all of them"})).await;
+    assert_eq!(done["state"], "executed", "{done}");
+    assert_eq!(done["rows_affected"], 19_997, "{done}");
+    assert_eq!(skew_count(&env, 3).await, 19_997);
+
+    // Overestimated: the planner expects 20 000 rows of kind 1; there are 3. It runs.
+    let over = queued(&env, "UPDATE public.b_skew SET kind = 4 WHERE kind = 1")
+        .await
+        .expect("queued");
+    assert!(
+        over["max_rows"].as_i64().expect("a bound") > 10_000,
+        "{over}"
+    );
+    let done = decide_and_run(&env, &over, json!({"reason": "fine"})).await;
+    assert_eq!(done["state"], "executed", "{done}");
+    assert_eq!(done["rows_affected"], 3, "{done}");
+    assert!(
+        done["handbacks"].as_array().is_some_and(Vec::is_empty),
+        "{done}"
+    );
+
+    // A bound an approver set fails the write when exceeded, estimate or not.
+    let set = queued(&env, "UPDATE public.b_skew SET kind = 5 WHERE kind = 3")
+        .await
+        .expect("queued");
+    let failed = decide_and_run(&env, &set, json!({"reason": "ten at most", "max_rows": 10})).await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap_or("").contains("> 10)"),
+        "{failed}"
+    );
+
+    // A measured bound too: handed back once, then the table grows before the new approval.
+    let again = queued(&env, "UPDATE public.b_skew SET kind = 6 WHERE kind = 4")
+        .await
+        .expect("queued");
+    let id = again["id"].as_str().expect("id").to_string();
+    assert!(again["max_rows"].as_i64().expect("bound") < 10, "{again}");
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute("UPDATE public.b_skew SET kind = 4 WHERE kind = 3 AND id < 1000")
+        .await
+        .expect("more rows of kind 4");
+    approvals::approve(gw, &env.approver_key, &id, json!({"reason": "small"})).await;
+    let back = approvals::wait(gw, &env.operator_key, &id, |a| {
+        a["handbacks"].as_array().is_some_and(|h| !h.is_empty())
+    })
+    .await;
+    let measured = back["max_rows"].as_i64().expect("measured");
+    common::admin(&env.shop_db)
+        .await
+        .batch_execute("UPDATE public.b_skew SET kind = 4 WHERE kind = 3 AND id < 2000")
+        .await
+        .expect("still more");
+    let failed = decide_and_run(&env, &back, json!({"reason": "the count I saw"})).await;
+    assert_eq!(
+        failed["state"], "failed",
+        "a measured bound is not handed back again: {failed}"
+    );
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains(&format!("> {measured})")),
+        "{failed}"
+    );
 }

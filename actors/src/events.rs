@@ -64,6 +64,19 @@ pub enum Event {
         source: String,
         at: DateTime<Utc>,
     },
+    /// An approved run changed more rows than the planner's estimate it was bound to: it
+    /// was rolled back and the approval is pending again, bound to the count.
+    #[serde(rename = "approval.returned")]
+    ApprovalReturned {
+        id: String,
+        source: String,
+        /// Rows the rolled-back run changed.
+        measured: i64,
+        /// The estimate it was bound to.
+        #[serde(default)]
+        estimated: Option<i64>,
+        at: DateTime<Utc>,
+    },
     /// The requester withdrew its pending approval (it cancelled the MCP task waiting on
     /// it).
     #[serde(rename = "approval.withdrawn")]
@@ -109,6 +122,7 @@ impl Event {
             Event::ApprovalExecuted { .. } => "approval.executed",
             Event::ApprovalExpired { .. } => "approval.expired",
             Event::ApprovalWithdrawn { .. } => "approval.withdrawn",
+            Event::ApprovalReturned { .. } => "approval.returned",
             Event::AuditCheckpoint { .. } => "audit.checkpoint",
             Event::PolicyReported { .. } => "policy.reported",
         }
@@ -125,6 +139,7 @@ impl Event {
                 | Event::ApprovalExecuted { .. }
                 | Event::ApprovalExpired { .. }
                 | Event::ApprovalWithdrawn { .. }
+                | Event::ApprovalReturned { .. }
         )
     }
 
@@ -150,6 +165,7 @@ impl Event {
             | Event::ApprovalExecuted { source, .. }
             | Event::ApprovalExpired { source, .. }
             | Event::ApprovalWithdrawn { source, .. }
+            | Event::ApprovalReturned { source, .. }
             | Event::PolicyReported { source, .. } => source,
         }
     }

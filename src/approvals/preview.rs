@@ -15,7 +15,9 @@
 //!
 //! The preview is computed in the background when the write is queued and again when an
 //! approver asks; a preview that fails says why and never blocks the decision. Unless an
-//! approver set one, the bound becomes the previewed (or estimated) row count.
+//! approver set one, the bound becomes the previewed (or estimated) row count. An estimated
+//! bound is a statistic: an approved run that exceeds it is rolled back and handed back to
+//! the approvers with the exact count (`runner`), where any other bound fails the write.
 
 use std::sync::Arc;
 
@@ -68,6 +70,13 @@ impl Previewer {
             Computed::Imaged(preview, bound, keys) => (preview, bound, Some(keys)),
             Computed::Unkeyed(preview, bound) => (preview, bound, None),
         };
+        // An explain preview's count is the planner's estimate; a dry run's is a count.
+        let source = if preview.get("mode").and_then(Value::as_str) == Some("explain") {
+            lifecycle::BoundSource::Estimate
+        } else {
+            lifecycle::BoundSource::DryRun
+        };
+        let bound = bound.map(|b| (b, source));
         lifecycle::store_preview(&self.control, id, &preview, bound, keys.as_deref()).await?;
         Ok(preview)
     }

@@ -18,6 +18,7 @@ use crate::control::approval_lifecycle::{self as lifecycle, Ended, LostExecution
 use crate::control::{instances, ControlError, ControlPool};
 use crate::governance::{AllowedClass, SqlLimits};
 use crate::sources::postgres::changes::Changes;
+use crate::sources::postgres::exec_error::ExecError;
 use crate::sources::postgres::execute::{self, Limits, Mode, Statement};
 use crate::sources::postgres::pool::SourcePools;
 use crate::sources::registry::SourceRegistry;
@@ -42,12 +43,17 @@ pub struct GatewayRunner {
     pub tracing: Tracing,
 }
 
+/// How a run ends that exceeded an estimated bound: rolled back, back to the approvers.
+const RETURNED: &str = "returned";
+
 struct Claimed {
     source_id: String,
     requester_id: Uuid,
     requester: String,
     statement: String,
     max_rows: Option<i64>,
+    /// Whether `max_rows` is the planner's estimate (exceeding it hands the write back).
+    estimated_bound: bool,
     preview_keys: Option<String>,
     call_facts: Option<Value>,
     /// `write`, or `read` for a read a policy held for approval (in the audit record).
@@ -86,6 +92,7 @@ impl GatewayRunner {
             requester: r.requester,
             statement: r.statement,
             max_rows: r.max_rows,
+            estimated_bound: r.bound_source.as_deref() == Some("estimate"),
             preview_keys: r.preview_keys,
             call_facts: r.call_facts,
             action: lifecycle::action_of(r.action.as_deref()),
@@ -184,6 +191,14 @@ impl GatewayRunner {
                     error: None,
                 }
             }
+            // An estimate is not a bound anybody chose: hand it back with the count.
+            Err(ExecError::BoundExceeded { affected, .. }) if c.estimated_bound => Ended {
+                state: RETURNED,
+                rows_affected: i64::try_from(affected).ok(),
+                rows_changed: None,
+                result: None,
+                error: None,
+            },
             Err(e) => failed(e.to_string()),
         }
     }
@@ -305,6 +320,11 @@ impl ApprovalRunner for GatewayRunner {
             .await;
             let ended = this.run(&claimed, &trace).await;
             span.set(|| vec![KeyValue::new(names::OUTCOME, ended.state)]);
+            if ended.state == RETURNED {
+                this.hand_back(id, &claimed, ended.rows_affected.unwrap_or(0))
+                    .await;
+                return;
+            }
             if let Err(e) = lifecycle::finish(&this.control, id, &ended).await {
                 tracing::error!(%id, error = %e, "storing an approval outcome failed");
             }
@@ -399,6 +419,40 @@ impl ApprovalRunner for GatewayRunner {
 }
 
 impl GatewayRunner {
+    /// An approved run changed `measured` rows, more than the estimate it was bound to, and
+    /// was rolled back: the approval goes back to its approvers, bound to the count, with
+    /// its audit record and event.
+    async fn hand_back(&self, id: Uuid, claimed: &Claimed, measured: i64) {
+        let moved = match lifecycle::hand_back(&self.control, id, measured).await {
+            Ok(Some(moved)) => moved,
+            Ok(None) => return,
+            Err(e) => {
+                // Left executing: recovery makes it outcome_unknown, the write rolled back.
+                tracing::error!(%id, error = %e, "handing an approval back failed");
+                return;
+            }
+        };
+        let (source, action, estimated) = moved;
+        tracing::info!(%id, measured, ?estimated, "an approved run exceeded its estimated bound: handed back");
+        self.audit_event(
+            id,
+            &source,
+            action,
+            "approval.return",
+            Outcome::Json(Value::Null),
+            json!({"state": "pending", "measured": measured, "estimated": estimated,
+                   "why": "the approved run exceeded the planner's estimate; rolled back"}),
+        )
+        .await;
+        self.events.publish(Event::ApprovalReturned {
+            id: id.to_string(),
+            source: claimed.source_id.clone(),
+            measured,
+            estimated,
+            at: Utc::now(),
+        });
+    }
+
     /// `executing` approvals whose instance is gone become `outcome_unknown`: never re-run,
     /// surfaced for an operator to verify by hand.
     async fn recover_dead_executions(&self) {

@@ -4,7 +4,7 @@
 //!
 //! | approval | task | the call's answer |
 //! |---|---|---|
-//! | `pending` | `working`: "waiting for k of n approvals; do not retry" | — |
+//! | `pending` | `working`: "waiting for k of n approvals; do not retry" (after a hand-back, what the approved run found first) | — |
 //! | `approved`, `executing` | `working`: "approved; running now; do not retry" | — |
 //! | `executed` | `completed` | a read's rows; a write's rows affected, per table, and its `RETURNING` rows |
 //! | `rejected` | `failed` (2026-07-28: a JSON-RPC error) | refused 403 `approval_rejected`, who rejected it and why |
@@ -106,9 +106,16 @@ fn approval_state(id: Uuid, a: &TaskApproval, dialect: Dialect, server: &ServerI
     };
     let (outcome, cancelled) = match a.state.as_str() {
         "pending" | "approved" | "executing" => {
-            return TaskState::Working {
-                message: waiting(&a.state, a.approvals, i64::from(a.approvals_required)),
-            }
+            let waiting = waiting(&a.state, a.approvals, i64::from(a.approvals_required));
+            let message = match (&a.returned, a.state.as_str()) {
+                (Some(r), "pending") => format!(
+                    "returned to the approvers: approved, it would have changed {} rows, more \
+                     than the {} estimated (rolled back, nothing changed); {waiting}",
+                    r["measured"], r["estimated"]
+                ),
+                _ => waiting,
+            };
+            return TaskState::Working { message };
         }
         "executed" => (executed(id, a), false),
         "rejected" => (
@@ -259,6 +266,7 @@ mod tests {
             result: None,
             error: Some("effect exceeded the approved bound (104 rows > 50)".into()),
             max_rows: Some(50),
+            returned: None,
         }
     }
 
@@ -312,6 +320,25 @@ mod tests {
                 assert!(message.contains(says), "{state}: {message}");
             }
         }
+    }
+
+    #[test]
+    fn a_handed_back_approval_says_what_the_approved_run_found() {
+        let mut a = approval("pending");
+        a.returned = Some(json!({"measured": 104, "estimated": 50}));
+        let TaskState::Working { message } =
+            approval_state(Uuid::nil(), &a, Dialect::Modern, &server())
+        else {
+            panic!("working")
+        };
+        assert!(
+            message.contains("104 rows, more than the 50 estimated"),
+            "{message}"
+        );
+        assert!(
+            message.contains("waiting for 1 of 2 approvals"),
+            "{message}"
+        );
     }
 
     #[test]

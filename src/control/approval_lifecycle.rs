@@ -108,6 +108,8 @@ pub struct ClaimedRow {
     pub action: Option<String>,
     /// The traceparents of the queuing call and of each decision that had one.
     pub trace_contexts: Vec<String>,
+    /// Where `max_rows` came from (`estimate`, `dry_run`, `approver`, `measured`).
+    pub bound_source: Option<String>,
 }
 
 /// Claims approved write `id` for `instance`: only one claim of an approval succeeds.
@@ -126,7 +128,8 @@ pub async fn claim(
                        a.call_facts, a.touches ->> 'action',
                        array_remove(a.trace_context || ARRAY(
                            SELECT d.trace_context FROM approval_decisions d
-                            WHERE d.approval_id = a.id ORDER BY d.decided_at), NULL)",
+                            WHERE d.approval_id = a.id ORDER BY d.decided_at), NULL),
+                       a.bound_source",
             &[&id, &instance],
         )
         .await?;
@@ -140,6 +143,7 @@ pub async fn claim(
         call_facts: r.get(6),
         action: r.get(7),
         trace_contexts: r.get(8),
+        bound_source: r.get(9),
     }))
 }
 
@@ -151,18 +155,45 @@ pub async fn store_preview(
     pool: &ControlPool,
     id: Uuid,
     preview: &Value,
-    default_bound: Option<i64>,
+    default_bound: Option<(i64, BoundSource)>,
     keys: Option<&str>,
 ) -> Result<(), ControlError> {
+    let (bound, source) = default_bound.unzip();
+    let source = source.map(BoundSource::as_str);
     pool.get()
         .await?
         .execute(
-            "UPDATE approvals SET preview = $2, max_rows = coalesce(max_rows, $3), preview_keys = $4
+            "UPDATE approvals SET preview = $2,
+                    bound_source = CASE WHEN max_rows IS NULL AND $3::bigint IS NOT NULL
+                                        THEN $5 ELSE bound_source END,
+                    max_rows = coalesce(max_rows, $3), preview_keys = $4
               WHERE id = $1 AND state = 'pending'",
-            &[&id, preview, &default_bound, &keys],
+            &[&id, preview, &bound, &keys, &source],
         )
         .await?;
     Ok(())
+}
+
+/// Where an approval's bound came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundSource {
+    /// The planner's estimate (an `explain` preview): a statistic, so a run that exceeds it
+    /// is handed back to the approvers rather than failed.
+    Estimate,
+    /// A rolled-back run's count (a `dry_run` preview).
+    DryRun,
+    /// The count of an approved run that exceeded an estimate.
+    Measured,
+}
+
+impl BoundSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoundSource::Estimate => "estimate",
+            BoundSource::DryRun => "dry_run",
+            BoundSource::Measured => "measured",
+        }
+    }
 }
 
 /// An approver's bound on the rows the write may affect (while it is pending).
@@ -173,7 +204,7 @@ pub async fn set_bound(
 ) -> Result<(), ControlError> {
     client
         .execute(
-            "UPDATE approvals SET max_rows = $2 WHERE id = $1",
+            "UPDATE approvals SET max_rows = $2, bound_source = 'approver' WHERE id = $1",
             &[&id, &max_rows],
         )
         .await?;
@@ -213,6 +244,40 @@ pub async fn finish(pool: &ControlPool, id: Uuid, ended: &Ended) -> Result<(), C
         )
         .await?;
     Ok(())
+}
+
+/// Hands approval `id` back to its approvers: an approved run changed `measured` rows, more
+/// than the planner's estimate it was bound to, and was rolled back. It is pending again,
+/// bound to the measured count (which it may not exceed), its decisions cleared (they
+/// approved another effect) and kept in `handbacks`. Returns its source and action, when
+/// this call made that move.
+pub async fn hand_back(
+    pool: &ControlPool,
+    id: Uuid,
+    measured: i64,
+) -> Result<Option<(String, &'static str, Option<i64>)>, ControlError> {
+    let row = pool
+        .get()
+        .await?
+        .query_opt(
+            "WITH d AS (
+               DELETE FROM approval_decisions WHERE approval_id = $1
+               RETURNING approver_id, decision, reason, decided_at)
+             UPDATE approvals a
+                SET state = 'pending', max_rows = $2, bound_source = 'measured',
+                    executing_by = NULL, executing_at = NULL,
+                    handbacks = a.handbacks || jsonb_build_array(jsonb_build_object(
+                        'at', now(), 'estimated', a.max_rows, 'measured', $2::bigint,
+                        'decisions', (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                            'approver_id', d.approver_id, 'decision', d.decision,
+                            'reason', d.reason, 'decided_at', d.decided_at)), '[]') FROM d)))
+              WHERE a.id = $1 AND a.state = 'executing'
+              RETURNING a.source_id, a.touches ->> 'action',
+                        (a.handbacks -> -1 ->> 'estimated')::bigint",
+            &[&id, &measured],
+        )
+        .await?;
+    Ok(row.map(|r| (r.get(0), action_of(r.get::<_, Option<&str>>(1)), r.get(2))))
 }
 
 /// What an approval holds: `write`, or `read` for a read a policy held (its audit records

@@ -126,6 +126,10 @@ pub struct Approval {
     pub preview: Option<Value>,
     /// The most rows the write may affect when it runs.
     pub max_rows: Option<i64>,
+    /// Where `max_rows` came from: `estimate`, `dry_run`, `approver` or `measured`.
+    pub bound_source: Option<String>,
+    /// Each time an approved run exceeded an estimated bound and was handed back.
+    pub handbacks: Value,
     pub decisions: Vec<ApprovalDecision>,
     /// The facts of the queuing call (never shown: they hold the token's claims).
     #[serde(skip)]
@@ -134,7 +138,8 @@ pub struct Approval {
 
 pub(crate) const APPROVAL_COLUMNS: &str = "a.id, a.source_id, a.requester_id, i.name AS requester, a.statement,
     a.fingerprint, a.touches, a.state, a.approvals_required, a.created_at, a.expires_at, a.executed_at,
-    a.rows_affected, a.rows_changed, a.result, a.error, a.preview, a.max_rows, a.call_facts";
+    a.rows_affected, a.rows_changed, a.result, a.error, a.preview, a.max_rows, a.call_facts,
+    a.bound_source, a.handbacks";
 
 pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
     Approval {
@@ -156,6 +161,8 @@ pub(crate) fn approval_from_row(r: &tokio_postgres::Row) -> Approval {
         error: r.get("error"),
         preview: r.get("preview"),
         max_rows: r.get("max_rows"),
+        bound_source: r.get("bound_source"),
+        handbacks: r.get("handbacks"),
         decisions: Vec::new(),
         call_facts: r.get("call_facts"),
     }

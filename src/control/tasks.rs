@@ -27,6 +27,8 @@ pub struct TaskApproval {
     pub result: Option<Value>,
     pub error: Option<String>,
     pub max_rows: Option<i64>,
+    /// The last hand-back (an approved run exceeded the estimate: `estimated`, `measured`).
+    pub returned: Option<Value>,
 }
 
 /// One task of one requester.
@@ -76,6 +78,7 @@ const SELECT: &str =
           JOIN identities i ON i.id = d.approver_id
          WHERE d.approval_id = a.id AND d.decision = 'reject' LIMIT 1) AS rejected_by,
        a.expires_at, a.rows_affected, a.rows_changed, a.result, a.error, a.max_rows,
+       a.handbacks -> -1 AS returned,
        greatest(t.created_at, a.executing_at, a.executed_at, a.withdrawn_at,
                 (SELECT max(d.decided_at) FROM approval_decisions d WHERE d.approval_id = a.id),
                 CASE WHEN a.state = 'expired' THEN a.expires_at END) AS last_updated_at
@@ -109,6 +112,7 @@ fn from_row(r: &tokio_postgres::Row) -> TaskRow {
             result: r.get("result"),
             error: r.get("error"),
             max_rows: r.get("max_rows"),
+            returned: r.get("returned"),
         }),
     }
 }

@@ -25,6 +25,8 @@ pub fn status_json(a: &approvals::Approval) -> Value {
         "created_at": a.created_at,
         "expires_at": a.expires_at,
         "decisions": a.decisions,
+        // Each time an approved run exceeded the planner's estimate and came back here.
+        "handbacks": a.handbacks,
         "result": {
             "executed_at": a.executed_at,
             "rows_affected": a.rows_affected,

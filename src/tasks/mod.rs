@@ -339,7 +339,8 @@ fn concerns(event: &Event, id: &str) -> bool {
         Event::ApprovalDecided { id: e, .. }
         | Event::ApprovalExecuted { id: e, .. }
         | Event::ApprovalExpired { id: e, .. }
-        | Event::ApprovalWithdrawn { id: e, .. } => e == id,
+        | Event::ApprovalWithdrawn { id: e, .. }
+        | Event::ApprovalReturned { id: e, .. } => e == id,
         _ => false,
     }
 }

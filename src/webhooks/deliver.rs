@@ -166,6 +166,12 @@ fn slack(event: &str, payload: &Value, console_url: &str) -> Value {
             format!("Write #{short} on `{}`: {}", s("source"), s("state"))
         }
         "approval.expired" => format!("Write #{short} on `{}` expired undecided", s("source")),
+        "approval.returned" => format!(
+            "Write #{short} on `{}` changed {} rows when approved, more than the {} estimated: rolled back, waiting for approval again",
+            s("source"),
+            d["measured"],
+            d["estimated"]
+        ),
         "approval.withdrawn" => format!(
             "{} withdrew #{short} on `{}` before it was decided",
             s("requester"),

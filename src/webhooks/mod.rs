@@ -23,13 +23,14 @@ use tokio::sync::mpsc;
 use crate::control::{webhooks as outbox, ControlPool};
 
 /// The events an endpoint may subscribe to.
-pub const EVENTS: [&str; 8] = [
+pub const EVENTS: [&str; 9] = [
     "approval.created",
     "approval.decided",
     "approval.executed",
     "approval.failed",
     "approval.expired",
     "approval.withdrawn",
+    "approval.returned",
     "circuit.changed",
     "audit.checkpoint",
 ];
@@ -43,6 +44,7 @@ pub fn event_name(e: &Event) -> Option<&'static str> {
         Event::ApprovalExecuted { .. } => "approval.failed",
         Event::ApprovalExpired { .. } => "approval.expired",
         Event::ApprovalWithdrawn { .. } => "approval.withdrawn",
+        Event::ApprovalReturned { .. } => "approval.returned",
         Event::CircuitChanged { .. } => "circuit.changed",
         Event::AuditCheckpoint { .. } => "audit.checkpoint",
         Event::ActorRestarted { .. } | Event::PolicyReported { .. } => return None,

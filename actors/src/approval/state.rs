@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! pending ──approve (enough distinct approvers)──▶ approved ──claim──▶ executing ──▶ executed | failed
+//!    ▲                                                                      │
+//!    └──── the run exceeded an estimated bound: rolled back, handed back ───┘
 //!    │  ├──reject──▶ rejected                                               │
 //!    │  └──requester withdraws (cancels its task)──▶ withdrawn              │
 //!    └──ttl──▶ expired                            gateway died here ──▶ outcome_unknown

@@ -48,6 +48,8 @@ pub fn approval_json(a: &Approval) -> Value {
         "statement_sha256": hex::encode(sha2::Sha256::digest(a.statement.as_bytes())),
         "preview": a.preview,
         "max_rows": a.max_rows,
+        "bound_source": a.bound_source,
+        "handbacks": a.handbacks,
     })
 }
 

@@ -108,9 +108,17 @@ export function effectEl(a) {
     parts.push(h("p", { className: "small muted", dataset: { role: "rows-shown", bound: String(!!p.bound_to_rows_shown) } }, displaySafe(p.bound_to_rows_shown_why) + "."));
   }
   const isRead = p && p.mode === "read";
+  const rows = (n) => `${n} row${n === 1 ? "" : "s"}`;
   const boundText = isRead
-    ? (a.max_rows === null || a.max_rows === undefined ? "Returns at most the row cap above." : `Returns at most ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`)
-    : (a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect." : `Bound: fails and changes nothing if it affects more than ${a.max_rows} row${a.max_rows === 1 ? "" : "s"}.`);
+    ? (a.max_rows === null || a.max_rows === undefined ? "Returns at most the row cap above." : `Returns at most ${rows(a.max_rows)}.`)
+    : a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect."
+    : a.bound_source === "estimate" ? `Bound: the planner's estimate, ${rows(a.max_rows)}. If the approved run affects more, it is rolled back and handed back to you with the exact count.`
+    : `Bound: fails and changes nothing if it affects more than ${rows(a.max_rows)}.`;
+  const last = Array.isArray(a.handbacks) && a.handbacks.length ? a.handbacks[a.handbacks.length - 1] : null;
+  if (last) {
+    parts.push(h("p", { className: "small warn-text", dataset: { role: "handed-back" } },
+      `Handed back: approved, the run would have changed ${rows(last.measured)}, more than the ${last.estimated ?? "?"} estimated; it was rolled back and nothing changed. Its earlier decisions no longer count.`));
+  }
   parts.push(h("p", { className: "effect-bound small", dataset: { role: "bound" } },
     boundText,
     a.statement_sha256 ? h("span", { className: "mono muted", title: "SHA-256 of the statement the approval is bound to" }, ` · sha256 ${a.statement_sha256.slice(0, 16)}…`) : null));

@@ -289,6 +289,7 @@ const ANNOUNCE_EVENT = {
   "approval.decided": (ev) => [`#${shortId(ev.id)} on ${ev.source}: ${displaySafe(ev.approver)} ${ev.decision === "approve" ? "approved" : "rejected"} it; now ${label(ev.state)}.`, ev.decision === "approve" ? "ok" : "warn"],
   "approval.executed": (ev) => [`#${shortId(ev.id)} on ${ev.source} finished: ${label(ev.state)}.`, ev.state === "executed" ? "ok" : "error"],
   "approval.expired": (ev) => [`#${shortId(ev.id)} on ${ev.source} expired without a decision.`, "warn"],
+  "approval.returned": (ev) => [`#${shortId(ev.id)} on ${ev.source} is back for a decision: approved, it would have changed ${ev.measured} rows, more than the ${ev.estimated ?? "?"} estimated (rolled back, nothing changed).`, "warn"],
   "approval.withdrawn": (ev) => [`#${shortId(ev.id)} on ${ev.source} was withdrawn by its requester, ${displaySafe(ev.requester)}.`, "warn"],
 };
 

@@ -9,7 +9,7 @@ import { absTime, capitalize, displaySafe } from "./format.js";
 import { headRow, messageRow, numCell } from "./tables.js";
 import { announce, chips } from "./widgets.js";
 
-const WEBHOOK_EVENTS = ["approval.created", "approval.decided", "approval.executed", "approval.failed", "approval.expired", "approval.withdrawn", "circuit.changed", "audit.checkpoint"];
+const WEBHOOK_EVENTS = ["approval.created", "approval.decided", "approval.executed", "approval.failed", "approval.expired", "approval.withdrawn", "approval.returned", "circuit.changed", "audit.checkpoint"];
 
 /** Attempts a delivery's log keeps (the gateway's `ATTEMPTS_KEPT`). */
 const ATTEMPTS_KEPT = 20;
