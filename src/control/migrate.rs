@@ -176,6 +176,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0024_mcp_tasks.sql"),
         compatible_from: Some(23),
     },
+    Migration {
+        version: 25,
+        name: "0025_estimated_bounds",
+        sql: include_str!("../../migrations/0025_estimated_bounds.sql"),
+        compatible_from: Some(23),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

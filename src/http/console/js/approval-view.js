@@ -112,7 +112,7 @@ export function effectEl(a) {
   const boundText = isRead
     ? (a.max_rows === null || a.max_rows === undefined ? "Returns at most the row cap above." : `Returns at most ${rows(a.max_rows)}.`)
     : a.max_rows === null || a.max_rows === undefined ? "No bound on the rows it may affect."
-    : a.bound_source === "estimate" ? `Bound: the planner's estimate, ${rows(a.max_rows)}. If the approved run affects more, it is rolled back and handed back to you with the exact count.`
+    : a.bound_source === "estimate" ? `Bound: the planner's estimate. If the approved run affects more than ${rows(a.max_rows)}, it is rolled back and handed back to you with the exact count.`
     : `Bound: fails and changes nothing if it affects more than ${rows(a.max_rows)}.`;
   const last = Array.isArray(a.handbacks) && a.handbacks.length ? a.handbacks[a.handbacks.length - 1] : null;
   if (last) {
