@@ -102,6 +102,19 @@ async fn two_replicas() -> (DemoEnv, TestGateway) {
     (env, b)
 }
 
+/// An approver's decision (`approve` or `reject`) on approval `id`: the HTTP status.
+async fn decide(env: &DemoEnv, id: &str, verb: &str, reason: &str) -> u16 {
+    client()
+        .post(env.gateway.url(&format!("/admin/approvals/{id}/{verb}")))
+        .bearer_auth(&env.approver_key)
+        .json(&json!({ "reason": reason }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 async fn order_status(env: &DemoEnv, id: i64) -> String {
     common::admin(&env.shop_db)
         .await
@@ -321,17 +334,8 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
     )
     .await;
     let rejected = task["taskId"].as_str().unwrap().to_string();
-    let res = client()
-        .post(
-            env.gateway
-                .url(&format!("/admin/approvals/{rejected}/reject")),
-        )
-        .bearer_auth(&env.approver_key)
-        .json(&json!({"reason": "not during the audit"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
+    let status = decide(&env, &rejected, "reject", "not during the audit").await;
+    assert_eq!(status, 200);
     let got = task_method(&b, key, HANDSHAKE, "tasks/get", &rejected).await;
     assert_eq!(got["result"]["status"], "failed");
     assert!(
@@ -410,17 +414,8 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
         show(&env.gateway, &env.operator_key, &cancelled).await["state"],
         "withdrawn"
     );
-    let res = client()
-        .post(
-            env.gateway
-                .url(&format!("/admin/approvals/{cancelled}/approve")),
-        )
-        .bearer_auth(&env.approver_key)
-        .json(&json!({"reason": "too late"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 409);
+    let status = decide(&env, &cancelled, "approve", "too late").await;
+    assert_eq!(status, 409);
     let again = task_method(&env.gateway, key, HANDSHAKE, "tasks/cancel", &cancelled).await;
     assert!(
         again["error"]["message"]
