@@ -27,20 +27,6 @@ async fn queue(env: &DemoEnv, key: &str, sql: &str) -> String {
         .to_string()
 }
 
-async fn decide(env: &DemoEnv, key: &str, id: &str, verb: &str, reason: &str) -> (u16, Value) {
-    let res = client()
-        .post(env.gateway.url(&format!("/admin/approvals/{id}/{verb}")))
-        .header("Authorization", format!("Bearer {key}"))
-        .json(&json!({"reason": reason}))
-        .send()
-        .await
-        .expect("decide");
-    (
-        res.status().as_u16(),
-        res.json().await.unwrap_or(Value::Null),
-    )
-}
-
 async fn approval(env: &DemoEnv, key: &str, id: &str) -> Value {
     client()
         .get(env.gateway.url(&format!("/admin/approvals/{id}")))
@@ -68,15 +54,6 @@ async fn wait_state(env: &DemoEnv, id: &str, want: &str) -> Value {
     }
 }
 
-async fn order_status(env: &DemoEnv, id: i64) -> String {
-    common::admin(&env.shop_db)
-        .await
-        .query_one("SELECT status FROM public.orders WHERE id = $1", &[&id])
-        .await
-        .expect("order")
-        .get(0)
-}
-
 #[tokio::test]
 async fn approve_executes_the_write_once_and_the_requester_sees_the_result() {
     let env = demo_env().await;
@@ -98,14 +75,18 @@ async fn approve_executes_the_write_once_and_the_requester_sees_the_result() {
         json!(["public.orders"])
     );
 
-    let (status, body) = decide(&env, &env.approver_key, &id, "approve", "customer asked").await;
+    let (status, body) = env
+        .decide(&env.approver_key, &id, "approve", "customer asked")
+        .await;
     assert_eq!(status, 200, "{body}");
     let done = wait_state(&env, &id, "executed").await;
     assert_eq!(done["rows_affected"], 1);
-    assert_eq!(order_status(&env, 11).await, "cancelled");
+    assert_eq!(env.order_status(11).await, "cancelled");
 
     // A second decision is a conflict naming the state.
-    let (status, body) = decide(&env, &env.approver_key, &id, "reject", "too late").await;
+    let (status, body) = env
+        .decide(&env.approver_key, &id, "reject", "too late")
+        .await;
     assert_eq!(status, 409);
     assert_eq!(body["state"], "executed");
 
@@ -167,27 +148,22 @@ async fn approve_executes_the_write_once_and_the_requester_sees_the_result() {
 #[tokio::test]
 async fn reject_leaves_the_data_alone() {
     let env = demo_env().await;
-    let before = order_status(&env, 12).await;
+    let before = env.order_status(12).await;
     let id = queue(
         &env,
         &env.agent_key,
         "UPDATE public.orders SET status = 'cancelled' WHERE id = 12",
     )
     .await;
-    let (status, _) = decide(&env, &env.approver_key, &id, "reject", "").await;
+    let (status, _) = env.decide(&env.approver_key, &id, "reject", "").await;
     assert_eq!(status, 400, "a rejection needs a reason");
-    let (status, body) = decide(
-        &env,
-        &env.approver_key,
-        &id,
-        "reject",
-        "not without a ticket",
-    )
-    .await;
+    let (status, body) = env
+        .decide(&env.approver_key, &id, "reject", "not without a ticket")
+        .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["state"], "rejected");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(order_status(&env, 12).await, before);
+    assert_eq!(env.order_status(12).await, before);
 }
 
 #[tokio::test]
@@ -208,7 +184,7 @@ async fn nobody_approves_their_own_request_and_scopes_hold() {
         "UPDATE public.orders SET status = 'paid' WHERE id = 13",
     )
     .await;
-    let (status, body) = decide(&env, &env.approver_key, &id, "approve", "mine").await;
+    let (status, body) = env.decide(&env.approver_key, &id, "approve", "mine").await;
     assert_eq!(status, 403, "{body}");
     assert!(body["error"].as_str().unwrap_or("").contains("own request"));
 
@@ -242,7 +218,7 @@ async fn nobody_approves_their_own_request_and_scopes_hold() {
         .await
         .expect("json");
     assert_eq!(list["approvals"], json!([]), "not scoped to shop");
-    let (status, _) = decide(&env, &other, &id, "approve", "x").await;
+    let (status, _) = env.decide(&other, &id, "approve", "x").await;
     assert_eq!(status, 404);
     let list: Value = client()
         .get(
@@ -302,16 +278,16 @@ async fn two_approvers_are_needed_when_a_policy_says_so() {
         "UPDATE public.orders SET status = 'refunded' WHERE id = 14",
     )
     .await;
-    let (status, body) = decide(&env, &env.approver_key, &id, "approve", "ok").await;
+    let (status, body) = env.decide(&env.approver_key, &id, "approve", "ok").await;
     assert_eq!(status, 200);
     assert_eq!(body["state"], "pending", "one of two approvals");
     assert_eq!(body["approvals_required"], 2);
-    let (status, _) = decide(&env, &env.approver_key, &id, "approve", "again").await;
+    let (status, _) = env.decide(&env.approver_key, &id, "approve", "again").await;
     assert_eq!(status, 409, "the same approver counts once");
-    let (status, _) = decide(&env, &second, &id, "approve", "ok too").await;
+    let (status, _) = env.decide(&second, &id, "approve", "ok too").await;
     assert_eq!(status, 200);
     wait_state(&env, &id, "executed").await;
-    assert_eq!(order_status(&env, 14).await, "refunded");
+    assert_eq!(env.order_status(14).await, "refunded");
 }
 
 #[tokio::test]
@@ -328,7 +304,7 @@ async fn pending_approvals_expire() {
     )
     .await;
     wait_state(&env, &id, "expired").await;
-    let (status, body) = decide(&env, &env.approver_key, &id, "approve", "late").await;
+    let (status, body) = env.decide(&env.approver_key, &id, "approve", "late").await;
     assert_eq!(status, 409);
     assert_eq!(body["state"], "expired");
 
@@ -379,7 +355,7 @@ async fn a_grant_revoked_before_approval_fails_the_write_with_a_reason() {
         .await
         .expect("revoke");
     drop(client_db);
-    let (status, _) = decide(&env, &env.approver_key, &id, "approve", "ok").await;
+    let (status, _) = env.decide(&env.approver_key, &id, "approve", "ok").await;
     assert_eq!(status, 200);
     let failed = wait_state(&env, &id, "failed").await;
     assert!(
@@ -389,7 +365,7 @@ async fn a_grant_revoked_before_approval_fails_the_write_with_a_reason() {
             .contains("no longer holds a role"),
         "{failed}"
     );
-    assert_ne!(order_status(&env, 16).await, "on_hold");
+    assert_ne!(env.order_status(16).await, "on_hold");
 }
 
 #[tokio::test]
@@ -479,7 +455,7 @@ async fn events_stream_approval_lifecycle_to_approvers() {
         "UPDATE public.orders SET status = 'paid' WHERE id = 18",
     )
     .await;
-    decide(&env, &env.approver_key, &id, "approve", "ok").await;
+    env.decide(&env.approver_key, &id, "approve", "ok").await;
     let mut seen = String::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !(seen.contains("approval.created")

@@ -102,28 +102,6 @@ async fn two_replicas() -> (DemoEnv, TestGateway) {
     (env, b)
 }
 
-/// An approver's decision (`approve` or `reject`) on approval `id`: the HTTP status.
-async fn decide(env: &DemoEnv, id: &str, verb: &str, reason: &str) -> u16 {
-    client()
-        .post(env.gateway.url(&format!("/admin/approvals/{id}/{verb}")))
-        .bearer_auth(&env.approver_key)
-        .json(&json!({ "reason": reason }))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
-}
-
-async fn order_status(env: &DemoEnv, id: i64) -> String {
-    common::admin(&env.shop_db)
-        .await
-        .query_one("SELECT status FROM public.orders WHERE id = $1", &[&id])
-        .await
-        .expect("order")
-        .get(0)
-}
-
 #[tokio::test]
 async fn a_2025_task_is_created_on_one_replica_approved_and_its_result_fetched_on_the_other() {
     let (env, b) = two_replicas().await;
@@ -204,7 +182,7 @@ async fn a_2025_task_is_created_on_one_replica_approved_and_its_result_fetched_o
     assert_eq!(executed["status"], "executed");
     assert_eq!(executed["rows_affected"], 1);
     assert_eq!(executed["rows_changed"], json!({"public.orders": 1}));
-    assert_eq!(order_status(&env, 21).await, "held");
+    assert_eq!(env.order_status(21).await, "held");
 
     let got = task_method(&b, key, HANDSHAKE, "tasks/get", &id).await;
     assert_eq!(got["result"]["status"], "completed", "{got}");
@@ -325,7 +303,7 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
     let key = &env.agent_key;
 
     // Rejected: 2025-11-25 failed, its result the refusal; 2026-07-28 failed with the error.
-    let before = order_status(&env, 23).await;
+    let before = env.order_status(23).await;
     let task = task_2025(
         &env.gateway,
         key,
@@ -334,7 +312,14 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
     )
     .await;
     let rejected = task["taskId"].as_str().unwrap().to_string();
-    let status = decide(&env, &rejected, "reject", "not during the audit").await;
+    let (status, _) = env
+        .decide(
+            &env.approver_key,
+            &rejected,
+            "reject",
+            "not during the audit",
+        )
+        .await;
     assert_eq!(status, 200);
     let got = task_method(&b, key, HANDSHAKE, "tasks/get", &rejected).await;
     assert_eq!(got["result"]["status"], "failed");
@@ -358,7 +343,7 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
         "approval_rejected"
     );
     assert_eq!(modern["result"]["resultType"], "complete");
-    assert_eq!(order_status(&env, 23).await, before);
+    assert_eq!(env.order_status(23).await, before);
 
     // Expired: a task asking for 2 s makes its approval expire then (before the source's).
     let task = task_2025(
@@ -399,7 +384,7 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
         .send()
         .await
         .unwrap();
-    let before = order_status(&env, 25).await;
+    let before = env.order_status(25).await;
     let task = task_2025(
         &b,
         key,
@@ -414,7 +399,9 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
         show(&env.gateway, &env.operator_key, &cancelled).await["state"],
         "withdrawn"
     );
-    let status = decide(&env, &cancelled, "approve", "too late").await;
+    let (status, _) = env
+        .decide(&env.approver_key, &cancelled, "approve", "too late")
+        .await;
     assert_eq!(status, 409);
     let again = task_method(&env.gateway, key, HANDSHAKE, "tasks/cancel", &cancelled).await;
     assert!(
@@ -450,7 +437,7 @@ async fn reject_expire_and_cancel_end_the_task_as_each_revision_says() {
         .unwrap()
         .get(0);
     assert_eq!(withdrawn, 1);
-    assert_eq!(order_status(&env, 25).await, before);
+    assert_eq!(env.order_status(25).await, before);
 
     // 2026-07-28: cancel acknowledges and withdraws the same way.
     let (_, held) = send(

@@ -104,14 +104,16 @@ pub fn tools_list(
 ) -> Result<Value, RpcError> {
     let page = pagination::page(tool_catalog, message.params.get("cursor"))?;
     let mut listed = page.tools.to_vec();
-    for tool in &mut listed {
-        let def = tool
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|name| tool_catalog.resolve(name));
-        let execution = def.and_then(|def| tasks::tool_execution(def, dialect, &server.tasks));
-        if let (Some(execution), Some(map)) = (execution, tool.as_object_mut()) {
-            map.insert("execution".to_owned(), execution);
+    if tasks::lists_task_support(dialect, &server.tasks) {
+        for tool in &mut listed {
+            let capable = tool
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|name| tool_catalog.resolve(name))
+                .is_some_and(|def| tasks::task_capable(def));
+            if let (true, Some(map)) = (capable, tool.as_object_mut()) {
+                map.insert("execution".to_owned(), tasks::tool_execution());
+            }
         }
     }
     let mut result = Map::new();

@@ -189,10 +189,15 @@ pub fn discover_extensions(message: &Message, settings: &TaskSettings) -> Option
     (settings.enabled && declares_extension(message)).then(|| json!({ EXTENSION: {} }))
 }
 
-/// `execution.taskSupport` for a tool in `tools/list` (2025-11-25 with tasks on).
-pub fn tool_execution(tool: &ToolDef, dialect: Dialect, settings: &TaskSettings) -> Option<Value> {
-    (dialect == Dialect::Handshake(TASKS_HANDSHAKE) && settings.enabled && task_capable(tool))
-        .then(|| json!({"taskSupport": "optional"}))
+/// Whether `tools/list` marks task-capable tools (2025-11-25 with tasks on: the only
+/// revision whose Tool has `execution.taskSupport`).
+pub fn lists_task_support(dialect: Dialect, settings: &TaskSettings) -> bool {
+    dialect == Dialect::Handshake(TASKS_HANDSHAKE) && settings.enabled
+}
+
+/// The `execution` member of a task-capable tool in `tools/list`.
+pub fn tool_execution() -> Value {
+    json!({"taskSupport": "optional"})
 }
 
 /// A task method.

@@ -95,6 +95,38 @@ pub async fn demo_env_with(
 }
 
 impl DemoEnv {
+    /// A decision (`approve` or `reject`, with `reason`) on approval `id` by the approver
+    /// holding `key`: the HTTP status and the answer.
+    pub async fn decide(
+        &self,
+        key: &str,
+        id: &str,
+        verb: &str,
+        reason: &str,
+    ) -> (u16, serde_json::Value) {
+        let res = super::http::client()
+            .post(self.gateway.url(&format!("/admin/approvals/{id}/{verb}")))
+            .bearer_auth(key)
+            .json(&serde_json::json!({ "reason": reason }))
+            .send()
+            .await
+            .expect("decide");
+        (
+            res.status().as_u16(),
+            res.json().await.unwrap_or(serde_json::Value::Null),
+        )
+    }
+
+    /// The status of order `id` in the shop database.
+    pub async fn order_status(&self, id: i64) -> String {
+        admin(&self.shop_db)
+            .await
+            .query_one("SELECT status FROM public.orders WHERE id = $1", &[&id])
+            .await
+            .expect("order")
+            .get(0)
+    }
+
     /// Applies an access file (identities, grants, policies) and forgets the cached
     /// identities and profiles, so the next call sees it.
     pub async fn access(&self, text: &str) {
