@@ -182,6 +182,12 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0025_estimated_bounds.sql"),
         compatible_from: Some(23),
     },
+    Migration {
+        version: 26,
+        name: "0026_policy_report_minutes",
+        sql: include_str!("../../migrations/0026_policy_report_minutes.sql"),
+        compatible_from: Some(23),
+    },
 ];
 
 /// Arbitrary constant naming InterLock's migration lock ("ILMIGRAT").

@@ -2,7 +2,8 @@
 //! written to segment files that carry the signed checkpoint covering them
 //! (`crate::ledger::segment`), read back and verified, and only then dropped from the
 //! control database. The maintenance loop also creates partitions ahead of the head, so
-//! that the audit writer does not have to. Nothing here is on a governed call's path.
+//! that the audit writer does not have to, and prunes the report-only counts of records
+//! archived away. Nothing here is on a governed call's path.
 
 pub mod archive;
 pub mod files;
@@ -55,6 +56,10 @@ pub async fn run_once(pool: &ControlPool, m: &Maintenance) {
                 metrics::counter!("interlock_audit_archive_failures_total").increment(1);
                 tracing::error!(error = %e, "audit archiving failed; the partition stays in place");
             }
+        }
+        // The report-only counts live as long as the records they count.
+        if let Err(e) = crate::control::policy_reports::prune(pool, before).await {
+            tracing::warn!(error = %e, "old report-only counts not pruned");
         }
     }
 }

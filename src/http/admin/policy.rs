@@ -102,7 +102,8 @@ pub struct ReportedQuery {
     /// An RFC 3339 instant or a span back from now (default `24h`).
     since: Option<String>,
     until: Option<chrono::DateTime<chrono::Utc>>,
-    /// Bucket width in seconds (default: the window in 48 buckets, at least 60 s).
+    /// Bucket width in seconds, a whole number of minutes (default: the window in 48
+    /// buckets, at least 60 s).
     bucket: Option<u32>,
     source: Option<String>,
 }
@@ -118,11 +119,16 @@ pub async fn reported(
         q.bucket,
         state.policy_now(),
         "24h",
-        1,
+        60,
     ) {
         Ok(w) => w,
         Err(m) => return error(StatusCode::BAD_REQUEST, "invalid", &m),
     };
+    // The counts are per minute: the window is whole minutes, the one holding `until`
+    // included.
+    let since = crate::activity::minute_of(since);
+    let until = crate::activity::minute_of(until - chrono::Duration::nanoseconds(1))
+        + chrono::Duration::minutes(1);
     match crate::control::policy_reports::report_only_series(
         &state.control,
         since,
