@@ -400,6 +400,109 @@ async fn the_maintenance_round_makes_partitions_ahead_of_the_head() {
     assert!(refused.unwrap_err().to_string().contains("at least 1"));
 }
 
+/// How often this database ran each audit insert, by the table it names (pg_stat_statements).
+async fn inserts_by_table(pool: &interlock::control::ControlPool) -> Vec<(String, i64)> {
+    let client = pool.get().await.unwrap();
+    client
+        .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        .await
+        .unwrap();
+    client
+        .query(
+            "SELECT substring(query FROM '^INSERT INTO \"?([a-z_0-9]+)\"? \\(chain, seq'),
+                    sum(calls)::bigint
+               FROM pg_stat_statements
+              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND query LIKE 'INSERT INTO %(chain, seq%'
+              GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect()
+}
+
+/// The writer inserts straight into the partition that holds its batch (PostgreSQL routes
+/// nothing), through the parent only for a batch that straddles two partitions or runs
+/// past the last, and when the partition it addressed is gone.
+#[actix_rt::test]
+async fn the_writer_inserts_into_the_partition_that_holds_its_batch() {
+    let db = common::fresh_control_db().await;
+    let pool = interlock::control::connect_pool(&common::settings_for(&db).control).unwrap();
+    let w = writer(&pool, 10);
+    // One at a time, then bursts whose batches cross partition bounds.
+    for i in 0..12 {
+        w.append(record(i, Utc::now())).await.unwrap();
+    }
+    for burst in 0..4 {
+        let appends = (0..9).map(|i| w.append(record(100 * burst + i, Utc::now())));
+        for seq in futures_util::future::join_all(appends).await {
+            seq.unwrap();
+        }
+    }
+    let by_table = inserts_by_table(&pool).await;
+    let direct: i64 = by_table
+        .iter()
+        .filter(|(t, _)| t.starts_with("audit_records_"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(direct >= 12, "most batches go straight in: {by_table:?}");
+    // Every record is where its seq belongs (a partition's bounds are a CHECK), in order.
+    let report = interlock::control::audit::verify(&pool).await.unwrap();
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.records, 48);
+
+    // The partition it addressed is gone (renamed here; the log keeps routing to it): the
+    // next batch goes through the parent and lands.
+    let head: String = pool
+        .get()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT name FROM audit_partitions, (SELECT last_value AS head FROM audit_records_seq) s
+              WHERE lower <= s.head AND upper > s.head",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    let before = inserts_by_table(&pool).await;
+    pool.get()
+        .await
+        .unwrap()
+        .batch_execute(&format!("ALTER TABLE {head} RENAME TO audit_records_moved"))
+        .await
+        .unwrap();
+    let seq = w.append(record(999, Utc::now())).await.unwrap();
+    let after = inserts_by_table(&pool).await;
+    let parent = |t: &[(String, i64)]| {
+        t.iter()
+            .find(|(n, _)| n == "audit_records")
+            .map_or(0, |(_, n)| *n)
+    };
+    assert_eq!(
+        parent(&after),
+        parent(&before) + 1,
+        "{before:?} → {after:?}"
+    );
+    let landed: i64 = pool
+        .get()
+        .await
+        .unwrap()
+        .query_one(
+            "SELECT count(*) FROM audit_records_moved WHERE seq = $1",
+            &[&seq],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(landed, 1);
+    let report = interlock::control::audit::verify(&pool).await.unwrap();
+    assert!(report.ok, "{report:?}");
+}
+
 #[actix_rt::test]
 async fn the_gateway_archives_on_its_own_schedule_and_lists_its_partitions() {
     let dir = tempfile::tempdir().unwrap();

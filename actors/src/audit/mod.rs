@@ -17,6 +17,7 @@
 pub mod chain;
 pub mod record;
 pub mod storable;
+mod target;
 mod writer;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,6 +8,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 use tokio::sync::oneshot;
 
 use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, GENESIS};
+use super::target::{self, Partition};
 use super::AuditError;
 use crate::supervise::supervisable;
 
@@ -24,6 +25,8 @@ pub struct AuditWriter {
     flushing: bool,
     /// This incarnation's chain (none until its first batch).
     chain: Option<Chain>,
+    /// The partition its last batch went to (none: not known yet, or the parent).
+    partition: Option<Partition>,
 }
 
 supervisable!(AuditWriter);
@@ -45,6 +48,7 @@ impl AuditWriter {
             buffer: Vec::new(),
             flushing: false,
             chain: None,
+            partition: None,
         }
     }
 
@@ -65,6 +69,7 @@ impl AuditWriter {
         let pool = self.pool.clone();
         let healthy = self.healthy.clone();
         let chain = self.chain.take().unwrap_or_else(Chain::fresh);
+        let partition = self.partition.take();
         let span = self.partition_records;
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
@@ -73,7 +78,8 @@ impl AuditWriter {
         actix_rt::spawn(async move {
             let started = Instant::now();
             let size = records.len();
-            let (results, chain) = write_all(&pool, records, chain, span).await;
+            let (results, chain, partition) =
+                write_all(&pool, records, chain, partition, span).await;
             metrics::histogram!("interlock_audit_batch_size").record(size as f64);
             metrics::histogram!("interlock_audit_commit_seconds")
                 .record(started.elapsed().as_secs_f64());
@@ -88,10 +94,13 @@ impl AuditWriter {
                     AuditError::Unavailable
                 }));
             }
-            let _ = done.send(chain);
+            let _ = done.send((chain, partition));
         });
-        ctx.spawn(committed.into_actor(self).map(|chain, act, ctx| {
-            act.chain = chain.ok();
+        ctx.spawn(committed.into_actor(self).map(|ended, act, ctx| {
+            if let Ok((chain, partition)) = ended {
+                act.chain = Some(chain);
+                act.partition = partition;
+            }
             act.flushing = false;
             act.flush(ctx);
         }));
@@ -158,6 +167,8 @@ enum BatchError {
     SeqTaken,
     #[error("the audit log has no partition for the batch's sequence numbers")]
     NoPartition,
+    #[error("the audit partition the batch was addressed to is gone")]
+    PartitionGone,
 }
 
 impl BatchError {
@@ -212,62 +223,66 @@ impl Chain {
 
 /// Writes `records` as one batch; if the database refuses a statement of it, writes them
 /// one by one so that only the records it cannot store fail. One result per record, and
-/// the chain to go on with.
+/// the chain and partition to go on with.
 async fn write_all(
     pool: &deadpool_postgres::Pool,
     records: Vec<AuditRecord>,
     chain: Chain,
+    partition: Option<Partition>,
     span: i64,
-) -> (Vec<Result<i64, BatchError>>, Chain) {
+) -> (Vec<Result<i64, BatchError>>, Chain, Option<Partition>) {
     let size = records.len();
     let seqs = match allocate(pool, size).await {
         Ok(seqs) => seqs,
         Err(e) => {
             let mut results = vec![Err(e)];
             results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            return (results, chain);
+            return (results, chain, partition);
         }
     };
-    match write_batch(pool, &records, &seqs, &chain, span).await {
-        Ok((seqs, chain)) => (seqs.into_iter().map(Ok).collect(), chain),
+    let mut at = Place { chain, partition };
+    match write_batch(pool, &records, &seqs, &mut at, span).await {
+        Ok(seqs) => (seqs.into_iter().map(Ok).collect(), at.chain, at.partition),
         Err(e) if e.is_statement_error() && size == 1 => {
             void_own(pool, seqs[0], &e).await;
-            (vec![Err(e)], chain)
+            (vec![Err(e)], at.chain, at.partition)
         }
         Err(e) if e.is_statement_error() => {
             tracing::warn!(error = %e, records = size, "audit batch refused; retrying record by record");
             let mut results = Vec::with_capacity(size);
-            let mut chain = chain;
             for (record, seq) in records.iter().zip(seqs) {
-                match write_batch(pool, std::slice::from_ref(record), &[seq], &chain, span).await {
-                    Ok((seqs, next)) => {
-                        chain = next;
-                        results.extend(seqs.into_iter().map(Ok));
-                    }
+                match write_batch(pool, std::slice::from_ref(record), &[seq], &mut at, span).await {
+                    Ok(seqs) => results.extend(seqs.into_iter().map(Ok)),
                     Err(e) => {
                         if e.is_statement_error() {
                             // Its seq will never hold it: say so now, not after a grace.
                             void_own(pool, seq, &e).await;
                         } else if !e.surely_not_committed() {
-                            chain = Chain::fresh();
+                            at.chain = Chain::fresh();
                         }
                         results.push(Err(e));
                     }
                 }
             }
-            (results, chain)
+            (results, at.chain, at.partition)
         }
         Err(e) => {
             let chain = if e.surely_not_committed() {
-                chain
+                at.chain
             } else {
                 Chain::fresh()
             };
             let mut results = vec![Err(e)];
             results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            (results, chain)
+            (results, chain, at.partition)
         }
     }
+}
+
+/// Where a writer appends: its chain's end, and the partition it inserts into.
+struct Place {
+    chain: Chain,
+    partition: Option<Partition>,
 }
 
 /// How long a batch keeps retrying while its seqs are taken or the log has no partition
@@ -332,24 +347,24 @@ async fn void_own(pool: &deadpool_postgres::Pool, seq: i64, why: &BatchError) {
     }
 }
 
-/// Appends `records` at `seqs` to `chain` as one statement: no other writer's batch is
-/// waited for or checked against. Returns their seqs and the chain's new end. Should the
-/// batch run past the last partition of `audit_records` (the gateway's maintenance creates
-/// them ahead), the writer creates the next partitions itself, `span` records each, and
-/// appends again; should a void have taken its seqs (it was slower than the ledger's
-/// grace), it takes new ones.
+/// Appends `records` at `seqs` to the chain of `at` as one statement: no other writer's
+/// batch is waited for or checked against. Returns their seqs, and moves `at` to the
+/// chain's new end (and the partition it went to). Should the batch run past the last
+/// partition of `audit_records` (the gateway's maintenance creates them ahead), the writer
+/// creates the next partitions itself, `span` records each, and appends again; should a
+/// void have taken its seqs (it was slower than the ledger's grace), it takes new ones;
+/// should the partition it addressed be gone, it goes through the parent.
 async fn write_batch(
     pool: &deadpool_postgres::Pool,
     records: &[AuditRecord],
     seqs: &[i64],
-    chain: &Chain,
+    at: &mut Place,
     span: i64,
-) -> Result<(Vec<i64>, Chain), BatchError> {
+) -> Result<Vec<i64>, BatchError> {
     let asked = Instant::now();
     let client = pool.get().await?;
     step("checkout", asked.elapsed());
-    let mut chain = chain.clone();
-    if !chain.registered {
+    if !at.chain.registered {
         let register = client
             .prepare_cached(
                 "INSERT INTO audit_chains (chain, writer)
@@ -357,27 +372,33 @@ async fn write_batch(
                  ON CONFLICT (chain) DO NOTHING",
             )
             .await?;
-        client.execute(&register, &[&chain.id]).await?;
-        chain.registered = true;
+        client.execute(&register, &[&at.chain.id]).await?;
+        at.chain.registered = true;
     }
-    let insert = insert_statement(&client, records.len()).await?;
+    let (sql, partition) = target::insert_for(&client, at.partition.take(), seqs).await?;
+    at.partition = partition;
+    let mut insert = match client.prepare_cached(&sql).await {
+        Err(e) if at.partition.is_some() && target::partition_gone(&e) => {
+            tracing::warn!(
+                "the audit partition this writer addressed is gone; appending through the parent"
+            );
+            at.partition = None;
+            client
+                .prepare_cached(&target::through_parent(records.len()))
+                .await?
+        }
+        prepared => prepared?,
+    };
     let started = std::time::Instant::now();
-    let mut seqs = seqs.to_vec();
     loop {
-        match append(&client, &insert, records, &seqs, &chain).await {
+        match append(&client, &insert, records, seqs, &at.chain).await {
             Err(BatchError::SeqTaken) if started.elapsed() < RETRY_BUDGET => {
                 tracing::warn!(
                     "an audit batch's seqs were voided meanwhile; appending it at new ones"
                 );
                 drop(client);
-                return Box::pin(write_batch(
-                    pool,
-                    records,
-                    &allocate(pool, records.len()).await?,
-                    &chain,
-                    span,
-                ))
-                .await;
+                let seqs = allocate(pool, records.len()).await?;
+                return Box::pin(write_batch(pool, records, &seqs, at, span)).await;
             }
             Err(BatchError::NoPartition) if started.elapsed() < RETRY_BUDGET => {
                 let upto = seqs.last().copied().unwrap_or(0);
@@ -390,61 +411,29 @@ async fn write_batch(
                     "the audit log ran past its last partition; created the next"
                 );
             }
+            Err(BatchError::PartitionGone) if at.partition.is_some() => {
+                forget_partition(at);
+                insert = client
+                    .prepare_cached(&target::through_parent(records.len()))
+                    .await?;
+            }
             Ok(end) => {
-                chain.seq = end.0;
-                chain.hash = end.1;
-                return Ok((std::mem::take(&mut seqs), chain));
+                at.chain.seq = end.0;
+                at.chain.hash = end.1;
+                return Ok(seqs.to_vec());
             }
             Err(e) => return Err(e),
         }
     }
 }
 
-/// The columns every insert names, in its order.
-macro_rules! columns {
-    () => {
-        "chain, seq, chain_seq, at, request_id, identity_id, identity, adapter, dialect, tool, \
-         source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
-         cache_hit, approval_id, prev_hash, hash, statement_sha256"
-    };
-}
-
-/// A batch of one — every batch at low load — binds plain values: the server parses no
-/// arrays and runs no function scan, and the insert costs what pgbench's single-row insert
-/// does (BENCHMARKS.md, "The audit commit against its floor": 278–339 µs as arrays,
-/// 137–181 µs as values).
-const INSERT_ONE: &str = concat!(
-    "INSERT INTO audit_records (",
-    columns!(),
-    ") VALUES ($1::uuid, $2::bigint, $3::bigint, $4::timestamptz, $5::text, $6::uuid, \
-     $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, \
-     $15::jsonb, $16::text, $17::bigint, $18::bigint, $19::boolean, $20::uuid, $21::bytea, \
-     $22::bytea, $23::text)"
-);
-
-/// A batch of many is one statement whatever its size: one array per column, unnested into
-/// rows, so the server binds and executes once per batch.
-const INSERT_MANY: &str = concat!(
-    "INSERT INTO audit_records (",
-    columns!(),
-    ") SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], \
-     $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
-     $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::text[], $17::bigint[], \
-     $18::bigint[], $19::boolean[], $20::uuid[], $21::bytea[], $22::bytea[], $23::text[]) AS u"
-);
-
-/// The insert for a batch of `records`, prepared once per pooled connection.
-async fn insert_statement(
-    client: &deadpool_postgres::Client,
-    records: usize,
-) -> Result<tokio_postgres::Statement, tokio_postgres::Error> {
-    client
-        .prepare_cached(if records == 1 {
-            INSERT_ONE
-        } else {
-            INSERT_MANY
-        })
-        .await
+/// The partition `at` addressed is gone (dropped, renamed): the batch goes through the
+/// parent.
+fn forget_partition(at: &mut Place) {
+    tracing::warn!(
+        "the audit partition this writer addressed is gone; appending through the parent"
+    );
+    at.partition = None;
 }
 
 /// Appends `records` at `seqs` after the end of `chain` as one statement in its own
@@ -482,6 +471,7 @@ async fn append(
         Ok(_) => return Err(BatchError::Failed),
         Err(e) if seq_taken(&e) => return Err(BatchError::SeqTaken),
         Err(e) if no_partition(&e) => return Err(BatchError::NoPartition),
+        Err(e) if target::partition_gone(&e) => return Err(BatchError::PartitionGone),
         Err(e) => return Err(e.into()),
     }
     Ok(chained.last().map_or_else(

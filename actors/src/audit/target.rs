@@ -1,0 +1,160 @@
+//! The partition of `audit_records` a writer inserts into.
+//!
+//! An INSERT through the partitioned parent routes every row at run time: PostgreSQL builds
+//! the routing state and opens the target partition in each execution, which costs a
+//! single-row insert about twice what the same insert addressed to the partition costs
+//! (BENCHMARKS.md, "The audit commit against its floor": 0.227 ms against 0.082–0.108 ms
+//! from pgbench). The writer knows where its seqs go — `audit_partitions` lists every
+//! partition's bounds, and partitions are created ahead of the head — so it addresses the
+//! partition that holds its batch, and goes through the parent only when no single
+//! partition does (a batch straddling two, seqs past the last one) or the partition it knew
+//! is no longer there.
+
+use tokio_postgres::error::SqlState;
+
+/// The columns every insert names, in its order.
+macro_rules! columns {
+    () => {
+        "chain, seq, chain_seq, at, request_id, identity_id, identity, adapter, dialect, tool, \
+         source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
+         cache_hit, approval_id, prev_hash, hash, statement_sha256"
+    };
+}
+
+/// A batch of one — every batch at low load — binds plain values: the server parses no
+/// arrays and runs no function scan (BENCHMARKS.md, "The audit commit against its floor":
+/// 278–339 µs as arrays, 137–181 µs as values).
+const ONE: &str = concat!(
+    " (",
+    columns!(),
+    ") VALUES ($1::uuid, $2::bigint, $3::bigint, $4::timestamptz, $5::text, $6::uuid, \
+     $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, \
+     $15::jsonb, $16::text, $17::bigint, $18::bigint, $19::boolean, $20::uuid, $21::bytea, \
+     $22::bytea, $23::text)"
+);
+
+/// A batch of many is one statement whatever its size: one array per column, unnested into
+/// rows, so the server binds and executes once per batch.
+const MANY: &str = concat!(
+    " (",
+    columns!(),
+    ") SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], \
+     $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
+     $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::text[], $17::bigint[], \
+     $18::bigint[], $19::boolean[], $20::uuid[], $21::bytea[], $22::bytea[], $23::text[]) AS u"
+);
+
+/// One partition: the seqs `[lower, upper)` it holds, and its inserts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Partition {
+    lower: i64,
+    upper: i64,
+    insert_one: String,
+    insert_many: String,
+}
+
+impl Partition {
+    fn new(lower: i64, upper: i64, name: &str) -> Self {
+        let table = format!("\"{}\"", name.replace('"', "\"\""));
+        Partition {
+            lower,
+            upper,
+            insert_one: format!("INSERT INTO {table}{ONE}"),
+            insert_many: format!("INSERT INTO {table}{MANY}"),
+        }
+    }
+
+    fn holds(&self, seqs: &[i64]) -> bool {
+        match (seqs.first(), seqs.last()) {
+            (Some(first), Some(last)) => self.lower <= *first && *last < self.upper,
+            _ => false,
+        }
+    }
+}
+
+/// Where a batch goes: the insert for `records` records at `seqs`, and the partition it
+/// addresses (none: through the parent). `known` is the partition the writer's last batch
+/// went to; another is looked up (one round trip) only when it does not hold the seqs.
+pub(super) async fn insert_for(
+    client: &deadpool_postgres::Client,
+    known: Option<Partition>,
+    seqs: &[i64],
+) -> Result<(String, Option<Partition>), tokio_postgres::Error> {
+    let partition = match known.filter(|p| p.holds(seqs)) {
+        Some(p) => Some(p),
+        None => lookup(client, seqs).await?,
+    };
+    let sql = match (&partition, seqs.len()) {
+        (Some(p), 1) => p.insert_one.clone(),
+        (Some(p), _) => p.insert_many.clone(),
+        (None, 1) => through_parent(1),
+        (None, _) => through_parent(2),
+    };
+    Ok((sql, partition))
+}
+
+/// The insert through the partitioned parent for a batch of `records`.
+pub(super) fn through_parent(records: usize) -> String {
+    format!(
+        "INSERT INTO audit_records{}",
+        if records == 1 { ONE } else { MANY }
+    )
+}
+
+/// The live partition that holds every one of `seqs`, if one does.
+async fn lookup(
+    client: &deadpool_postgres::Client,
+    seqs: &[i64],
+) -> Result<Option<Partition>, tokio_postgres::Error> {
+    let (Some(first), Some(last)) = (seqs.first(), seqs.last()) else {
+        return Ok(None);
+    };
+    let find = client
+        .prepare_cached(
+            "SELECT lower, upper, name FROM audit_partitions
+              WHERE lower <= $1 AND upper > $1 AND archived_at IS NULL",
+        )
+        .await?;
+    Ok(client
+        .query_opt(&find, &[first])
+        .await?
+        .map(|r| Partition::new(r.get(0), r.get(1), r.get(2)))
+        .filter(|p| *last < p.upper))
+}
+
+/// Whether an insert addressed to a partition failed because the partition is not where
+/// the writer thought: dropped (archived) or not holding the row after all. The batch then
+/// goes through the parent.
+pub(super) fn partition_gone(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        *db.code() == SqlState::UNDEFINED_TABLE
+            || (*db.code() == SqlState::CHECK_VIOLATION
+                && db.message().contains("violates partition constraint"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partition_holds_a_batch_only_whole() {
+        let p = Partition::new(1_000_001, 2_000_001, "audit_records_1000001");
+        assert!(p.holds(&[1_000_001]));
+        assert!(p.holds(&[1_500_000, 2_000_000]));
+        assert!(!p.holds(&[1_000_000]));
+        assert!(!p.holds(&[2_000_000, 2_000_001]));
+        assert!(!p.holds(&[]));
+        assert!(p
+            .insert_one
+            .starts_with("INSERT INTO \"audit_records_1000001\" (chain, seq,"));
+        assert_eq!(
+            through_parent(1).replace("audit_records", "\"audit_records_1000001\""),
+            p.insert_one
+        );
+        assert_eq!(
+            through_parent(3).replace("audit_records", "\"audit_records_1000001\""),
+            p.insert_many
+        );
+    }
+}
