@@ -135,6 +135,17 @@ async fn a_record_the_database_refuses_fails_alone() {
     );
     // The next record still commits.
     assert!(audit.append(record("after", "SELECT 2")).await.is_ok());
+    // One at a time (each a batch of one, whose insert takes its own seq): a refused
+    // record's seq is read back and voided at once too.
+    for id in ["poison-a", "good-b", "poison-c", "good-d"] {
+        let stored = audit.append(record(id, "SELECT 3")).await;
+        assert_eq!(stored.is_ok(), id.starts_with("good"), "{id}: {stored:?}");
+    }
+    let report = interlock::control::audit::verify(&pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    assert_eq!((report.records, report.voids, report.pending), (45, 6, 0));
 }
 
 /// Two writers (two gateways' audit actors) on one control database, appending at once:

@@ -33,6 +33,17 @@ const ONE: &str = concat!(
      $22::bytea, $23::text)"
 );
 
+/// A batch of one whose seq the insert takes itself (`nextval` inside the statement,
+/// returned): one round trip for the whole append.
+const ONE_FRESH: &str = concat!(
+    " (",
+    columns!(),
+    ") VALUES ($1::uuid, nextval('audit_records_seq'), $2::bigint, $3::timestamptz, $4::text, \
+     $5::uuid, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, \
+     $13::text, $14::jsonb, $15::text, $16::bigint, $17::bigint, $18::boolean, $19::uuid, \
+     $20::bytea, $21::bytea, $22::text) RETURNING seq"
+);
+
 /// A batch of many is one statement whatever its size: one array per column, unnested into
 /// rows, so the server binds and executes once per batch.
 const MANY: &str = concat!(
@@ -50,6 +61,7 @@ pub(super) struct Partition {
     lower: i64,
     upper: i64,
     insert_one: String,
+    insert_one_fresh: String,
     insert_many: String,
 }
 
@@ -60,11 +72,12 @@ impl Partition {
             lower,
             upper,
             insert_one: format!("INSERT INTO {table}{ONE}"),
+            insert_one_fresh: format!("INSERT INTO {table}{ONE_FRESH}"),
             insert_many: format!("INSERT INTO {table}{MANY}"),
         }
     }
 
-    fn holds(&self, seqs: &[i64]) -> bool {
+    pub(super) fn holds(&self, seqs: &[i64]) -> bool {
         match (seqs.first(), seqs.last()) {
             (Some(first), Some(last)) => self.lower <= *first && *last < self.upper,
             _ => false,
@@ -101,8 +114,18 @@ pub(super) fn through_parent(records: usize) -> String {
     )
 }
 
+/// The insert of a batch of one that takes its own seq: into `partition` (the one the
+/// writer's last batch went to; should the new seq fall outside it, the insert fails and
+/// takes nothing it keeps) or through the parent.
+pub(super) fn insert_fresh(partition: Option<&Partition>) -> String {
+    partition.map_or_else(
+        || format!("INSERT INTO audit_records{ONE_FRESH}"),
+        |p| p.insert_one_fresh.clone(),
+    )
+}
+
 /// The live partition that holds every one of `seqs`, if one does.
-async fn lookup(
+pub(super) async fn lookup(
     client: &deadpool_postgres::Client,
     seqs: &[i64],
 ) -> Result<Option<Partition>, tokio_postgres::Error> {
@@ -123,13 +146,17 @@ async fn lookup(
 }
 
 /// Whether an insert addressed to a partition failed because the partition is not where
-/// the writer thought: dropped (archived) or not holding the row after all. The batch then
-/// goes through the parent.
+/// the writer thought, or does not hold the row: gone (dropped, renamed), or the seq is
+/// outside its bounds (its `audit_records_<lower>_bounds` CHECK, or the partition
+/// constraint). The batch then goes through the parent or the partition that holds it.
 pub(super) fn partition_gone(e: &tokio_postgres::Error) -> bool {
     e.as_db_error().is_some_and(|db| {
         *db.code() == SqlState::UNDEFINED_TABLE
             || (*db.code() == SqlState::CHECK_VIOLATION
-                && db.message().contains("violates partition constraint"))
+                && (db.message().contains("violates partition constraint")
+                    || db.constraint().is_some_and(|c| {
+                        c.starts_with("audit_records_") && c.ends_with("_bounds")
+                    })))
     })
 }
 
@@ -156,5 +183,15 @@ mod tests {
             through_parent(3).replace("audit_records", "\"audit_records_1000001\""),
             p.insert_many
         );
+        assert_eq!(
+            insert_fresh(None).replace(
+                "INSERT INTO audit_records",
+                "INSERT INTO \"audit_records_1000001\""
+            ),
+            insert_fresh(Some(&p))
+        );
+        // The fresh insert binds every column but the seq, in the same order.
+        let bound = |sql: &str| sql.matches("::").count();
+        assert_eq!(bound(ONE_FRESH), bound(ONE) - 1, "{ONE_FRESH}");
     }
 }

@@ -232,15 +232,37 @@ async fn write_all(
     span: i64,
 ) -> (Vec<Result<i64, BatchError>>, Chain, Option<Partition>) {
     let size = records.len();
-    let seqs = match allocate(pool, size).await {
+    let mut at = Place { chain, partition };
+    let taken = match records.as_slice() {
+        [record] => match append_fresh(pool, record, &mut at).await {
+            Fresh::Stored(seq) => return (vec![Ok(seq)], at.chain, at.partition),
+            Fresh::Refused(e, seq) => {
+                if let Some(seq) = seq {
+                    void_own(pool, seq, &e).await;
+                }
+                return (vec![Err(e)], at.chain, at.partition);
+            }
+            Fresh::Failed(e) => {
+                let chain = if e.surely_not_committed() {
+                    at.chain
+                } else {
+                    Chain::fresh()
+                };
+                return (vec![Err(e)], chain, at.partition);
+            }
+            Fresh::Retry(seq) => Ok(vec![seq]),
+            Fresh::TakeFirst => allocate(pool, size).await,
+        },
+        _ => allocate(pool, size).await,
+    };
+    let seqs = match taken {
         Ok(seqs) => seqs,
         Err(e) => {
             let mut results = vec![Err(e)];
             results.extend((1..size).map(|_| Err(BatchError::Failed)));
-            return (results, chain, partition);
+            return (results, at.chain, at.partition);
         }
     };
-    let mut at = Place { chain, partition };
     match write_batch(pool, &records, &seqs, &mut at, span).await {
         Ok(seqs) => (seqs.into_iter().map(Ok).collect(), at.chain, at.partition),
         Err(e) if e.is_statement_error() && size == 1 => {
@@ -364,17 +386,7 @@ async fn write_batch(
     let asked = Instant::now();
     let client = pool.get().await?;
     step("checkout", asked.elapsed());
-    if !at.chain.registered {
-        let register = client
-            .prepare_cached(
-                "INSERT INTO audit_chains (chain, writer)
-                 VALUES ($1, coalesce(nullif(current_setting('application_name'), ''), 'interlock'))
-                 ON CONFLICT (chain) DO NOTHING",
-            )
-            .await?;
-        client.execute(&register, &[&at.chain.id]).await?;
-        at.chain.registered = true;
-    }
+    register(&client, &mut at.chain).await?;
     let (sql, partition) = target::insert_for(&client, at.partition.take(), seqs).await?;
     at.partition = partition;
     let mut insert = match client.prepare_cached(&sql).await {
@@ -423,6 +435,119 @@ async fn write_batch(
                 return Ok(seqs.to_vec());
             }
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Names the chain in `audit_chains` before its first record.
+async fn register(
+    client: &deadpool_postgres::Client,
+    chain: &mut Chain,
+) -> Result<(), tokio_postgres::Error> {
+    if !chain.registered {
+        let register = client
+            .prepare_cached(
+                "INSERT INTO audit_chains (chain, writer)
+                 VALUES ($1, coalesce(nullif(current_setting('application_name'), ''), 'interlock'))
+                 ON CONFLICT (chain) DO NOTHING",
+            )
+            .await?;
+        client.execute(&register, &[&chain.id]).await?;
+        chain.registered = true;
+    }
+    Ok(())
+}
+
+/// What became of a batch of one whose insert took its own seq.
+enum Fresh {
+    /// Stored, durably, at this seq.
+    Stored(i64),
+    /// Not stored, and the seq its insert took is known: it goes in again at that seq the
+    /// way a batch whose seqs were taken first does (its partition was not the one the
+    /// writer knew, or there was none yet), so no hole is left.
+    Retry(i64),
+    /// Not stored and no seq taken: it goes the way a batch whose seqs are taken first does.
+    TakeFirst,
+    /// The database refused the record; the seq its insert took, if it took one.
+    Refused(BatchError, Option<i64>),
+    /// Not stored as far as the writer can tell (the connection failed, perhaps mid-commit):
+    /// a seq it took stays missing until the ledger voids it.
+    Failed(BatchError),
+}
+
+/// Appends a batch of one in one round trip: the insert takes the record's seq itself
+/// (`nextval` in the statement, returned), into the partition the writer's last batch went
+/// to. Should the insert fail, the seq it took is this session's `currval`: read back, it
+/// is kept (the record goes in again at it) or voided at once (the record was refused),
+/// as with seqs taken first. (A statement that failed before taking one leaves `currval`
+/// at a seq this session already used: going in again there is refused as taken and takes
+/// new seqs, and its void is a no-op.)
+async fn append_fresh(
+    pool: &deadpool_postgres::Pool,
+    record: &AuditRecord,
+    at: &mut Place,
+) -> Fresh {
+    let asked = Instant::now();
+    let client = match pool.get().await {
+        Ok(client) => client,
+        Err(e) => return Fresh::Failed(e.into()),
+    };
+    step("checkout", asked.elapsed());
+    if let Err(e) = register(&client, &mut at.chain).await {
+        return Fresh::Failed(e.into());
+    }
+    let insert = match client
+        .prepare_cached(&target::insert_fresh(at.partition.as_ref()))
+        .await
+    {
+        Ok(insert) => insert,
+        Err(e) if at.partition.is_some() && target::partition_gone(&e) => {
+            forget_partition(at);
+            return Fresh::TakeFirst;
+        }
+        Err(e) => return Fresh::Failed(e.into()),
+    };
+    let encoding = Instant::now();
+    let chained = link(std::slice::from_ref(record), &at.chain);
+    let Some(l) = chained.first() else {
+        return Fresh::Failed(BatchError::Failed);
+    };
+    step("encode", encoding.elapsed());
+    let inserting = Instant::now();
+    let outcome = record.outcome.as_str();
+    let stored = client
+        .query(&insert, &one_row(&at.chain.id, None, record, l, &outcome))
+        .await;
+    step("insert", inserting.elapsed());
+    match stored {
+        Ok(rows) => {
+            let Some(Ok(seq)) = rows.first().map(|r| r.try_get::<_, i64>(0)) else {
+                return Fresh::Failed(BatchError::Failed);
+            };
+            at.chain.seq = l.seq;
+            at.chain.hash = l.hash.clone();
+            if !at.partition.as_ref().is_some_and(|p| p.holds(&[seq])) {
+                // The next batch's partition (after the answer is durable; once per partition).
+                at.partition = target::lookup(&client, &[seq]).await.ok().flatten();
+            }
+            Fresh::Stored(seq)
+        }
+        Err(e) if e.as_db_error().is_none() => Fresh::Failed(e.into()),
+        Err(e) => {
+            let taken = client
+                .query_one("SELECT currval('audit_records_seq')", &[])
+                .await
+                .ok()
+                .and_then(|r| r.try_get::<_, i64>(0).ok());
+            let elsewhere = seq_taken(&e) || no_partition(&e) || target::partition_gone(&e);
+            if elsewhere {
+                forget_partition(at);
+            }
+            match (elsewhere, taken) {
+                (true, Some(seq)) => Fresh::Retry(seq),
+                (true, None) => Fresh::TakeFirst,
+                (false, seq) => Fresh::Refused(e.into(), seq),
+            }
         }
     }
 }
@@ -489,36 +614,49 @@ async fn insert_one(
     l: &Link,
     chain: uuid::Uuid,
 ) -> Result<u64, tokio_postgres::Error> {
+    let outcome = r.outcome.as_str();
     client
-        .execute(
-            insert,
-            &[
-                &chain,
-                &seq,
-                &l.seq,
-                &r.at,
-                &r.request_id,
-                &r.identity_id,
-                &r.identity,
-                &r.adapter,
-                &r.dialect,
-                &r.tool,
-                &r.source_id,
-                &r.action,
-                &r.statement,
-                &r.fingerprint,
-                &r.decision,
-                &r.outcome.as_str(),
-                &r.row_count,
-                &r.duration_us,
-                &r.cache_hit,
-                &r.approval_id,
-                &l.prev,
-                &l.hash,
-                &r.statement_sha256,
-            ],
-        )
+        .execute(insert, &one_row(&chain, Some(&seq), r, l, &outcome))
         .await
+}
+
+/// The parameters of a batch of one, in the insert's column order; without `seq` for the
+/// insert that takes its own.
+fn one_row<'a>(
+    chain: &'a uuid::Uuid,
+    seq: Option<&'a i64>,
+    r: &'a AuditRecord,
+    l: &'a Link,
+    outcome: &'a &'static str,
+) -> Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)> {
+    let mut params: Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)> = vec![chain];
+    if let Some(seq) = seq {
+        params.push(seq);
+    }
+    params.extend([
+        &l.seq as &(dyn tokio_postgres::types::ToSql + Sync),
+        &r.at,
+        &r.request_id,
+        &r.identity_id,
+        &r.identity,
+        &r.adapter,
+        &r.dialect,
+        &r.tool,
+        &r.source_id,
+        &r.action,
+        &r.statement,
+        &r.fingerprint,
+        &r.decision,
+        outcome,
+        &r.row_count,
+        &r.duration_us,
+        &r.cache_hit,
+        &r.approval_id,
+        &l.prev,
+        &l.hash,
+        &r.statement_sha256,
+    ]);
+    params
 }
 
 /// Whether a void took one of the batch's seqs (the primary key of a partition of
