@@ -187,8 +187,9 @@ impl BatchError {
 
 /// One step of the path from a caller's `append` to its durable answer, in
 /// `interlock_audit_step_seconds{step}`: `mailbox` (to the writer's thread), `queued`
-/// (waiting for a batch in flight), `checkout` (a pooled connection), `seqs` (the seq round
-/// trip), `encode` (chain hashes and columns), `insert` (the statement and its commit).
+/// (waiting for a batch in flight), `checkout` (a pooled connection), `seqs` (a larger
+/// batch's seq round trip), `encode` (chain hashes and columns), `insert` (the statement
+/// and its commit).
 /// `interlock_audit_wait_seconds` is the caller's whole wait; what it holds beyond the
 /// steps is the reply's way back.
 fn step(name: &'static str, took: Duration) {
