@@ -392,10 +392,7 @@ async fn write_batch(
     at.partition = partition;
     let mut insert = match client.prepare_cached(&sql).await {
         Err(e) if at.partition.is_some() && target::partition_gone(&e) => {
-            tracing::warn!(
-                "the audit partition this writer addressed is gone; appending through the parent"
-            );
-            at.partition = None;
+            forget_partition(at);
             client
                 .prepare_cached(&target::through_parent(records.len()))
                 .await?
