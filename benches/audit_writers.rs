@@ -10,6 +10,9 @@
 //! [--decision-bytes N]` (a larger decision, as a long query's)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/setup.rs"]
+mod setup;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,19 +21,11 @@ use chrono::Utc;
 use interlock::config::Settings;
 use interlock::control::{self, ledger};
 use interlock::ledger::CheckpointKey;
-use interlock::pgcluster::{Cluster, ClusterOptions};
+use interlock::pgcluster::Cluster;
 use interlock_actors::audit::{AuditConfig, AuditHandle, AuditRecord, RecordOutcome};
 use interlock_actors::events::EventBus;
 use interlock_actors::supervise::{Supervision, SupervisionConfig};
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use setup::arg;
 
 /// The decision every record carries: `--decision-bytes N` grows it, as a long analytic
 /// query's does (the columns it resolved, each with its rule), to about N bytes of JSON.
@@ -149,22 +144,7 @@ fn main() {
     let callers = arg("--callers", 64);
     let span = arg("--partition-records", 20_000) as i64;
     let _ = DECISION.set(decision(arg("--decision-bytes", 0)));
-    let dir = tempfile::Builder::new()
-        .prefix("interlock-audit-bench")
-        .tempdir()
-        .expect("dir");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-    }
-    let cluster = Cluster::start(&ClusterOptions {
-        base_dir: dir.path().join("pg"),
-        port: 0,
-        fast: false, // durable: fsync on, as in production
-        server_settings: Vec::new(),
-    })
-    .expect("cluster");
+    let (dir, cluster) = setup::durable_cluster("interlock-audit-bench");
     actix_rt::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("rt")
     })

@@ -50,13 +50,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use interlock::control::sources::Propagation;
-use interlock::pgcluster::{Cluster, ClusterOptions};
+use interlock::pgcluster::Cluster;
 use interlock::Settings;
 use serde_json::json;
 
 #[path = "support/otlp.rs"]
 mod otlp;
+#[path = "support/setup.rs"]
+mod setup;
 use otlp::{otlp_hole, otlp_sink};
+use setup::arg;
 
 const POINT: &str = "SELECT id, name, country FROM public.customers WHERE id = $1";
 const LEVELS: [usize; 3] = [1, 8, 32];
@@ -777,14 +780,6 @@ fn print_pair(label: &str, conns: usize, d: Measured, g: Measured, stages: &str)
     }
 }
 
-fn arg(name: &str, default: u64) -> u64 {
-    std::env::args()
-        .skip_while(|a| a != name)
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
 /// Turns cost admission on shop on (a `max_cost` rule far above any agent read's estimate)
 /// or off (no cost rule).
 /// The sum of a counter's series in the gateway's `/metrics`.
@@ -864,24 +859,8 @@ fn main() {
     let profile_traced = arg("--profile-traced", 0) > 0; // the profiling window traces every call
     let masks_only = arg("--masks-only", 0) > 0; // only the agent cells, the demo mask on and off
     let analytic_only = arg("--analytic-only", 0) > 0; // only the agent and analytic cells
-    let dir = tempfile::Builder::new()
-        .prefix("interlock-load-")
-        .tempdir()
-        .expect("dir");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-    }
-    let cluster = Arc::new(
-        Cluster::start(&ClusterOptions {
-            base_dir: dir.path().join("pg"),
-            port: 0,
-            fast: false, // durable: fsync on, as in production
-            server_settings: Vec::new(),
-        })
-        .expect("cluster"),
-    );
+    let (_dir, cluster) = setup::durable_cluster("interlock-load-");
+    let cluster = Arc::new(cluster);
     let cl = cluster.clone();
     actix_rt::System::with_tokio_rt(|| {
         tokio::runtime::Builder::new_multi_thread().thread_name("load-gen").enable_all().build().expect("rt")

@@ -15,21 +15,15 @@
 //! `cargo bench --bench policy_reported -- --records 3000000`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/setup.rs"]
+mod setup;
+
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone as _, Utc};
 use interlock::config::Settings;
 use interlock::control::{self, policy_reports::report_only_series, ControlPool};
-use interlock::pgcluster::{Cluster, ClusterOptions};
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+use setup::arg;
 
 fn month_start() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap()
@@ -127,22 +121,7 @@ async fn report(
 fn main() {
     let total = arg("--records", 3_000_000) as i64;
     let percent = arg("--report-percent", 30) as i64;
-    let dir = tempfile::Builder::new()
-        .prefix("interlock-reported-bench")
-        .tempdir()
-        .expect("dir");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod");
-    }
-    let cluster = Cluster::start(&ClusterOptions {
-        base_dir: dir.path().join("pg"),
-        port: 0,
-        fast: false, // durable: fsync on, as in production
-        server_settings: Vec::new(),
-    })
-    .expect("cluster");
+    let (_dir, cluster) = setup::durable_cluster("interlock-reported-bench");
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
