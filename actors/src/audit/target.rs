@@ -25,36 +25,88 @@ macro_rules! columns {
 /// A batch of one — every batch at low load — binds plain values: the server parses no
 /// arrays and runs no function scan (BENCHMARKS.md, "The audit commit against its floor":
 /// 278–339 µs as arrays, 137–181 µs as values).
-const ONE: &str = concat!(
-    " (",
-    columns!(),
-    ") VALUES ($1::uuid, $2::bigint, $3::bigint, $4::timestamptz, $5::text, $6::uuid, \
+macro_rules! one {
+    () => {
+        concat!(
+            " (",
+            columns!(),
+            ") VALUES ($1::uuid, $2::bigint, $3::bigint, $4::timestamptz, $5::text, $6::uuid, \
      $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, \
      $15::jsonb, $16::text, $17::bigint, $18::bigint, $19::boolean, $20::uuid, $21::bytea, \
      $22::bytea, $23::text)"
-);
+        )
+    };
+}
 
 /// A batch of one whose seq the insert takes itself (`nextval` inside the statement,
 /// returned): one round trip for the whole append.
-const ONE_FRESH: &str = concat!(
-    " (",
-    columns!(),
-    ") VALUES ($1::uuid, nextval('audit_records_seq'), $2::bigint, $3::timestamptz, $4::text, \
+macro_rules! one_fresh {
+    () => {
+        concat!(
+            " (",
+            columns!(),
+            ") VALUES ($1::uuid, nextval('audit_records_seq'), $2::bigint, $3::timestamptz, $4::text, \
      $5::uuid, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, \
      $13::text, $14::jsonb, $15::text, $16::bigint, $17::bigint, $18::boolean, $19::uuid, \
      $20::bytea, $21::bytea, $22::text) RETURNING seq"
-);
+        )
+    };
+}
 
 /// A batch of many is one statement whatever its size: one array per column, unnested into
 /// rows, so the server binds and executes once per batch.
-const MANY: &str = concat!(
-    " (",
-    columns!(),
-    ") SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], \
+macro_rules! many {
+    () => {
+        concat!(
+            " (",
+            columns!(),
+            ") SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], \
      $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
      $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::text[], $17::bigint[], \
      $18::bigint[], $19::boolean[], $20::uuid[], $21::bytea[], $22::bytea[], $23::text[]) AS u"
-);
+        )
+    };
+}
+
+/// Which insert a batch needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Insert {
+    /// A batch of one at a seq taken first.
+    One,
+    /// A batch of one that takes its own seq.
+    OneFresh,
+    /// A batch of many at seqs taken first.
+    Many,
+}
+
+impl Insert {
+    /// The insert for a batch of `records` at seqs taken first.
+    pub(super) fn of(records: usize) -> Self {
+        if records == 1 {
+            Insert::One
+        } else {
+            Insert::Many
+        }
+    }
+
+    /// The insert through the partitioned parent.
+    pub(super) fn parent(self) -> &'static str {
+        match self {
+            Insert::One => concat!("INSERT INTO audit_records", one!()),
+            Insert::OneFresh => concat!("INSERT INTO audit_records", one_fresh!()),
+            Insert::Many => concat!("INSERT INTO audit_records", many!()),
+        }
+    }
+
+    /// The insert into `partition` if there is one, else through the parent.
+    pub(super) fn sql_for(self, partition: Option<&Partition>) -> &str {
+        partition.map_or(self.parent(), |p| match self {
+            Insert::One => &p.insert_one,
+            Insert::OneFresh => &p.insert_one_fresh,
+            Insert::Many => &p.insert_many,
+        })
+    }
+}
 
 /// One partition: the seqs `[lower, upper)` it holds, and its inserts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,9 +124,9 @@ impl Partition {
         Partition {
             lower,
             upper,
-            insert_one: format!("INSERT INTO {table}{ONE}"),
-            insert_one_fresh: format!("INSERT INTO {table}{ONE_FRESH}"),
-            insert_many: format!("INSERT INTO {table}{MANY}"),
+            insert_one: format!("INSERT INTO {table}{}", one!()),
+            insert_one_fresh: format!("INSERT INTO {table}{}", one_fresh!()),
+            insert_many: format!("INSERT INTO {table}{}", many!()),
         }
     }
 
@@ -86,43 +138,18 @@ impl Partition {
     }
 }
 
-/// Where a batch goes: the insert for `records` records at `seqs`, and the partition it
-/// addresses (none: through the parent). `known` is the partition the writer's last batch
-/// went to; another is looked up (one round trip) only when it does not hold the seqs.
-pub(super) async fn insert_for(
+/// The partition a batch at `seqs` goes to (none: through the parent). `known` is the
+/// partition the writer's last batch went to; another is looked up (one round trip) only
+/// when it does not hold the seqs.
+pub(super) async fn partition_for(
     client: &deadpool_postgres::Client,
     known: Option<Partition>,
     seqs: &[i64],
-) -> Result<(String, Option<Partition>), tokio_postgres::Error> {
-    let partition = match known.filter(|p| p.holds(seqs)) {
-        Some(p) => Some(p),
-        None => lookup(client, seqs).await?,
-    };
-    let sql = match (&partition, seqs.len()) {
-        (Some(p), 1) => p.insert_one.clone(),
-        (Some(p), _) => p.insert_many.clone(),
-        (None, 1) => through_parent(1),
-        (None, _) => through_parent(2),
-    };
-    Ok((sql, partition))
-}
-
-/// The insert through the partitioned parent for a batch of `records`.
-pub(super) fn through_parent(records: usize) -> String {
-    format!(
-        "INSERT INTO audit_records{}",
-        if records == 1 { ONE } else { MANY }
-    )
-}
-
-/// The insert of a batch of one that takes its own seq: into `partition` (the one the
-/// writer's last batch went to; should the new seq fall outside it, the insert fails and
-/// takes nothing it keeps) or through the parent.
-pub(super) fn insert_fresh(partition: Option<&Partition>) -> String {
-    partition.map_or_else(
-        || format!("INSERT INTO audit_records{ONE_FRESH}"),
-        |p| p.insert_one_fresh.clone(),
-    )
+) -> Result<Option<Partition>, tokio_postgres::Error> {
+    match known.filter(|p| p.holds(seqs)) {
+        Some(p) => Ok(Some(p)),
+        None => lookup(client, seqs).await,
+    }
 }
 
 /// The live partition that holds every one of `seqs`, if one does.
@@ -176,23 +203,21 @@ mod tests {
         assert!(p
             .insert_one
             .starts_with("INSERT INTO \"audit_records_1000001\" (chain, seq,"));
-        assert_eq!(
-            through_parent(1).replace("audit_records", "\"audit_records_1000001\""),
-            p.insert_one
-        );
-        assert_eq!(
-            through_parent(3).replace("audit_records", "\"audit_records_1000001\""),
-            p.insert_many
-        );
-        assert_eq!(
-            insert_fresh(None).replace(
-                "INSERT INTO audit_records",
-                "INSERT INTO \"audit_records_1000001\""
-            ),
-            insert_fresh(Some(&p))
-        );
+        for kind in [Insert::One, Insert::OneFresh, Insert::Many] {
+            assert_eq!(
+                kind.parent()
+                    .replacen("audit_records", "\"audit_records_1000001\"", 1),
+                kind.sql_for(Some(&p))
+            );
+            assert_eq!(kind.sql_for(None), kind.parent());
+        }
         // The fresh insert binds every column but the seq, in the same order.
         let bound = |sql: &str| sql.matches("::").count();
-        assert_eq!(bound(ONE_FRESH), bound(ONE) - 1, "{ONE_FRESH}");
+        assert_eq!(
+            bound(Insert::OneFresh.parent()),
+            bound(Insert::One.parent()) - 1
+        );
+        assert_eq!(Insert::of(1), Insert::One);
+        assert_eq!(Insert::of(2), Insert::Many);
     }
 }

@@ -8,7 +8,7 @@ use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, Wrap
 use tokio::sync::oneshot;
 
 use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, GENESIS};
-use super::target::{self, Partition};
+use super::target::{self, Insert, Partition};
 use super::AuditError;
 use crate::supervise::supervisable;
 
@@ -388,14 +388,15 @@ async fn write_batch(
     let client = pool.get().await?;
     step("checkout", asked.elapsed());
     register(&client, &mut at.chain).await?;
-    let (sql, partition) = target::insert_for(&client, at.partition.take(), seqs).await?;
-    at.partition = partition;
-    let mut insert = match client.prepare_cached(&sql).await {
+    at.partition = target::partition_for(&client, at.partition.take(), seqs).await?;
+    let kind = Insert::of(records.len());
+    let mut insert = match client
+        .prepare_cached(kind.sql_for(at.partition.as_ref()))
+        .await
+    {
         Err(e) if at.partition.is_some() && target::partition_gone(&e) => {
             forget_partition(at);
-            client
-                .prepare_cached(&target::through_parent(records.len()))
-                .await?
+            client.prepare_cached(kind.parent()).await?
         }
         prepared => prepared?,
     };
@@ -423,9 +424,7 @@ async fn write_batch(
             }
             Err(BatchError::PartitionGone) if at.partition.is_some() => {
                 forget_partition(at);
-                insert = client
-                    .prepare_cached(&target::through_parent(records.len()))
-                    .await?;
+                insert = client.prepare_cached(kind.parent()).await?;
             }
             Ok(end) => {
                 at.chain.seq = end.0;
@@ -495,7 +494,7 @@ async fn append_fresh(
         return Fresh::Failed(e.into());
     }
     let insert = match client
-        .prepare_cached(&target::insert_fresh(at.partition.as_ref()))
+        .prepare_cached(Insert::OneFresh.sql_for(at.partition.as_ref()))
         .await
     {
         Ok(insert) => insert,
