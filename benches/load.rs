@@ -705,6 +705,46 @@ fn breakdown(
         .join(" · ")
 }
 
+/// Forgets what pg_stat_statements has counted so far (the extension made where needed).
+async fn statements_reset(cluster: &Cluster) {
+    let admin = cluster.connect("postgres").await.expect("admin");
+    admin
+        .batch_execute(
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()",
+        )
+        .await
+        .expect("pg_stat_statements");
+}
+
+/// What each database ran per governed call since [`statements_reset`]: the statements
+/// that took the most time, with their calls, time and WAL per governed call.
+async fn statements_per_call(cluster: &Cluster, calls: f64) {
+    let admin = cluster.connect("postgres").await.expect("admin");
+    let rows = admin
+        .query(
+            "SELECT d.datname, s.calls, s.total_exec_time, s.wal_bytes::float8, left(regexp_replace(s.query, '\\s+', ' ', 'g'), 110)
+               FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+              ORDER BY s.total_exec_time DESC LIMIT 25",
+            &[],
+        )
+        .await
+        .expect("pg_stat_statements");
+    println!(
+        "{:<16} {:>10} {:>12} {:>12} statement",
+        "database", "per call", "µs per call", "WAL B/call"
+    );
+    for r in rows {
+        let (db, n, ms, wal, text): (String, i64, f64, f64, String) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        println!(
+            "{db:<16} {:>10.3} {:>12.1} {:>12.0} {text}",
+            n as f64 / calls.max(1.0),
+            ms * 1e3 / calls.max(1.0),
+            wal / calls.max(1.0)
+        );
+    }
+}
+
 /// Private (anonymous) resident memory of a process, in MiB.
 fn private_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -857,9 +897,21 @@ fn main() {
     let cost_only = arg("--cost-only", 0) > 0; // only the agent cells, admission off and on
     let traces_only = arg("--traces-only", 0) > 0; // only the agent cells, tracing off and on
     let profile_traced = arg("--profile-traced", 0) > 0; // the profiling window traces every call
+    let profile_conns = arg("--profile-conns", 32) as usize; // the profiling window's connections
+                                                             // > 0: the cluster preloads pg_stat_statements, and the profiling window ends with what
+                                                             // each database ran per governed call
+    let profile_statements = arg("--profile-statements", 0) > 0;
     let masks_only = arg("--masks-only", 0) > 0; // only the agent cells, the demo mask on and off
     let analytic_only = arg("--analytic-only", 0) > 0; // only the agent and analytic cells
-    let (_dir, cluster) = setup::durable_cluster("interlock-load-");
+    let (_dir, cluster) = if profile_statements {
+        let preload = (
+            "shared_preload_libraries".to_string(),
+            "pg_stat_statements".to_string(),
+        );
+        setup::durable_cluster_with("interlock-load-", vec![preload])
+    } else {
+        setup::durable_cluster("interlock-load-")
+    };
     let cluster = Arc::new(cluster);
     let cl = cluster.clone();
     actix_rt::System::with_tokio_rt(|| {
@@ -897,13 +949,22 @@ fn main() {
             governed(&base, &key, Governed::Param(1000), 4, 1).await;
 
             if profile_secs > 0 {
-                // Only governed agent load at 32 connections, for a profiler attached from
-                // outside (`perf record -a` while this runs).
+                // Only governed agent load (32 connections unless told), for a profiler
+                // attached from outside (`perf record -a`, `perf sched record -a` while this
+                // runs).
                 interlock::control::sources::set_cache_ttl(&control, "shop", 0).await.expect("ttl");
                 tokio::time::sleep(Duration::from_millis(1200)).await;
-                println!("profile window: {profile_secs} s of governed agent load at 32 connections");
-                let g = governed(&base, &key, Governed::Agent, 32, profile_secs).await;
-                println!("{:.0} req/s", g.rps);
+                if profile_statements {
+                    statements_reset(&cl).await;
+                }
+                println!("profile window: {profile_secs} s of governed agent load at {profile_conns} connections");
+                let before = stages(&base, &op).await;
+                let g = governed(&base, &key, Governed::Agent, profile_conns, profile_secs).await;
+                let after = stages(&base, &op).await;
+                println!("{:.0} req/s; {}", g.rps, breakdown(&before, &after));
+                if profile_statements {
+                    statements_per_call(&cl, (g.rps * profile_secs as f64).round()).await;
+                }
                 return;
             }
             println!("InterLock load benchmark: {secs} s per cell; demo public.customers (1,000 rows); durable audit on");

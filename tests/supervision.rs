@@ -34,12 +34,26 @@ const BACK_WITHIN: Duration = Duration::from_secs(1);
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 async fn env(source_cache_ms: u32, backoff_min_ms: u64) -> DemoEnv {
+    env_where(source_cache_ms, backoff_min_ms, Writers::PerWorker).await
+}
+
+/// Who commits the HTTP callers' audit records.
+#[derive(Clone, Copy)]
+enum Writers {
+    /// Each HTTP worker, on its own thread (the default).
+    PerWorker,
+    /// The supervised `audit_writer` alone, so that faults struck into it reach the load.
+    Supervised,
+}
+
+async fn env_where(source_cache_ms: u32, backoff_min_ms: u64, writers: Writers) -> DemoEnv {
     demo_env_with(
         |s| {
             s.actors.heartbeat_interval_ms = 100;
             s.actors.stall_after_ms = 700;
             s.actors.restart_backoff_min_ms = backoff_min_ms;
             s.audit.commit_timeout_ms = COMMIT_TIMEOUT.as_millis() as u64;
+            s.audit.writer_per_worker = matches!(writers, Writers::PerWorker);
         },
         |src| src.cache_ttl_ms = Some(source_cache_ms),
     )
@@ -289,7 +303,7 @@ async fn chain_verifies(env: &DemoEnv) {
 #[tokio::test]
 async fn audit_writer_panic_loses_no_acknowledged_record_and_rereads_the_chain_head() {
     let _serial = SERIAL.lock().await;
-    let env = env(0, 50).await;
+    let env = env_where(0, 50, Writers::Supervised).await;
     let load = Load::start(&env);
     tokio::time::sleep(Duration::from_millis(400)).await;
     let back = strike(&env, "audit_writer", Fault::Panic).await;
@@ -308,6 +322,90 @@ async fn audit_writer_panic_loses_no_acknowledged_record_and_rereads_the_chain_h
             .starts_with("panicked"),
         "{s:?}"
     );
+}
+
+#[tokio::test]
+async fn a_panic_in_a_workers_own_audit_batch_loses_no_acknowledged_record_and_starts_a_new_chain()
+{
+    let _serial = SERIAL.lock().await;
+    let env = env(0, 50).await;
+    let load = Load::start(&env);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let before = writer_chains(&env).await;
+    let resets = || async {
+        let (_, metrics) = admin_get(&env, "/metrics").await;
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("interlock_audit_local_writer_resets_total "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let reset_before = resets().await;
+    env.gateway.state.audit.strike_seated_writer();
+    let struck = Instant::now();
+    while resets().await < reset_before + 1.0 {
+        assert!(
+            struck.elapsed() < Duration::from_secs(5),
+            "no worker's batch took the fault"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let recovered = Instant::now();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let calls = load.finish().await;
+    assert_governed(&env, &calls, &["audit unavailable"], recovered).await;
+    assert!(
+        calls
+            .iter()
+            .any(|c| c.answered == Answered::Unavailable("audit unavailable".into())),
+        "the struck batch's callers were answered audit unavailable"
+    );
+    // The worker no longer knew where its chain ended: it went on in a new one, and every
+    // chain still verifies.
+    chain_verifies(&env).await;
+    let after = writer_chains(&env).await;
+    assert!(
+        after.len() > before.len() && before.iter().all(|c| after.contains(c)),
+        "a new chain after the fault: {before:?} then {after:?}"
+    );
+    // Every answered call's record was committed by an HTTP worker's own writer; the
+    // supervised one was neither used nor disturbed.
+    let answered: Vec<String> = calls
+        .iter()
+        .filter(|c| c.answered == Answered::Rows)
+        .map(|c| c.request_id.clone())
+        .collect();
+    let writers: Vec<String> = common::admin(&env.control_db)
+        .await
+        .query(
+            "SELECT DISTINCT c.writer FROM audit_records r JOIN audit_chains c USING (chain)
+              WHERE r.request_id = ANY($1)",
+            &[&answered],
+        )
+        .await
+        .expect("writers")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(writers, ["interlock-audit-worker"]);
+    assert_eq!(status(&env, "audit_writer").restarts, 0);
+}
+
+/// The chains the HTTP workers' writers have appended to, in order of their first record.
+async fn writer_chains(env: &DemoEnv) -> Vec<String> {
+    common::admin(&env.control_db)
+        .await
+        .query(
+            "SELECT r.chain::text FROM audit_records r JOIN audit_chains c USING (chain)
+              WHERE c.writer = 'interlock-audit-worker'
+              GROUP BY r.chain ORDER BY min(r.seq)",
+            &[],
+        )
+        .await
+        .expect("chains")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
 }
 
 #[tokio::test]
@@ -509,7 +607,7 @@ async fn approval_queue_panic_neither_loses_nor_repeats_an_approved_write() {
 #[tokio::test]
 async fn a_stalled_actor_is_restarted_and_operators_see_it() {
     let _serial = SERIAL.lock().await;
-    let env = env(0, 50).await;
+    let env = env_where(0, 50, Writers::Supervised).await;
     let mut events = client()
         .get(env.gateway.url("/admin/events"))
         .bearer_auth(&env.operator_key)

@@ -17,6 +17,15 @@ pub fn arg(name: &str, default: u64) -> u64 {
 /// directory named `prefix…` that the `postgres` user can traverse. Keep the directory for
 /// as long as the cluster runs.
 pub fn durable_cluster(prefix: &str) -> (tempfile::TempDir, Cluster) {
+    durable_cluster_with(prefix, Vec::new())
+}
+
+/// [`durable_cluster`], started with `server_settings` too (`-c name=value`, e.g. a
+/// preloaded library).
+pub fn durable_cluster_with(
+    prefix: &str,
+    server_settings: Vec<(String, String)>,
+) -> (tempfile::TempDir, Cluster) {
     let dir = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
@@ -30,7 +39,7 @@ pub fn durable_cluster(prefix: &str) -> (tempfile::TempDir, Cluster) {
         base_dir: dir.path().join("pg"),
         port: 0,
         fast: false,
-        server_settings: Vec::new(),
+        server_settings,
     })
     .expect("cluster");
     (dir, cluster)

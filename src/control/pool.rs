@@ -33,6 +33,13 @@ pub fn audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupEr
     build(settings, 2, "interlock-audit")
 }
 
+/// Connections of an audit writer seated on an HTTP worker (`audit.writer_per_worker`),
+/// its own as the supervised writer's are; named apart so that `audit_chains.writer` and
+/// `pg_stat_activity` tell its chains and sessions from the supervised writer's.
+pub fn worker_audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
+    build(settings, 2, "interlock-audit-worker")
+}
+
 /// A connection of its own to the control database, outside any pool (the fleet channel's
 /// `LISTEN`): where, as whom, and over which TLS.
 #[derive(Clone)]

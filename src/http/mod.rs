@@ -57,8 +57,10 @@ pub fn server(state: Arc<AppState>, listener: TcpListener) -> std::io::Result<Se
     let data = web::Data::from(state);
     let sessions = web::Data::new(legacy::LegacySessions::default());
     let server = HttpServer::new(move || {
-        // Runs once on each worker thread as it starts: its share of the source pools.
+        // Runs once on each worker thread as it starts: its share of the source pools, and
+        // an audit writer of its own (records, inserts and answers stay on this thread).
         crate::sources::postgres::affinity::pin_current_thread();
+        data.audit.seat_writer_here();
         App::new()
             .app_data(data.clone())
             .app_data(sessions.clone())

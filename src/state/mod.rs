@@ -169,7 +169,18 @@ impl AppState {
                 ..AuditConfig::default()
             },
             &supervision,
-        );
+        )
+        .with_seats(settings.audit.writer_per_worker.then(|| {
+            // Each HTTP worker's writer opens connections of its own (see `http::server`).
+            let control = settings.control.clone();
+            Arc::new(move || match control::pool::worker_audit_pool(&control) {
+                Ok(pool) => Some(pool),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no audit writer of its own for this thread");
+                    None
+                }
+            }) as interlock_actors::audit::PoolFactory
+        }));
         let tool_catalog =
             ToolCatalog::load().map_err(|e| StartError::ToolCatalog(e.to_string()))?;
         let cache = CacheHandle::start(&supervision, settings.cache.max_entries);

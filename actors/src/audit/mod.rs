@@ -15,6 +15,7 @@
 //! database answers again.
 
 pub mod chain;
+mod local;
 pub mod record;
 pub mod storable;
 mod target;
@@ -27,6 +28,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 pub use chain::{ChainBreak, ChainHead, ChainVerifier, ChainedRecord};
+pub use local::PoolFactory;
 pub use record::{AuditRecord, RecordOutcome};
 pub use writer::AuditWriter;
 
@@ -71,6 +73,11 @@ pub struct AuditHandle {
     slot: Slot<AuditWriter>,
     healthy: Arc<AtomicBool>,
     config: AuditConfig,
+    /// How a caller's thread gets connections of its own, for a writer seated there.
+    seats: Option<PoolFactory>,
+    /// Makes the next batch on a caller's thread panic (fault-injection builds).
+    #[cfg(feature = "fault-injection")]
+    strike: Arc<AtomicBool>,
 }
 
 impl AuditHandle {
@@ -98,7 +105,50 @@ impl AuditHandle {
             slot,
             healthy,
             config,
+            seats: None,
+            #[cfg(feature = "fault-injection")]
+            strike: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Lets callers' threads seat writers of their own ([`Self::seat_writer_here`]), each
+    /// with connections from `pools` (none: every record goes to the supervised writer).
+    pub fn with_seats(mut self, pools: Option<PoolFactory>) -> Self {
+        self.seats = pools;
+        self
+    }
+
+    /// Seats a writer of this log on the current thread (an HTTP worker, as it starts):
+    /// records appended from this thread are then committed by it, on this thread, in a
+    /// chain of its own (see `local`). Needs a tokio `LocalSet` on the thread (actix's
+    /// threads have one). False when seats were not enabled or no pool could be built;
+    /// the thread's records then go to the supervised writer.
+    pub fn seat_writer_here(&self) -> bool {
+        let Some(pool) = self.seats.as_ref().and_then(|pools| pools()) else {
+            return false;
+        };
+        local::seat(
+            pool,
+            local::SeatConfig {
+                owner: self.owner(),
+                healthy: self.healthy.clone(),
+                max_batch: self.config.max_batch,
+                span: self.config.partition_records,
+                #[cfg(feature = "fault-injection")]
+                strike: self.strike.clone(),
+            },
+        )
+    }
+
+    /// Makes the next batch committed on a caller's thread panic (test builds only).
+    #[cfg(feature = "fault-injection")]
+    pub fn strike_seated_writer(&self) {
+        self.strike.store(true, Ordering::Release);
+    }
+
+    /// Which log this is, for telling seats apart (all clones share it).
+    fn owner(&self) -> usize {
+        Arc::as_ptr(&self.healthy) as usize
     }
 
     /// False after a failed commit, until the control database answers again.
@@ -110,17 +160,19 @@ impl AuditHandle {
     pub async fn append(&self, record: AuditRecord) -> Result<i64, AuditError> {
         let (tx, rx) = oneshot::channel();
         let sent = std::time::Instant::now();
-        self.slot
-            .addr()
-            .try_send(writer::Append {
-                record: record.normalized(),
-                reply: tx,
-                sent,
-            })
-            .map_err(|e| {
-                tracing::error!(error = %e, "audit writer mailbox refused a record");
-                AuditError::Unavailable
-            })?;
+        if let Some((record, tx, _)) = local::offer(self.owner(), (record.normalized(), tx, sent)) {
+            self.slot
+                .addr()
+                .try_send(writer::Append {
+                    record,
+                    reply: tx,
+                    sent,
+                })
+                .map_err(|e| {
+                    tracing::error!(error = %e, "audit writer mailbox refused a record");
+                    AuditError::Unavailable
+                })?;
+        }
         let answer = match tokio::time::timeout(self.config.commit_timeout, rx).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) | Err(_) => Err(AuditError::Unavailable),

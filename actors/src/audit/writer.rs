@@ -12,7 +12,7 @@ use super::target::{self, Insert, Partition};
 use super::AuditError;
 use crate::supervise::supervisable;
 
-type Reply = oneshot::Sender<Result<i64, AuditError>>;
+pub(super) type Reply = oneshot::Sender<Result<i64, AuditError>>;
 
 pub struct AuditWriter {
     pool: deadpool_postgres::Pool,
@@ -21,7 +21,7 @@ pub struct AuditWriter {
     partition_records: i64,
     healthy: Arc<AtomicBool>,
     /// Records waiting for a batch, with their repliers and when they arrived.
-    buffer: Vec<(AuditRecord, Reply, Instant)>,
+    buffer: Vec<Waiting>,
     flushing: bool,
     /// This incarnation's chain (none until its first batch).
     chain: Option<Chain>,
@@ -58,43 +58,20 @@ impl AuditWriter {
         }
         self.flushing = true;
         let take = self.buffer.len().min(self.max_batch);
-        let mut records = Vec::with_capacity(take);
-        let mut replies = Vec::with_capacity(take);
-        for (record, reply, arrived) in self.buffer.drain(..take) {
-            step("queued", arrived.elapsed());
-            records.push(record);
-            replies.push(reply);
-        }
-        let records: Vec<AuditRecord> = records.into_iter().map(AuditRecord::storable).collect();
-        let pool = self.pool.clone();
-        let healthy = self.healthy.clone();
-        let chain = self.chain.take().unwrap_or_else(Chain::fresh);
-        let partition = self.partition.take();
-        let span = self.partition_records;
+        let waiting: Vec<Waiting> = self.buffer.drain(..take).collect();
+        let batch = Batch {
+            pool: self.pool.clone(),
+            healthy: self.healthy.clone(),
+            chain: self.chain.take().unwrap_or_else(Chain::fresh),
+            partition: self.partition.take(),
+            span: self.partition_records,
+        };
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
         // transaction still ends (committed or failed, never left open on a pooled
         // connection) and its callers are answered with what really happened.
         actix_rt::spawn(async move {
-            let started = Instant::now();
-            let size = records.len();
-            let (results, chain, partition) =
-                write_all(&pool, records, chain, partition, span).await;
-            metrics::histogram!("interlock_audit_batch_size").record(size as f64);
-            metrics::histogram!("interlock_audit_commit_seconds")
-                .record(started.elapsed().as_secs_f64());
-            let reachable = results.iter().any(Result::is_ok)
-                || results
-                    .iter()
-                    .any(|r| matches!(r, Err(e) if e.is_statement_error()));
-            healthy.store(reachable, Ordering::Release);
-            for (result, reply) in results.into_iter().zip(replies) {
-                let _ = reply.send(result.map_err(|e| {
-                    tracing::error!(error = %e, "audit record could not be committed");
-                    AuditError::Unavailable
-                }));
-            }
-            let _ = done.send((chain, partition));
+            let _ = done.send(batch.commit(waiting).await);
         });
         ctx.spawn(committed.into_actor(self).map(|ended, act, ctx| {
             if let Ok((chain, partition)) = ended {
@@ -104,6 +81,52 @@ impl AuditWriter {
             act.flushing = false;
             act.flush(ctx);
         }));
+    }
+}
+
+/// A record waiting for a batch: its replier and when it arrived.
+pub(super) type Waiting = (AuditRecord, Reply, Instant);
+
+/// One batch's commit: where it goes and what it reports to.
+pub(super) struct Batch {
+    pub(super) pool: deadpool_postgres::Pool,
+    pub(super) healthy: Arc<AtomicBool>,
+    pub(super) chain: Chain,
+    pub(super) partition: Option<Partition>,
+    /// Records per partition the writer creates when the log runs past the last one.
+    pub(super) span: i64,
+}
+
+impl Batch {
+    /// Commits `waiting` as one batch and answers each caller with what really happened;
+    /// returns the chain and partition to go on with.
+    pub(super) async fn commit(self, waiting: Vec<Waiting>) -> (Chain, Option<Partition>) {
+        let mut records = Vec::with_capacity(waiting.len());
+        let mut replies = Vec::with_capacity(waiting.len());
+        for (record, reply, arrived) in waiting {
+            step("queued", arrived.elapsed());
+            records.push(record.storable());
+            replies.push(reply);
+        }
+        let started = Instant::now();
+        let size = records.len();
+        let (results, chain, partition) =
+            write_all(&self.pool, records, self.chain, self.partition, self.span).await;
+        metrics::histogram!("interlock_audit_batch_size").record(size as f64);
+        metrics::histogram!("interlock_audit_commit_seconds")
+            .record(started.elapsed().as_secs_f64());
+        let reachable = results.iter().any(Result::is_ok)
+            || results
+                .iter()
+                .any(|r| matches!(r, Err(e) if e.is_statement_error()));
+        self.healthy.store(reachable, Ordering::Release);
+        for (result, reply) in results.into_iter().zip(replies) {
+            let _ = reply.send(result.map_err(|e| {
+                tracing::error!(error = %e, "audit record could not be committed");
+                AuditError::Unavailable
+            }));
+        }
+        (chain, partition)
     }
 }
 
@@ -192,7 +215,7 @@ impl BatchError {
 /// and its commit).
 /// `interlock_audit_wait_seconds` is the caller's whole wait; what it holds beyond the
 /// steps is the reply's way back.
-fn step(name: &'static str, took: Duration) {
+pub(super) fn step(name: &'static str, took: Duration) {
     metrics::histogram!("interlock_audit_step_seconds", "step" => name).record(took.as_secs_f64());
 }
 
@@ -211,7 +234,7 @@ impl Chain {
     /// A new chain: a writer starts one when it starts, and again whenever it no longer
     /// knows for sure where its chain ends (a batch whose commit it could not see), so a
     /// chain never forks and never needs its head read back.
-    fn fresh() -> Self {
+    pub(super) fn fresh() -> Self {
         let id = uuid::Uuid::new_v4();
         Chain {
             id,

@@ -1,0 +1,197 @@
+//! Audit writers on the callers' own threads.
+//!
+//! A caller handing its record to the writer's thread, and woken by it again once the
+//! record is durable, pays two cross-thread wake-ups per call: on a 2-core VM each costs
+//! the waker a syscall and the woken thread tens of microseconds before it runs (measured
+//! under the load bench with `perf sched`: the writer's thread spent 100–130 µs of CPU per
+//! call, most of it in the eventfd and socket writes that wake the others). So each HTTP
+//! worker may seat a writer of its own ([`super::AuditHandle::seat_writer_here`]): a
+//! thread-local writer with its own chain and its own connection to the control
+//! database, whose batches run as local tasks of that thread. A record, its insert, the
+//! connection task and the answer then stay on one thread; only the database is another
+//! process.
+//!
+//! It batches the way the supervised writer does (records that arrive while a batch is in
+//! flight go in the next one), commits with the same code ([`Batch::commit`]), and fails
+//! the same way: should a batch end abnormally (a panic in it), its callers and the records
+//! still buffered are answered `audit unavailable` (never acknowledged: a record already
+//! durable stays in the log, unacknowledged), and the next batch starts a chain of its
+//! own, since the writer no longer knows for sure where its chain ends. Threads without a
+//! seat (the approvals' and fleet's actors, tests' runtimes) use the supervised writer.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::target::Partition;
+use super::writer::{Batch, Chain, Waiting};
+
+/// Builds a pool of one thread's own connections to the control database (no connection
+/// is made until the first batch).
+pub type PoolFactory = Arc<dyn Fn() -> Option<deadpool_postgres::Pool> + Send + Sync>;
+
+thread_local! {
+    static HERE: RefCell<Option<Seat>> = const { RefCell::new(None) };
+}
+
+/// The writer seated on this thread, and whose it is (the handle's identity: a test
+/// process runs many gateways, and a thread serves only one of them).
+struct Seat {
+    owner: usize,
+    writer: Rc<RefCell<LocalWriter>>,
+}
+
+struct LocalWriter {
+    pool: deadpool_postgres::Pool,
+    healthy: Arc<AtomicBool>,
+    max_batch: usize,
+    span: i64,
+    buffer: Vec<Waiting>,
+    /// Whether a batch is in flight.
+    flushing: bool,
+    /// Bumped when a batch ends abnormally: the batch of an older incarnation leaves the
+    /// writer alone.
+    incarnation: u64,
+    chain: Option<Chain>,
+    partition: Option<Partition>,
+    /// Makes the next batch panic (fault-injection builds).
+    #[cfg(feature = "fault-injection")]
+    strike: Arc<AtomicBool>,
+}
+
+/// What a seat needs beside its pool.
+pub(super) struct SeatConfig {
+    pub owner: usize,
+    pub healthy: Arc<AtomicBool>,
+    pub max_batch: usize,
+    pub span: i64,
+    #[cfg(feature = "fault-injection")]
+    pub strike: Arc<AtomicBool>,
+}
+
+/// Seats a writer on the current thread for `config.owner`, unless one is seated already.
+/// Returns whether this thread now has one.
+pub(super) fn seat(pool: deadpool_postgres::Pool, config: SeatConfig) -> bool {
+    HERE.with(|here| {
+        let mut here = here.borrow_mut();
+        if here.as_ref().is_some_and(|s| s.owner == config.owner) {
+            return true;
+        }
+        *here = Some(Seat {
+            owner: config.owner,
+            writer: Rc::new(RefCell::new(LocalWriter {
+                pool,
+                healthy: config.healthy,
+                max_batch: config.max_batch.max(1),
+                span: config.span.max(1),
+                buffer: Vec::new(),
+                flushing: false,
+                incarnation: 0,
+                chain: None,
+                partition: None,
+                #[cfg(feature = "fault-injection")]
+                strike: config.strike,
+            })),
+        });
+        true
+    })
+}
+
+/// Hands `waiting` to the writer seated on this thread for `owner`; gives it back when
+/// there is none (the caller then uses the supervised writer).
+pub(super) fn offer(owner: usize, waiting: Waiting) -> Option<Waiting> {
+    let writer = HERE.with(|here| {
+        here.borrow()
+            .as_ref()
+            .filter(|s| s.owner == owner)
+            .map(|s| s.writer.clone())
+    });
+    let Some(writer) = writer else {
+        return Some(waiting);
+    };
+    writer.borrow_mut().buffer.push(waiting);
+    flush(&writer);
+    None
+}
+
+/// Starts the next batch unless one is in flight.
+fn flush(cell: &Rc<RefCell<LocalWriter>>) {
+    let (batch, waiting, incarnation) = {
+        let mut w = cell.borrow_mut();
+        if w.flushing || w.buffer.is_empty() {
+            return;
+        }
+        w.flushing = true;
+        let take = w.buffer.len().min(w.max_batch);
+        let waiting: Vec<Waiting> = w.buffer.drain(..take).collect();
+        let batch = Batch {
+            pool: w.pool.clone(),
+            healthy: w.healthy.clone(),
+            chain: w.chain.take().unwrap_or_else(Chain::fresh),
+            partition: w.partition.take(),
+            span: w.span,
+        };
+        (batch, waiting, w.incarnation)
+    };
+    #[cfg(feature = "fault-injection")]
+    let strike = cell.borrow().strike.clone();
+    let cell = cell.clone();
+    // A task of its own, not the caller's: a caller that goes away (its client hung up)
+    // does not cut the batch short, so the transaction always ends and every caller in it
+    // is answered with what really happened.
+    tokio::task::spawn_local(async move {
+        let mut ending = Ending {
+            cell: cell.clone(),
+            incarnation,
+            ended: None,
+        };
+        #[cfg(feature = "fault-injection")]
+        #[allow(clippy::panic)] // the injected fault is a panic, as the supervised actors'
+        if strike.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            panic!("injected fault: panic in an audit batch on a caller's thread");
+        }
+        ending.ended = Some(batch.commit(waiting).await);
+        drop(ending);
+        flush(&cell);
+    });
+}
+
+/// How a batch leaves its writer, however it ends: with the chain and partition to go on
+/// with, or (it panicked, or its thread's runtime dropped it) with a new incarnation that
+/// answers the buffered records `audit unavailable` and starts a chain of its own.
+struct Ending {
+    cell: Rc<RefCell<LocalWriter>>,
+    incarnation: u64,
+    ended: Option<(Chain, Option<Partition>)>,
+}
+
+impl Drop for Ending {
+    fn drop(&mut self) {
+        let Ok(mut w) = self.cell.try_borrow_mut() else {
+            return;
+        };
+        if w.incarnation != self.incarnation {
+            return;
+        }
+        w.flushing = false;
+        match self.ended.take() {
+            Some((chain, partition)) => {
+                w.chain = Some(chain);
+                w.partition = partition;
+            }
+            None => {
+                tracing::error!(
+                    "an audit batch on a caller's thread ended abnormally; its callers and the \
+                     records buffered behind it are answered audit unavailable, and the next \
+                     batch starts a chain of its own"
+                );
+                metrics::counter!("interlock_audit_local_writer_resets_total").increment(1);
+                w.incarnation += 1;
+                w.chain = None;
+                w.partition = None;
+                w.buffer.clear();
+            }
+        }
+    }
+}
