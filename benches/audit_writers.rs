@@ -271,8 +271,8 @@ fn main() {
             .expect("partition")
             .get(0);
         c.execute(
-            "INSERT INTO audit_chains (chain, writer) VALUES ('00000000-0000-0000-0000-0000000f1002', 'floor')",
-            &[],
+            "INSERT INTO audit_chains (chain, writer) VALUES ($1::text::uuid, 'floor')",
+            &[&setup::FLOOR_CHAIN],
         )
         .await
         .expect("chain");
@@ -326,22 +326,7 @@ fn steps(metrics: &metrics_exporter_prometheus::PrometheusHandle) {
 /// bench's into `table`, each with a new seq, for `secs` seconds.
 fn floor(cluster: &Cluster, dir: &std::path::Path, table: &str, secs: u64) -> f64 {
     let script = dir.join(format!("floor-{table}.sql"));
-    let zeros = "\\x".to_string() + &"00".repeat(32);
-    std::fs::write(
-        &script,
-        format!(
-            "\\set i random(1, 1000000000)\n\
-             INSERT INTO {table} (seq, chain, chain_seq, at, request_id, identity, adapter, dialect, tool, \
-             source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
-             cache_hit, prev_hash, hash) VALUES (nextval('audit_records_seq'), \
-             '00000000-0000-0000-0000-0000000f1002', :i, now(), md5(:i::text), 'demo-agent', 'mcp', \
-             '2026-07-28', 'interlock_query', 'shop', 'read', \
-             'SELECT id, name, country FROM public.customers WHERE id = ' || :i || ' LIMIT 1001', \
-             '0123456789abcdef0123456789abcdef', '{{\"verdict\": \"allowed\"}}', 'ok', 1, 400, false, \
-             '{zeros}', '{zeros}');\n"
-        ),
-    )
-    .expect("script");
+    std::fs::write(&script, setup::audit_insert_script(table)).expect("script");
     let out = std::process::Command::new("pgbench")
         .args([
             "-n",

@@ -358,6 +358,9 @@ enum Pgbench {
     PointPrepared,
     /// The analytic read, new literals each time, over the simple protocol.
     AnalyticSimple,
+    /// The floor of the audit append: one durable single-row INSERT of a record the size
+    /// of an agent read's into the control database's audit log, prepared.
+    AuditInsert,
 }
 
 /// The baseline of record: pgbench (libpq, C) on `conns` connections for `secs`, latencies
@@ -392,6 +395,7 @@ async fn pgbench(cluster: &Cluster, how: Pgbench, conns: usize, secs: u64) -> Me
             ),
             "simple",
         ),
+        Pgbench::AuditInsert => (setup::audit_insert_script("audit_records"), "prepared"),
     };
     std::fs::write(&script, text).expect("script");
     let postmaster: u32 = std::fs::read_to_string(cluster.base_dir().join("pgdata/postmaster.pid"))
@@ -401,7 +405,10 @@ async fn pgbench(cluster: &Cluster, how: Pgbench, conns: usize, secs: u64) -> Me
     let reaped = || reaped_ticks(postmaster);
     let before = reaped();
     let threads = conns.min(2).to_string();
-    let dsn = cluster.admin_dsn("shop");
+    let dsn = match how {
+        Pgbench::AuditInsert => cluster.admin_dsn(&control_db()),
+        _ => cluster.admin_dsn("shop"),
+    };
     let prefix = dir.join("log");
     let args: Vec<String> = vec![
         "-n".into(),
@@ -705,6 +712,31 @@ fn breakdown(
         .join(" · ")
 }
 
+/// What the audit append costs at its floor, pgbench's durable single-row insert of the
+/// same record on one connection, beside what a governed call `g` cost the control
+/// database.
+async fn audit_floor(cluster: &Cluster, g: Measured) {
+    let admin = cluster.connect(&control_db()).await.expect("control");
+    admin
+        .execute(
+            "INSERT INTO audit_chains (chain, writer) VALUES ($1::text::uuid, 'floor')
+             ON CONFLICT (chain) DO NOTHING",
+            &[&setup::FLOOR_CHAIN],
+        )
+        .await
+        .expect("floor chain");
+    let secs = 3;
+    let f = pgbench(cluster, Pgbench::AuditInsert, 1, secs).await;
+    println!(
+        "{:>38} pgbench's durable audit insert, 1 client: p50 {:.3} ms, control CPU {:.0} µs per insert; governed control CPU {:.0} µs per call ({:.2}×)",
+        "floor:",
+        f.p50_ms,
+        f.cpu.source,
+        g.cpu.control,
+        g.cpu.control / f.cpu.source.max(1.0)
+    );
+}
+
 /// Forgets what pg_stat_statements has counted so far (the extension made where needed).
 async fn statements_reset(cluster: &Cluster) {
     let admin = cluster.connect("postgres").await.expect("admin");
@@ -1006,6 +1038,9 @@ fn main() {
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
                 print_pgbench("agent", conns, p, g);
+                if conns == 1 {
+                    audit_floor(&cl, g).await;
+                }
             }
             // The analytic read: what the gateway adds to a statement that takes the database
             // a while, with new interval and numeric literals every time.

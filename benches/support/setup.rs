@@ -44,3 +44,26 @@ pub fn durable_cluster_with(
     .expect("cluster");
     (dir, cluster)
 }
+
+/// A pgbench script of one durable single-row INSERT into `table` (the audit log or one of
+/// its partitions) of a record the size of an agent read's, each with a new seq, in chain
+/// [`FLOOR_CHAIN`] (which `audit_chains` must name): the floor of an audit append.
+#[allow(dead_code)] // not every bench measures the floor
+pub fn audit_insert_script(table: &str) -> String {
+    let zeros = "\\x".to_string() + &"00".repeat(32);
+    format!(
+        "\\set i random(1, 1000000000)\n\
+         INSERT INTO {table} (seq, chain, chain_seq, at, request_id, identity, adapter, dialect, tool, \
+         source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
+         cache_hit, prev_hash, hash) VALUES (nextval('audit_records_seq'), \
+         '{FLOOR_CHAIN}', :i, now(), md5(:i::text), 'demo-agent', 'mcp', \
+         '2026-07-28', 'interlock_query', 'shop', 'read', \
+         'SELECT id, name, country FROM public.customers WHERE id = ' || :i || ' LIMIT 1001', \
+         '0123456789abcdef0123456789abcdef', '{{\"verdict\": \"allowed\"}}', 'ok', 1, 400, false, \
+         '{zeros}', '{zeros}');\n"
+    )
+}
+
+/// The chain the floor's records are in.
+#[allow(dead_code)] // not every bench measures the floor
+pub const FLOOR_CHAIN: &str = "00000000-0000-0000-0000-0000000f1002";

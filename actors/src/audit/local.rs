@@ -7,7 +7,7 @@
 //! call, most of it in the eventfd and socket writes that wake the others). So each HTTP
 //! worker may seat a writer of its own ([`super::AuditHandle::seat_writer_here`]): a
 //! thread-local writer with its own chain and its own connection to the control
-//! database, whose batches run as local tasks of that thread. A record, its insert, the
+//! database, whose batches run as tasks on that thread's runtime. A record, its insert, the
 //! connection task and the answer then stay on one thread; only the database is another
 //! process.
 //!
@@ -20,9 +20,8 @@
 //! seat (the approvals' and fleet's actors, tests' runtimes) use the supervised writer.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::target::Partition;
 use super::writer::{Batch, Chain, Waiting};
@@ -39,7 +38,19 @@ thread_local! {
 /// process runs many gateways, and a thread serves only one of them).
 struct Seat {
     owner: usize,
-    writer: Rc<RefCell<LocalWriter>>,
+    writer: Shared,
+}
+
+/// A seated writer's state. Only its own thread touches it (the lock is never contended);
+/// it is shareable only because its batches are tokio tasks of that thread's runtime,
+/// spawned from tasks inside and outside actix's `LocalSet` alike.
+type Shared = Arc<Mutex<LocalWriter>>;
+
+fn lock(writer: &Shared) -> MutexGuard<'_, LocalWriter> {
+    // Nothing panics while holding it; a poisoned lock still holds a consistent writer.
+    writer
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 struct LocalWriter {
@@ -80,7 +91,7 @@ pub(super) fn seat(pool: deadpool_postgres::Pool, config: SeatConfig) -> bool {
         }
         *here = Some(Seat {
             owner: config.owner,
-            writer: Rc::new(RefCell::new(LocalWriter {
+            writer: Arc::new(Mutex::new(LocalWriter {
                 pool,
                 healthy: config.healthy,
                 max_batch: config.max_batch.max(1),
@@ -110,15 +121,15 @@ pub(super) fn offer(owner: usize, waiting: Waiting) -> Option<Waiting> {
     let Some(writer) = writer else {
         return Some(waiting);
     };
-    writer.borrow_mut().buffer.push(waiting);
+    lock(&writer).buffer.push(waiting);
     flush(&writer);
     None
 }
 
 /// Starts the next batch unless one is in flight.
-fn flush(cell: &Rc<RefCell<LocalWriter>>) {
+fn flush(cell: &Shared) {
     let (batch, waiting, incarnation) = {
-        let mut w = cell.borrow_mut();
+        let mut w = lock(cell);
         if w.flushing || w.buffer.is_empty() {
             return;
         }
@@ -135,12 +146,13 @@ fn flush(cell: &Rc<RefCell<LocalWriter>>) {
         (batch, waiting, w.incarnation)
     };
     #[cfg(feature = "fault-injection")]
-    let strike = cell.borrow().strike.clone();
+    let strike = lock(cell).strike.clone();
     let cell = cell.clone();
     // A task of its own, not the caller's: a caller that goes away (its client hung up)
     // does not cut the batch short, so the transaction always ends and every caller in it
-    // is answered with what really happened.
-    tokio::task::spawn_local(async move {
+    // is answered with what really happened. On an HTTP worker, the current runtime is
+    // the worker's own, on this thread.
+    tokio::spawn(async move {
         let mut ending = Ending {
             cell: cell.clone(),
             incarnation,
@@ -161,16 +173,14 @@ fn flush(cell: &Rc<RefCell<LocalWriter>>) {
 /// with, or (it panicked, or its thread's runtime dropped it) with a new incarnation that
 /// answers the buffered records `audit unavailable` and starts a chain of its own.
 struct Ending {
-    cell: Rc<RefCell<LocalWriter>>,
+    cell: Shared,
     incarnation: u64,
     ended: Option<(Chain, Option<Partition>)>,
 }
 
 impl Drop for Ending {
     fn drop(&mut self) {
-        let Ok(mut w) = self.cell.try_borrow_mut() else {
-            return;
-        };
+        let mut w = lock(&self.cell);
         if w.incarnation != self.incarnation {
             return;
         }

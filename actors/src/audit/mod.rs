@@ -120,9 +120,10 @@ impl AuditHandle {
 
     /// Seats a writer of this log on the current thread (an HTTP worker, as it starts):
     /// records appended from this thread are then committed by it, on this thread, in a
-    /// chain of its own (see `local`). Needs a tokio `LocalSet` on the thread (actix's
-    /// threads have one). False when seats were not enabled or no pool could be built;
-    /// the thread's records then go to the supervised writer.
+    /// chain of its own (see `local`). For threads that run a current-thread tokio runtime
+    /// of their own (actix's workers), whose tasks its batches become. False when seats
+    /// were not enabled or no pool could be built; the thread's records then go to the
+    /// supervised writer.
     pub fn seat_writer_here(&self) -> bool {
         let Some(pool) = self.seats.as_ref().and_then(|pools| pools()) else {
             return false;
