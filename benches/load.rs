@@ -38,7 +38,10 @@
 //!
 //! Run: `cargo bench --bench load` (options: `-- --seconds 5 --memory-seconds 60 --workers 0`;
 //! `--profile-seconds N` runs only N s of governed agent load at 32 connections, for `perf`
-//! (with `--profile-traced 1`, every call traced to an OTLP sink);
+//! (with `--profile-traced 1`, every call traced to an OTLP sink; `--profile-conns N` at N
+//! connections; `--profile-statements 1` then lists what each database ran per call, from
+//! pg_stat_statements); `--writer-per-worker 0` commits every record through the one
+//! supervised audit writer instead of the HTTP workers' own;
 //! `--cost-only 1` runs only the agent cells, with cost admission off and on;
 //! `--traces-only 1` runs only the agent cells, with tracing off, at 100 % and at 1 %;
 //! `--masks-only 1` runs only the agent cells with the demo's mask on and off).
@@ -935,6 +938,7 @@ fn main() {
     let profile_statements = arg("--profile-statements", 0) > 0;
     let masks_only = arg("--masks-only", 0) > 0; // only the agent cells, the demo mask on and off
     let analytic_only = arg("--analytic-only", 0) > 0; // only the agent and analytic cells
+    let writer_per_worker = arg("--writer-per-worker", 1) > 0; // 0: one audit writer for all
     let (_dir, cluster) = if profile_statements {
         let preload = (
             "shared_preload_libraries".to_string(),
@@ -955,6 +959,7 @@ fn main() {
             interlock::demo::control_settings(&mut settings, &cl);
             settings.server.listen = "127.0.0.1:0".into();
             settings.server.workers = usize::try_from(workers).expect("workers");
+            settings.audit.writer_per_worker = writer_per_worker;
             settings.log.level = "warn".into();
             settings.sources.refresh_interval_ms = 500;
             let control_db = settings.control.dbname.clone();
