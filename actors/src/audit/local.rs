@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::target::Partition;
-use super::writer::{Batch, Chain, Waiting};
+use super::writer::{Chain, Queue, Waiting};
 
 /// Builds a pool of one thread's own connections to the control database (no connection
 /// is made until the first batch).
@@ -54,18 +54,7 @@ fn lock(writer: &Shared) -> MutexGuard<'_, LocalWriter> {
 }
 
 struct LocalWriter {
-    pool: deadpool_postgres::Pool,
-    healthy: Arc<AtomicBool>,
-    max_batch: usize,
-    span: i64,
-    buffer: Vec<Waiting>,
-    /// Whether a batch is in flight.
-    flushing: bool,
-    /// Bumped when a batch ends abnormally: the batch of an older incarnation leaves the
-    /// writer alone.
-    incarnation: u64,
-    chain: Option<Chain>,
-    partition: Option<Partition>,
+    queue: Queue,
     /// Makes the next batch panic (fault-injection builds).
     #[cfg(feature = "fault-injection")]
     strike: Arc<AtomicBool>,
@@ -92,15 +81,7 @@ pub(super) fn seat(pool: deadpool_postgres::Pool, config: SeatConfig) -> bool {
         *here = Some(Seat {
             owner: config.owner,
             writer: Arc::new(Mutex::new(LocalWriter {
-                pool,
-                healthy: config.healthy,
-                max_batch: config.max_batch.max(1),
-                span: config.span.max(1),
-                buffer: Vec::new(),
-                flushing: false,
-                incarnation: 0,
-                chain: None,
-                partition: None,
+                queue: Queue::new(pool, config.max_batch, config.span, config.healthy),
                 #[cfg(feature = "fault-injection")]
                 strike: config.strike,
             })),
@@ -121,29 +102,15 @@ pub(super) fn offer(owner: usize, waiting: Waiting) -> Option<Waiting> {
     let Some(writer) = writer else {
         return Some(waiting);
     };
-    lock(&writer).buffer.push(waiting);
+    lock(&writer).queue.buffer.push(waiting);
     flush(&writer);
     None
 }
 
 /// Starts the next batch unless one is in flight.
 fn flush(cell: &Shared) {
-    let (batch, waiting, incarnation) = {
-        let mut w = lock(cell);
-        if w.flushing || w.buffer.is_empty() {
-            return;
-        }
-        w.flushing = true;
-        let take = w.buffer.len().min(w.max_batch);
-        let waiting: Vec<Waiting> = w.buffer.drain(..take).collect();
-        let batch = Batch {
-            pool: w.pool.clone(),
-            healthy: w.healthy.clone(),
-            chain: w.chain.take().unwrap_or_else(Chain::fresh),
-            partition: w.partition.take(),
-            span: w.span,
-        };
-        (batch, waiting, w.incarnation)
+    let Some((batch, waiting)) = lock(cell).queue.next_batch() else {
+        return;
     };
     #[cfg(feature = "fault-injection")]
     let strike = lock(cell).strike.clone();
@@ -155,7 +122,6 @@ fn flush(cell: &Shared) {
     tokio::spawn(async move {
         let mut ending = Ending {
             cell: cell.clone(),
-            incarnation,
             ended: None,
         };
         #[cfg(feature = "fault-injection")]
@@ -170,38 +136,26 @@ fn flush(cell: &Shared) {
 }
 
 /// How a batch leaves its writer, however it ends: with the chain and partition to go on
-/// with, or (it panicked, or its thread's runtime dropped it) with a new incarnation that
-/// answers the buffered records `audit unavailable` and starts a chain of its own.
+/// with, or (it panicked, or its thread's runtime dropped it) with the records buffered
+/// behind it answered `audit unavailable` and the next batch in a chain of its own.
 struct Ending {
     cell: Shared,
-    incarnation: u64,
     ended: Option<(Chain, Option<Partition>)>,
 }
 
 impl Drop for Ending {
     fn drop(&mut self) {
         let mut w = lock(&self.cell);
-        if w.incarnation != self.incarnation {
-            return;
+        let ended = self.ended.take();
+        if ended.is_none() {
+            tracing::error!(
+                "an audit batch on a caller's thread ended abnormally; its callers and the \
+                 records buffered behind it are answered audit unavailable, and the next \
+                 batch starts a chain of its own"
+            );
+            metrics::counter!("interlock_audit_local_writer_resets_total").increment(1);
+            w.queue.buffer.clear();
         }
-        w.flushing = false;
-        match self.ended.take() {
-            Some((chain, partition)) => {
-                w.chain = Some(chain);
-                w.partition = partition;
-            }
-            None => {
-                tracing::error!(
-                    "an audit batch on a caller's thread ended abnormally; its callers and the \
-                     records buffered behind it are answered audit unavailable, and the next \
-                     batch starts a chain of its own"
-                );
-                metrics::counter!("interlock_audit_local_writer_resets_total").increment(1);
-                w.incarnation += 1;
-                w.chain = None;
-                w.partition = None;
-                w.buffer.clear();
-            }
-        }
+        w.queue.ended(ended);
     }
 }

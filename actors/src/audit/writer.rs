@@ -15,13 +15,21 @@ use crate::supervise::supervisable;
 pub(super) type Reply = oneshot::Sender<Result<i64, AuditError>>;
 
 pub struct AuditWriter {
+    queue: Queue,
+}
+
+supervisable!(AuditWriter);
+
+/// What a writer keeps between batches, the supervised one and those seated on callers'
+/// threads alike.
+pub(super) struct Queue {
     pool: deadpool_postgres::Pool,
+    healthy: Arc<AtomicBool>,
     max_batch: usize,
     /// Records per partition of `audit_records`, for the partitions the writer creates.
     partition_records: i64,
-    healthy: Arc<AtomicBool>,
     /// Records waiting for a batch, with their repliers and when they arrived.
-    buffer: Vec<Waiting>,
+    pub(super) buffer: Vec<Waiting>,
     flushing: bool,
     /// This incarnation's chain (none until its first batch).
     chain: Option<Chain>,
@@ -29,11 +37,8 @@ pub struct AuditWriter {
     partition: Option<Partition>,
 }
 
-supervisable!(AuditWriter);
-
-impl AuditWriter {
-    /// Every incarnation starts with an empty buffer and a chain of its own: a batch of its
-    /// predecessor's that is still committing lands in the predecessor's chain.
+impl Queue {
+    /// An empty queue, whose first batch starts a chain of its own.
     pub(super) fn new(
         pool: deadpool_postgres::Pool,
         max_batch: usize,
@@ -42,9 +47,9 @@ impl AuditWriter {
     ) -> Self {
         Self {
             pool,
+            healthy,
             max_batch: max_batch.max(1),
             partition_records: partition_records.max(1),
-            healthy,
             buffer: Vec::new(),
             flushing: false,
             chain: None,
@@ -52,9 +57,11 @@ impl AuditWriter {
         }
     }
 
-    fn flush(&mut self, ctx: &mut Context<Self>) {
+    /// The next batch and its records (up to `max_batch` of those waiting), unless one is
+    /// in flight or none wait. The batch is in flight until [`Self::ended`].
+    pub(super) fn next_batch(&mut self) -> Option<(Batch, Vec<Waiting>)> {
         if self.flushing || self.buffer.is_empty() {
-            return;
+            return None;
         }
         self.flushing = true;
         let take = self.buffer.len().min(self.max_batch);
@@ -66,6 +73,38 @@ impl AuditWriter {
             partition: self.partition.take(),
             span: self.partition_records,
         };
+        Some((batch, waiting))
+    }
+
+    /// The batch in flight ended, with the chain and partition to go on with; none: it
+    /// ended abnormally, and the next batch starts a chain of its own.
+    pub(super) fn ended(&mut self, end: Option<(Chain, Option<Partition>)>) {
+        self.flushing = false;
+        (self.chain, self.partition) = match end {
+            Some((chain, partition)) => (Some(chain), partition),
+            None => (None, None),
+        };
+    }
+}
+
+impl AuditWriter {
+    /// Every incarnation starts with an empty buffer and a chain of its own: a batch of its
+    /// predecessor's that is still committing lands in the predecessor's chain.
+    pub(super) fn new(
+        pool: deadpool_postgres::Pool,
+        max_batch: usize,
+        partition_records: i64,
+        healthy: Arc<AtomicBool>,
+    ) -> Self {
+        Self {
+            queue: Queue::new(pool, max_batch, partition_records, healthy),
+        }
+    }
+
+    fn flush(&mut self, ctx: &mut Context<Self>) {
+        let Some((batch, waiting)) = self.queue.next_batch() else {
+            return;
+        };
         let (done, committed) = oneshot::channel();
         // The batch is a task of its own, not the actor's: if the actor dies meanwhile, the
         // transaction still ends (committed or failed, never left open on a pooled
@@ -74,11 +113,7 @@ impl AuditWriter {
             let _ = done.send(batch.commit(waiting).await);
         });
         ctx.spawn(committed.into_actor(self).map(|ended, act, ctx| {
-            if let Ok((chain, partition)) = ended {
-                act.chain = Some(chain);
-                act.partition = partition;
-            }
-            act.flushing = false;
+            act.queue.ended(ended.ok());
             act.flush(ctx);
         }));
     }
@@ -89,12 +124,12 @@ pub(super) type Waiting = (AuditRecord, Reply, Instant);
 
 /// One batch's commit: where it goes and what it reports to.
 pub(super) struct Batch {
-    pub(super) pool: deadpool_postgres::Pool,
-    pub(super) healthy: Arc<AtomicBool>,
-    pub(super) chain: Chain,
-    pub(super) partition: Option<Partition>,
+    pool: deadpool_postgres::Pool,
+    healthy: Arc<AtomicBool>,
+    chain: Chain,
+    partition: Option<Partition>,
     /// Records per partition the writer creates when the log runs past the last one.
-    pub(super) span: i64,
+    span: i64,
 }
 
 impl Batch {
@@ -136,10 +171,10 @@ impl Actor for AuditWriter {
     fn started(&mut self, ctx: &mut Context<Self>) {
         // While unhealthy, probe the control database so health comes back without traffic.
         ctx.run_interval(Duration::from_secs(1), |act, ctx| {
-            if act.healthy.load(Ordering::Acquire) {
+            if act.queue.healthy.load(Ordering::Acquire) {
                 return;
             }
-            let pool = act.pool.clone();
+            let pool = act.queue.pool.clone();
             ctx.spawn(
                 async move {
                     match pool.get().await {
@@ -151,7 +186,7 @@ impl Actor for AuditWriter {
                 .map(|ok, act, _| {
                     if ok {
                         tracing::info!("control database reachable again; audit healthy");
-                        act.healthy.store(true, Ordering::Release);
+                        act.queue.healthy.store(true, Ordering::Release);
                     }
                 }),
             );
@@ -173,7 +208,9 @@ impl Handler<Append> for AuditWriter {
 
     fn handle(&mut self, msg: Append, ctx: &mut Context<Self>) {
         step("mailbox", msg.sent.elapsed());
-        self.buffer.push((msg.record, msg.reply, Instant::now()));
+        self.queue
+            .buffer
+            .push((msg.record, msg.reply, Instant::now()));
         self.flush(ctx);
     }
 }
@@ -215,7 +252,7 @@ impl BatchError {
 /// and its commit).
 /// `interlock_audit_wait_seconds` is the caller's whole wait; what it holds beyond the
 /// steps is the reply's way back.
-pub(super) fn step(name: &'static str, took: Duration) {
+fn step(name: &'static str, took: Duration) {
     metrics::histogram!("interlock_audit_step_seconds", "step" => name).record(took.as_secs_f64());
 }
 
@@ -234,7 +271,7 @@ impl Chain {
     /// A new chain: a writer starts one when it starts, and again whenever it no longer
     /// knows for sure where its chain ends (a batch whose commit it could not see), so a
     /// chain never forks and never needs its head read back.
-    pub(super) fn fresh() -> Self {
+    fn fresh() -> Self {
         let id = uuid::Uuid::new_v4();
         Chain {
             id,
