@@ -213,7 +213,7 @@ pub struct CacheSettings {
 pub struct AuditSettings {
     pub max_batch: usize,
     /// Each HTTP worker commits its own callers' records, on its own thread, in a chain of
-    /// its own (one more control connection per worker); false: one writer for all.
+    /// its own (up to two more control connections per worker); false: one writer for all.
     pub writer_per_worker: bool,
     pub commit_timeout_ms: u64,
     /// Window over which refusals without a known caller are aggregated per peer and code.

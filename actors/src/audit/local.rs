@@ -12,7 +12,7 @@
 //! process.
 //!
 //! It batches the way the supervised writer does (records that arrive while a batch is in
-//! flight go in the next one), commits with the same code ([`Batch::commit`]), and fails
+//! flight go in the next one), commits with the same code (`writer::Batch::commit`), and fails
 //! the same way: should a batch end abnormally (a panic in it), its callers and the records
 //! still buffered are answered `audit unavailable` (never acknowledged: a record already
 //! durable stays in the log, unacknowledged), and the next batch starts a chain of its

@@ -93,12 +93,12 @@ impl AuditHandle {
             Home::Audit,
             config.mailbox,
             move |_| {
-                AuditWriter::new(
+                AuditWriter::new(writer::Queue::new(
                     pool.clone(),
                     config.max_batch,
                     config.partition_records,
                     h.clone(),
-                )
+                ))
             },
         );
         Self {

@@ -88,17 +88,10 @@ impl Queue {
 }
 
 impl AuditWriter {
-    /// Every incarnation starts with an empty buffer and a chain of its own: a batch of its
+    /// Every incarnation starts with an empty queue and a chain of its own: a batch of its
     /// predecessor's that is still committing lands in the predecessor's chain.
-    pub(super) fn new(
-        pool: deadpool_postgres::Pool,
-        max_batch: usize,
-        partition_records: i64,
-        healthy: Arc<AtomicBool>,
-    ) -> Self {
-        Self {
-            queue: Queue::new(pool, max_batch, partition_records, healthy),
-        }
+    pub(super) fn new(queue: Queue) -> Self {
+        Self { queue }
     }
 
     fn flush(&mut self, ctx: &mut Context<Self>) {
