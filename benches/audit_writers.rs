@@ -270,12 +270,7 @@ fn main() {
             .await
             .expect("partition")
             .get(0);
-        c.execute(
-            "INSERT INTO audit_chains (chain, writer) VALUES ($1::text::uuid, 'floor')",
-            &[&setup::FLOOR_CHAIN],
-        )
-        .await
-        .expect("chain");
+        setup::name_floor_chain(&c).await;
         for table in [partition.as_str(), "audit_records"] {
             let ms = floor(&cluster, dir.path(), table, secs);
             println!("floor, pgbench 1 client, one INSERT into {table}: {ms:.3} ms mean latency");

@@ -720,14 +720,7 @@ fn breakdown(
 /// database.
 async fn audit_floor(cluster: &Cluster, g: Measured) {
     let admin = cluster.connect(&control_db()).await.expect("control");
-    admin
-        .execute(
-            "INSERT INTO audit_chains (chain, writer) VALUES ($1::text::uuid, 'floor')
-             ON CONFLICT (chain) DO NOTHING",
-            &[&setup::FLOOR_CHAIN],
-        )
-        .await
-        .expect("floor chain");
+    setup::name_floor_chain(&admin).await;
     let secs = 3;
     let f = pgbench(cluster, Pgbench::AuditInsert, 1, secs).await;
     println!(

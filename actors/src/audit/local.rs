@@ -71,12 +71,11 @@ pub(super) struct SeatConfig {
 }
 
 /// Seats a writer on the current thread for `config.owner`, unless one is seated already.
-/// Returns whether this thread now has one.
-pub(super) fn seat(pool: deadpool_postgres::Pool, config: SeatConfig) -> bool {
+pub(super) fn seat(pool: deadpool_postgres::Pool, config: SeatConfig) {
     HERE.with(|here| {
         let mut here = here.borrow_mut();
         if here.as_ref().is_some_and(|s| s.owner == config.owner) {
-            return true;
+            return;
         }
         *here = Some(Seat {
             owner: config.owner,
@@ -86,8 +85,7 @@ pub(super) fn seat(pool: deadpool_postgres::Pool, config: SeatConfig) -> bool {
                 strike: config.strike,
             })),
         });
-        true
-    })
+    });
 }
 
 /// Hands `waiting` to the writer seated on this thread for `owner`; gives it back when

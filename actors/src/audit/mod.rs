@@ -138,7 +138,8 @@ impl AuditHandle {
                 #[cfg(feature = "fault-injection")]
                 strike: self.strike.clone(),
             },
-        )
+        );
+        true
     }
 
     /// Makes the next batch committed on a caller's thread panic (test builds only).
