@@ -717,7 +717,8 @@ fn breakdown(
 
 /// What the audit append costs at its floor, pgbench's durable single-row insert of the
 /// same record on one connection, beside what a governed call `g` cost the control
-/// database.
+/// database. Its records (a chain of their own, unlinked) stay in this bench's log, which
+/// nothing verifies.
 async fn audit_floor(cluster: &Cluster, g: Measured) {
     let admin = cluster.connect(&control_db()).await.expect("control");
     setup::name_floor_chain(&admin).await;
