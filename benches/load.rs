@@ -13,6 +13,11 @@
 //!   variables substituted into each, a new literal every time; the point query prepared):
 //!   the Rust baseline (tokio-postgres) is a slower client, and ratios against it alone
 //!   flatter the gateway;
+//! - **as sent** (beside the agent cell): the same texts as the gateway sends them to the
+//!   source (under the row cap, one unnamed extended-protocol statement), flat out and paced
+//!   at the governed cell's rate; the source's CPU per statement of each against pgbench's
+//!   says how much of the governed read's source CPU is the protocol and the cap, how much
+//!   the rate, and how much is left;
 //! - **param as caller**: the same with `identity_propagation = "settings"` on the source
 //!   (the caller's identity set on each connection's session when its caller changes); the other
 //!   cells run with the source carrying no identity;
@@ -54,6 +59,7 @@ use std::time::{Duration, Instant};
 
 use interlock::control::sources::Propagation;
 use interlock::pgcluster::Cluster;
+use interlock::sql::cap::{capped, CapForm};
 use interlock::Settings;
 use serde_json::json;
 
@@ -298,6 +304,12 @@ enum Direct {
     Analytic,
     /// The point query, prepared once per connection.
     Prepared,
+    /// The agent texts as the gateway sends them to the source: under the row cap (` LIMIT
+    /// 1001`, the demo source's 1,000 rows plus one) as one unnamed extended-protocol
+    /// statement with binary results (Parse, Bind, Describe, Execute, Sync in one flight);
+    /// with `pace`, at that many statements per second over all connections (the governed
+    /// cell's rate, so the backends sleep between statements as the gateway's do).
+    AsSent { pace: Option<f64> },
 }
 
 /// The direct baseline: `conns` connections opened and the point query prepared on each
@@ -322,12 +334,24 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
     let cpu = cpu_start(Some(&pids)).await;
     let started = Instant::now();
     let deadline = started + Duration::from_secs(secs);
+    // A paced connection's statements start one interval apart.
+    let interval = match how {
+        Direct::AsSent { pace: Some(rate) } if rate > 0.0 => {
+            Some(Duration::from_secs_f64(conns as f64 / rate))
+        }
+        _ => None,
+    };
     let mut tasks = Vec::new();
     for (t, (client, stmt)) in ready.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
             let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (t as u64 + 1);
             let (mut lat, mut errors) = (Vec::new(), 0u64);
+            let mut due = tokio::time::Instant::now();
             while Instant::now() < deadline {
+                if let Some(every) = interval {
+                    tokio::time::sleep_until(due).await;
+                    due += every;
+                }
                 let started = Instant::now();
                 let ok = match how {
                     Direct::Simple => client.simple_query(&agent_sql(&mut seed)).await.is_ok(),
@@ -335,6 +359,10 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
                     Direct::Prepared => {
                         let id = next(&mut seed, 1000);
                         client.query(&stmt, &[&id]).await.is_ok()
+                    }
+                    Direct::AsSent { .. } => {
+                        let sent = capped(&agent_sql(&mut seed), CapForm::Appended, 1000);
+                        client.query_typed(&sent, &[]).await.is_ok()
                     }
                 };
                 if ok {
@@ -511,6 +539,25 @@ fn print_pgbench(label: &str, conns: usize, p: Measured, g: Measured) {
         p.cpu.source,
         g.cpu.source,
         times(g.cpu.source, p.cpu.source)
+    );
+}
+
+/// Where the governed read's source CPU goes beyond pgbench's: the same texts as the
+/// gateway sends them (the protocol and the row cap), and those at the governed rate (a
+/// backend woken for each statement rather than kept busy).
+fn print_as_sent(p: Measured, sent: Measured, paced: Measured, g: Measured) {
+    println!(
+        "{:<6} {:>22} source µs per statement: pgbench {:.0} · as sent {:.0} ({}) · as sent at {:.0}/s {:.0} ({}) · governed {:.0} ({})",
+        "",
+        "as sent",
+        p.cpu.source,
+        sent.cpu.source,
+        times(sent.cpu.source, p.cpu.source),
+        paced.rps,
+        paced.cpu.source,
+        times(paced.cpu.source, p.cpu.source),
+        g.cpu.source,
+        times(g.cpu.source, paced.cpu.source),
     );
 }
 
@@ -1037,6 +1084,9 @@ fn main() {
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
                 print_pgbench("agent", conns, p, g);
+                let sent = direct(&cl, Direct::AsSent { pace: None }, conns, secs).await;
+                let paced = direct(&cl, Direct::AsSent { pace: Some(g.rps) }, conns, secs).await;
+                print_as_sent(p, sent, paced, g);
                 if conns == 1 {
                     audit_floor(&cl, g).await;
                 }

@@ -16,7 +16,10 @@
 //!    temporary objects are exactly those of a fresh session;
 //!
 //! and the statement cache is bounded: 10,000 distinct statement texts through one pooled
-//! connection leave no prepared statement on its backend.
+//! connection leave no prepared statement on its backend. Behind the parser, PostgreSQL
+//! itself runs at most one statement of any text sent to it, in every mode (the extended
+//! protocol's Parse refuses two), so a text the decision misread as one statement changes
+//! nothing either.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -71,7 +74,8 @@ const SESSION_STATEMENTS: &[&str] = &[
 ];
 
 /// What a session carries beyond its connection: settings that differ from their
-/// defaults, locks, prepared statements, cursors, listeners, temporary schemas, and
+/// defaults (and the caller's `interlock.*` settings, which `pg_settings` does not list:
+/// PostgreSQL hides custom placeholder settings from it), locks, prepared statements, cursors, listeners, temporary schemas, and
 /// whether a transaction is open.
 const FINGERPRINT: &str = "
 SELECT jsonb_build_object(
@@ -86,6 +90,8 @@ SELECT jsonb_build_object(
   'temp', (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
            WHERE n.oid = pg_my_temp_schema()),
   'xact', pg_current_xact_id_if_assigned() IS NOT NULL,
+  'interlock', jsonb_build_array(current_setting('interlock.identity', true),
+                                 current_setting('interlock.roles', true)),
   'user', current_user || '/' || session_user
 )::text";
 
@@ -342,4 +348,92 @@ async fn ten_thousand_distinct_texts_leave_no_prepared_statement_on_the_backend(
         after.0 <= before.0 + 2,
         "cached plan sources grew from {before:?} to {after:?}"
     );
+}
+
+/// The last line of defence behind the parser: whatever text reaches a source, PostgreSQL
+/// itself runs at most one statement of it. Every mode sends its statement as one
+/// extended-protocol statement (Parse), which PostgreSQL refuses outright when the text holds
+/// two; over the simple protocol (`Query`) it would run them all, in order, before any
+/// answer came back. So a text the decision read as one statement, and PostgreSQL reads as
+/// two, is refused before either part runs: no smuggled setting outlives the call (the
+/// session's identity and masks rest on that), no smuggled write commits. Should any mode
+/// move to the simple protocol, this fails.
+#[tokio::test]
+async fn a_text_that_postgresql_reads_as_two_statements_runs_neither_in_any_mode() {
+    let f = fixture().await;
+    let pools = pool::build(&f.source, 1).expect("pools");
+    let fresh = fingerprint(&pools).await;
+    let names = "SELECT string_agg(name, ',' ORDER BY id) FROM public.customers WHERE id <= 3";
+    let names_before: String = {
+        let conn = pools.read.get().await.expect("connection");
+        conn.query_one(names, &[]).await.expect("names").get(0)
+    };
+    let smuggled_setting = "SELECT id FROM public.customers WHERE id = 1; \
+                            SELECT set_config('interlock.identity', 'someone else', false), \
+                                   set_config('search_path', 'pg_catalog', false)";
+    let smuggled_write = "UPDATE public.customers SET name = name WHERE id = 1; \
+                          UPDATE public.customers SET name = 'smuggled' WHERE id <= 3";
+    let preview = execute::PreviewTimeouts {
+        statement_ms: 1000,
+        lock_ms: 1000,
+    };
+    let cases: &[(&str, Mode, &str)] = &[
+        (
+            "read, cap appended",
+            Mode::Query(CapForm::Appended),
+            smuggled_setting,
+        ),
+        (
+            "read, cap wrapped",
+            Mode::Query(CapForm::Wrapped),
+            smuggled_setting,
+        ),
+        ("plan", Mode::Plan { analyze: false }, smuggled_setting),
+        (
+            "plan, analyze",
+            Mode::Plan { analyze: true },
+            smuggled_setting,
+        ),
+        (
+            "cost plan",
+            Mode::CostPlan(CapForm::Appended),
+            smuggled_setting,
+        ),
+        ("catalog", Mode::Catalog, smuggled_setting),
+        ("estimate", Mode::Estimate, smuggled_write),
+        ("dry run", Mode::DryRun(preview), smuggled_write),
+        (
+            "approved write",
+            Mode::Write {
+                bound: None,
+                keys: None,
+            },
+            smuggled_write,
+        ),
+    ];
+    let limits = Limits {
+        max_rows: 5,
+        max_bytes: 4096,
+    };
+    for (what, mode, sql) in cases {
+        let sql = match mode {
+            Mode::Plan { analyze: true } => format!("EXPLAIN ANALYZE {sql}"),
+            Mode::Plan { analyze: false } => format!("EXPLAIN {sql}"),
+            _ => sql.to_string(),
+        };
+        let token = CancellationToken::new();
+        let got = execute::run(&pools, *mode, sql.as_str(), &[], limits, &token, None).await;
+        match got {
+            Err(ExecError::Refused { ref code, .. }) if code == "42601" => {}
+            other => panic!("{what}: {sql}\nwas not refused as two statements: {other:?}"),
+        }
+        assert_eq!(
+            fingerprint(&pools).await,
+            fresh,
+            "{what}: the session changed"
+        );
+        let conn = pools.read.get().await.expect("connection");
+        let now: String = conn.query_one(names, &[]).await.expect("names").get(0);
+        assert_eq!(now, names_before, "{what}: a smuggled write committed");
+    }
 }

@@ -21,6 +21,16 @@
 //! - **Estimate** (a write's preview): `EXPLAIN (FORMAT JSON)` of the statement; nothing
 //!   runs.
 //!
+//! Every statement goes out over the extended protocol, never the simple one (`Query`),
+//! although a fully literal read costs the source less that way (BENCHMARKS, "the source
+//! statement"): PostgreSQL refuses a Parse whose text holds more than one statement, while
+//! a simple `Query` runs every statement in its text before the first answer comes back. So
+//! a text the decision read as one statement and PostgreSQL reads as two runs neither part,
+//! whatever the mode (`tests/session_state.rs`); the masks, the session's caller and the
+//! write classification all rest on the statement that runs being the one decided on (the
+//! SQL safety guide's "defence in depth when executing reads": extended protocol, one
+//! statement).
+//!
 //! Read-only execution does not depend on the classifier alone: the read pool pins
 //! `default_transaction_read_only=on` at connect time, and the statement timeout is pinned
 //! the same way ([`super::connect::session_options`]).
