@@ -75,8 +75,8 @@ const SESSION_STATEMENTS: &[&str] = &[
 
 /// What a session carries beyond its connection: settings that differ from their
 /// defaults (and the caller's `interlock.*` settings, which `pg_settings` does not list:
-/// PostgreSQL hides custom placeholder settings from it), locks, prepared statements, cursors, listeners, temporary schemas, and
-/// whether a transaction is open.
+/// PostgreSQL hides custom placeholder settings from it), locks, prepared statements,
+/// cursors, listeners, temporary schemas, and whether a transaction is open.
 const FINGERPRINT: &str = "
 SELECT jsonb_build_object(
   'settings', (SELECT jsonb_object_agg(name, setting) FROM pg_settings
