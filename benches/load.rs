@@ -46,7 +46,8 @@
 //! (with `--profile-traced 1`, every call traced to an OTLP sink; `--profile-conns N` at N
 //! connections; `--profile-statements 1` then lists what each database ran per call, from
 //! pg_stat_statements); `--writer-per-worker 0` commits every record through the one
-//! supervised audit writer instead of the HTTP workers' own;
+//! supervised audit writer instead of the HTTP workers' own; `--commit-delay-us N` starts
+//! the cluster with PostgreSQL's group commit on (`commit_delay` N µs, `commit_siblings` 1);
 //! `--cost-only 1` runs only the agent cells, with cost admission off and on;
 //! `--traces-only 1` runs only the agent cells, with tracing off, at 100 % and at 1 %;
 //! `--masks-only 1` runs only the agent cells with the demo's mask on and off).
@@ -980,15 +981,23 @@ fn main() {
     let masks_only = arg("--masks-only", 0) > 0; // only the agent cells, the demo mask on and off
     let analytic_only = arg("--analytic-only", 0) > 0; // only the agent and analytic cells
     let writer_per_worker = arg("--writer-per-worker", 1) > 0; // 0: one audit writer for all
-    let (_dir, cluster) = if profile_statements {
-        let preload = (
-            "shared_preload_libraries".to_string(),
-            "pg_stat_statements".to_string(),
-        );
-        setup::durable_cluster_with("interlock-load-", vec![preload])
-    } else {
-        setup::durable_cluster("interlock-load-")
-    };
+
+    // > 0: PostgreSQL's group commit (`commit_delay` µs, `commit_siblings` 1): a commit
+    // that finds another transaction open waits that long so their WAL flushes as one
+    let commit_delay_us = arg("--commit-delay-us", 0);
+    let mut server_settings = Vec::new();
+    if profile_statements {
+        server_settings.push(("shared_preload_libraries", "pg_stat_statements".to_string()));
+    }
+    if commit_delay_us > 0 {
+        server_settings.push(("commit_delay", commit_delay_us.to_string()));
+        server_settings.push(("commit_siblings", "1".to_string()));
+    }
+    let server_settings = server_settings
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
+    let (_dir, cluster) = setup::durable_cluster_with("interlock-load-", server_settings);
     let cluster = Arc::new(cluster);
     let cl = cluster.clone();
     actix_rt::System::with_tokio_rt(|| {

@@ -16,6 +16,7 @@ pub fn arg(name: &str, default: u64) -> u64 {
 /// A durable cluster (fsync on, as in production) on a free loopback port, in a temporary
 /// directory named `prefix…` that the `postgres` user can traverse. Keep the directory for
 /// as long as the cluster runs.
+#[allow(dead_code)] // the load bench always names its settings
 pub fn durable_cluster(prefix: &str) -> (tempfile::TempDir, Cluster) {
     durable_cluster_with(prefix, Vec::new())
 }
