@@ -305,12 +305,12 @@ enum Direct {
     Analytic,
     /// The point query, prepared once per connection.
     Prepared,
-    /// The agent texts as the gateway sends them to the source: under the row cap (` LIMIT
-    /// 1001`, the demo source's 1,000 rows plus one) as one unnamed extended-protocol
-    /// statement with binary results (Parse, Bind, Describe, Execute, Sync in one flight);
-    /// with `pace`, at that many statements per second over all connections (the governed
-    /// cell's rate, so the backends sleep between statements as the gateway's do).
-    AsSent { pace: Option<f64> },
+    /// The agent texts as the gateway sends them to the source: under the source's row cap
+    /// `max_rows` (` LIMIT max_rows + 1`) as one unnamed extended-protocol statement with
+    /// binary results (Parse, Bind, Describe, Execute, Sync in one flight); with `pace`, at
+    /// that many statements per second over all connections (the governed cell's rate, so
+    /// the backends sleep between statements as the gateway's do).
+    AsSent { max_rows: u64, pace: Option<f64> },
 }
 
 /// The direct baseline: `conns` connections opened and the point query prepared on each
@@ -337,9 +337,9 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
     let deadline = started + Duration::from_secs(secs);
     // A paced connection's statements start one interval apart.
     let interval = match how {
-        Direct::AsSent { pace: Some(rate) } if rate > 0.0 => {
-            Some(Duration::from_secs_f64(conns as f64 / rate))
-        }
+        Direct::AsSent {
+            pace: Some(rate), ..
+        } if rate > 0.0 => Some(Duration::from_secs_f64(conns as f64 / rate)),
         _ => None,
     };
     let mut tasks = Vec::new();
@@ -361,8 +361,8 @@ async fn direct(cluster: &Cluster, how: Direct, conns: usize, secs: u64) -> Meas
                         let id = next(&mut seed, 1000);
                         client.query(&stmt, &[&id]).await.is_ok()
                     }
-                    Direct::AsSent { .. } => {
-                        let sent = capped(&agent_sql(&mut seed), CapForm::Appended, 1000);
+                    Direct::AsSent { max_rows, .. } => {
+                        let sent = capped(&agent_sql(&mut seed), CapForm::Appended, max_rows);
                         client.query_typed(&sent, &[]).await.is_ok()
                     }
                 };
@@ -541,6 +541,17 @@ fn print_pgbench(label: &str, conns: usize, p: Measured, g: Measured) {
         g.cpu.source,
         times(g.cpu.source, p.cpu.source)
     );
+}
+
+/// The demo source's row cap, as the gateway reads it for every call.
+async fn source_max_rows(cluster: &Cluster) -> u64 {
+    let control = cluster.connect(&control_db()).await.expect("control");
+    let max_rows: i32 = control
+        .query_one("SELECT max_rows FROM sources WHERE id = 'shop'", &[])
+        .await
+        .expect("the demo source's row cap")
+        .get(0);
+    u64::try_from(max_rows).expect("a row cap is not negative")
 }
 
 /// Where the governed read's source CPU goes beyond pgbench's: the same texts as the
@@ -986,17 +997,14 @@ fn main() {
     // that finds another transaction open waits that long so their WAL flushes as one
     let commit_delay_us = arg("--commit-delay-us", 0);
     let mut server_settings = Vec::new();
+    let mut set = |name: &str, value: String| server_settings.push((name.to_string(), value));
     if profile_statements {
-        server_settings.push(("shared_preload_libraries", "pg_stat_statements".to_string()));
+        set("shared_preload_libraries", "pg_stat_statements".into());
     }
     if commit_delay_us > 0 {
-        server_settings.push(("commit_delay", commit_delay_us.to_string()));
-        server_settings.push(("commit_siblings", "1".to_string()));
+        set("commit_delay", commit_delay_us.to_string());
+        set("commit_siblings", "1".into());
     }
-    let server_settings = server_settings
-        .into_iter()
-        .map(|(name, value)| (name.to_string(), value))
-        .collect();
     let (_dir, cluster) = setup::durable_cluster_with("interlock-load-", server_settings);
     let cluster = Arc::new(cluster);
     let cl = cluster.clone();
@@ -1080,6 +1088,7 @@ fn main() {
                 demo_mask(&gateway_state, true).await;
                 return;
             }
+            let max_rows = source_max_rows(&cl).await;
             let mut simple = BTreeMap::new();
             for conns in LEVELS {
                 if (cost_only || traces_only) && conns == 8 {
@@ -1093,8 +1102,9 @@ fn main() {
                 let after = stages(&base, &op).await;
                 print_pair("agent", conns, d, g, &breakdown(&before, &after));
                 print_pgbench("agent", conns, p, g);
-                let sent = direct(&cl, Direct::AsSent { pace: None }, conns, secs).await;
-                let paced = direct(&cl, Direct::AsSent { pace: Some(g.rps) }, conns, secs).await;
+                let as_sent = |pace| Direct::AsSent { max_rows, pace };
+                let sent = direct(&cl, as_sent(None), conns, secs).await;
+                let paced = direct(&cl, as_sent(Some(g.rps)), conns, secs).await;
                 print_as_sent(p, sent, paced, g);
                 if conns == 1 {
                     audit_floor(&cl, g).await;

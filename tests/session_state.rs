@@ -357,7 +357,9 @@ async fn ten_thousand_distinct_texts_leave_no_prepared_statement_on_the_backend(
 /// answer came back. So a text the decision read as one statement, and PostgreSQL reads as
 /// two, is refused before either part runs: no smuggled setting outlives the call (the
 /// session's identity and masks rest on that), no smuggled write commits. Should any mode
-/// move to the simple protocol, this fails.
+/// move to the simple protocol, this fails. (A read capped in the wrapped form is not
+/// listed: the derived table makes a two-statement text a syntax error whatever the
+/// protocol, so that case could not fail.)
 #[tokio::test]
 async fn a_text_that_postgresql_reads_as_two_statements_runs_neither_in_any_mode() {
     let f = fixture().await;
@@ -381,11 +383,6 @@ async fn a_text_that_postgresql_reads_as_two_statements_runs_neither_in_any_mode
         (
             "read, cap appended",
             Mode::Query(CapForm::Appended),
-            smuggled_setting,
-        ),
-        (
-            "read, cap wrapped",
-            Mode::Query(CapForm::Wrapped),
             smuggled_setting,
         ),
         ("plan", Mode::Plan { analyze: false }, smuggled_setting),
