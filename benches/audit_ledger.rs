@@ -3,6 +3,8 @@
 //! previous hash, the sequence number and the canonical JSON of the record).
 //!
 //! - `chain_hash/one_record`: the baseline.
+//! - `chain_hash/agent_read`: the same for an agent's governed read as the load bench's records
+//!   carry it (its decision holds the steps, the rule and the replay basis: ~550 bytes).
 //! - `tree/append_1000_records`: the stored hashes of 1,000 new records (what a checkpoint
 //!   adds to `audit_tree_hashes` per 1,000 records), per call.
 //! - `tree/root_of_100k` and `tree/inclusion_proof_100k`: reading a root or a proof out of the
@@ -45,6 +47,27 @@ fn record(i: u64) -> AuditRecord {
     .normalized()
 }
 
+/// The decision of an agent's point read, as the gateway stored one under the load bench.
+fn agent_read_decision() -> serde_json::Value {
+    serde_json::json!({
+        "class": "read",
+        "rules": ["role analyst: allow read public.customers"],
+        "steps": ["identity", "audit_gate", "source", "source_role", "policy", "rate_limit",
+                  "write_safety", "breaker", "execution", "redaction", "audit"],
+        "replay": {
+            "facts": {
+                "kind": "agent", "time": "2026-12-07T00:08:43.846882746Z",
+                "tool": "interlock_query", "zone": "UTC", "source": "shop", "adapter": "mcp",
+                "dialect": "2025-11-25", "identity": "demo-agent", "credential": "api_key",
+                "source_max_rows": 1000
+            },
+            "effect": {"verdict": "read"},
+            "params": 0
+        },
+        "verdict": "allow"
+    })
+}
+
 /// A tree of `n` leaves built as the control database builds it, in batches of 5,000.
 fn build(n: u64) -> (Known, Vec<Hash>) {
     let mut stored = Known::new();
@@ -74,6 +97,12 @@ fn bench(c: &mut Criterion) {
     let one = record(42);
     c.bench_function("chain_hash/one_record", |b| {
         b.iter(|| chain_hash(black_box(&[7; 32]), FOUNDING_CHAIN, 42, black_box(&one)));
+    });
+
+    let mut agent = record(43);
+    agent.decision = agent_read_decision();
+    c.bench_function("chain_hash/agent_read", |b| {
+        b.iter(|| chain_hash(black_box(&[7; 32]), FOUNDING_CHAIN, 43, black_box(&agent)));
     });
 
     let (stored, _) = build(100_000);

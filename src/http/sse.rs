@@ -39,9 +39,15 @@ impl SseBody {
     }
 }
 
-/// One SSE `message` event carrying a JSON-RPC message.
+/// One SSE `message` event carrying a JSON-RPC message (compact JSON, the `{json}` form,
+/// serialized straight into the event rather than through `fmt`).
 pub fn event(json: &serde_json::Value) -> Bytes {
-    Bytes::from(format!("event: message\ndata: {json}\n\n"))
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"event: message\ndata: ");
+    // Cannot fail: a value's maps have string keys, and memory takes every byte.
+    let _ = serde_json::to_writer(&mut out, json);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
 }
 
 impl Stream for SseBody {

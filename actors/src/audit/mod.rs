@@ -14,6 +14,7 @@
 //! unavailable`) instead of running them unaudited. A probe restores health once the control
 //! database answers again.
 
+mod canonical;
 pub mod chain;
 mod local;
 pub mod record;

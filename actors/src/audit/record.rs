@@ -138,7 +138,7 @@ pub fn void_hash(seq: i64, record: &AuditRecord) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(b"interlock-audit-void/1\0");
     h.update(seq.to_be_bytes());
-    h.update(canonical_json(record).as_bytes());
+    super::canonical::hash_into(&mut h, record);
     h.finalize().into()
 }
 
@@ -151,38 +151,8 @@ pub fn chain_hash(prev: &[u8], chain: Uuid, n: i64, record: &AuditRecord) -> [u8
     if chain != FOUNDING_CHAIN {
         h.update(chain.as_bytes());
     }
-    h.update(canonical_json(record).as_bytes());
+    super::canonical::hash_into(&mut h, record);
     h.finalize().into()
-}
-
-fn canonical_json(record: &AuditRecord) -> String {
-    let mut v = serde_json::to_value(record).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        m.insert(
-            "at".into(),
-            Value::String(record.at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()),
-        );
-    }
-    sort_keys(v).to_string()
-}
-
-/// `v` with every object's keys in order, moved rather than copied (the record's value is
-/// already a copy made for hashing).
-fn sort_keys(v: Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(
-                entries
-                    .into_iter()
-                    .map(|(k, v)| (k, sort_keys(v)))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(sort_keys).collect()),
-        other => other,
-    }
 }
 
 #[cfg(test)]
