@@ -122,12 +122,12 @@ impl AuditHandle {
     /// Seats a writer of this log on the current thread (an HTTP worker, as it starts):
     /// records appended from this thread are then committed by it, on this thread, in a
     /// chain of its own (see `local`). For threads that run a current-thread tokio runtime
-    /// of their own (actix's workers), whose tasks its batches become. False when seats
-    /// were not enabled or no pool could be built; the thread's records then go to the
-    /// supervised writer.
-    pub fn seat_writer_here(&self) -> bool {
+    /// of their own (actix's workers), whose tasks its batches become. When seats were not
+    /// enabled or the factory built no pool (and said why), nothing is seated and the
+    /// thread's records go to the supervised writer.
+    pub fn seat_writer_here(&self) {
         let Some(pool) = self.seats.as_ref().and_then(|pools| pools()) else {
-            return false;
+            return;
         };
         local::seat(
             pool,
@@ -140,7 +140,6 @@ impl AuditHandle {
                 strike: self.strike.clone(),
             },
         );
-        true
     }
 
     /// Makes the next batch committed on a caller's thread panic (test builds only).
