@@ -1,14 +1,14 @@
 //! The actor owning one source's breaker state.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use actix::{Actor, Context, Handler, Message};
+use actix::{Actor, AsyncContext, Context, Handler, Message};
 use chrono::Utc;
 use tokio::sync::watch;
 
 use super::state::{Admission, Breaker, BreakerConfig, CircuitState, Restored, Transition};
-use super::{BreakerSnapshot, ForceAction};
+use super::{BreakerSnapshot, ForceAction, Unsettled};
 use crate::events::{Event, EventBus};
 use crate::supervise::supervisable;
 
@@ -18,11 +18,17 @@ pub struct BreakerActor {
     /// Outlives the actor (the handle's receivers read it), so a restarted actor continues
     /// from the last state it published.
     snapshot: Arc<watch::Sender<BreakerSnapshot>>,
+    /// Successes counted by callers, not yet in the window.
+    unsettled: Arc<Unsettled>,
     events: EventBus,
     last_error: Option<String>,
 }
 
 supervisable!(BreakerActor);
+
+/// How often the actor takes the callers' counted successes into its window when nothing
+/// else brings it to: the published window counts lag the calls by at most this.
+pub(super) const SETTLE_EVERY: Duration = Duration::from_secs(1);
 
 impl BreakerActor {
     /// Incarnation 0 starts closed; a restarted one continues from the published snapshot.
@@ -30,6 +36,7 @@ impl BreakerActor {
         source: String,
         config: BreakerConfig,
         snapshot: Arc<watch::Sender<BreakerSnapshot>>,
+        unsettled: Arc<Unsettled>,
         events: EventBus,
         incarnation: u64,
     ) -> Self {
@@ -53,9 +60,18 @@ impl BreakerActor {
             source,
             breaker,
             snapshot,
+            unsettled,
             events,
             last_error,
         }
+    }
+
+    /// Takes the successes callers counted since the last time into the window, at `now`.
+    /// Whether there were any.
+    fn settle(&mut self, now: Instant) -> bool {
+        let n = self.unsettled.take();
+        self.breaker.record_successes(n, now);
+        n > 0
     }
 
     fn publish(&mut self, transition: Option<Transition>) {
@@ -96,6 +112,14 @@ impl BreakerActor {
 
 impl Actor for BreakerActor {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        ctx.run_interval(SETTLE_EVERY, |actor, _| {
+            if actor.settle(Instant::now()) {
+                actor.publish(None);
+            }
+        });
+    }
 }
 
 #[derive(Message)]
@@ -106,7 +130,9 @@ impl Handler<Admit> for BreakerActor {
     type Result = actix::MessageResult<Admit>;
 
     fn handle(&mut self, _: Admit, _: &mut Context<Self>) -> Self::Result {
-        let (admission, transition) = self.breaker.admit(Instant::now());
+        let now = Instant::now();
+        self.settle(now);
+        let (admission, transition) = self.breaker.admit(now);
         if transition.is_some() {
             self.publish(transition);
         }
@@ -129,7 +155,9 @@ impl Handler<Record> for BreakerActor {
         if let Some(e) = msg.failure {
             self.last_error = Some(e);
         }
-        let transition = self.breaker.record(msg.admission, failed, Instant::now());
+        let now = Instant::now();
+        self.settle(now);
+        let transition = self.breaker.record(msg.admission, failed, now);
         self.publish(transition);
     }
 }
@@ -146,6 +174,7 @@ impl Handler<Force> for BreakerActor {
 
     fn handle(&mut self, msg: Force, _: &mut Context<Self>) -> Self::Result {
         let now = Instant::now();
+        self.settle(now);
         let t = match msg.action {
             ForceAction::Open => self.breaker.force(CircuitState::Open, &msg.reason, now),
             ForceAction::Close => self.breaker.force(CircuitState::Closed, &msg.reason, now),

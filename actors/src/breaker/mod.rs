@@ -2,12 +2,15 @@
 //! ([`actor`]) behind [`BreakerHandle`].
 //!
 //! The hot path reads a published snapshot: while the circuit is closed, admission costs one
-//! atomic read and no message. Outcomes and non-closed admissions go to the actor, which
-//! owns the window and publishes every transition (log, metric, event bus).
+//! atomic read and no message, and so does a success (counted in [`Unsettled`], which the
+//! actor takes into its window before anything else it does, and every
+//! [`actor::SETTLE_EVERY`]). Failures, probe outcomes and non-closed admissions go to the
+//! actor, which owns the window and publishes every transition (log, metric, event bus).
 
 mod actor;
 pub mod state;
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,6 +54,22 @@ pub enum SourceReport {
 
 const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Successes of calls admitted while closed, counted by callers and not yet in the actor's
+/// window. Outlives the actor, so a restarted one settles what its predecessor had not.
+#[derive(Debug, Default)]
+pub(crate) struct Unsettled(AtomicU32);
+
+impl Unsettled {
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The successes counted since the last take.
+    pub(crate) fn take(&self) -> u32 {
+        self.0.swap(0, Ordering::AcqRel)
+    }
+}
+
 /// One source's breaker. Supervised as `circuit_breaker:<source>`: a restarted actor
 /// continues from the snapshot its predecessor published (state, since, forced, window
 /// counts), so a restart neither closes an open circuit nor releases a forced one.
@@ -58,6 +77,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct BreakerHandle {
     slot: Slot<BreakerActor>,
     snapshot: watch::Receiver<BreakerSnapshot>,
+    unsettled: Arc<Unsettled>,
     open_for: Duration,
 }
 
@@ -79,6 +99,8 @@ impl BreakerHandle {
             last_error: None,
         });
         let tx = Arc::new(tx);
+        let unsettled = Arc::new(Unsettled::default());
+        let counted = unsettled.clone();
         let name = source.to_string();
         let slot = supervision.supervise(
             format!("circuit_breaker:{source}"),
@@ -89,6 +111,7 @@ impl BreakerHandle {
                     name.clone(),
                     config,
                     tx.clone(),
+                    counted.clone(),
                     events.clone(),
                     incarnation,
                 )
@@ -97,6 +120,7 @@ impl BreakerHandle {
         Ok(Self {
             slot,
             snapshot: rx,
+            unsettled,
             open_for: config.open_for,
         })
     }
@@ -121,20 +145,18 @@ impl BreakerHandle {
             SourceReport::NotAttempted if permit.0 == Admission::Probe => None,
             SourceReport::NotAttempted => return,
         };
-        let answered_while_closed = failure.is_none() && permit.0 == Admission::Allowed;
+        // A success while closed moves no circuit: it is counted here, without a message
+        // (no wake-up of the breakers' thread per call), and the actor takes it into its
+        // window before any failure it records. Failures and probe outcomes are sent and
+        // awaited, so the next call already sees the circuit they move.
+        if failure.is_none() && permit.0 == Admission::Allowed {
+            self.unsettled.add();
+            return;
+        }
         let msg = actor::Record {
             admission: permit.0,
             failure,
         };
-        // A success while closed changes nothing a caller waits for: it is posted without
-        // waiting for the actor (no cross-thread round trip on the hot path). Failures and
-        // probe outcomes are awaited, so the next call already sees the circuit they move.
-        if answered_while_closed {
-            if let Err(e) = self.slot.addr().try_send(msg) {
-                tracing::warn!(error = %e, "circuit breaker did not take an outcome");
-            }
-            return;
-        }
         if let Err(e) = self.send(msg).await {
             tracing::warn!(error = %e, "circuit breaker did not take an outcome");
         }
@@ -187,3 +209,6 @@ pub enum ForceAction {
     Close,
     Reset,
 }
+
+#[cfg(test)]
+mod tests;

@@ -240,7 +240,11 @@ impl Breaker {
         if self.state != CircuitState::Closed {
             return None;
         }
-        self.push(now, failure);
+        if failure {
+            self.push(now, 1, 0);
+        } else {
+            self.push(now, 0, 1);
+        }
         self.prune(now);
         let (f, s) = self.counts(now);
         let total = f + s;
@@ -252,6 +256,17 @@ impl Breaker {
             return Some(self.transition(CircuitState::Open, now, reason));
         }
         None
+    }
+
+    /// Adds `n` successes of calls admitted while closed, reported since the last time (the
+    /// handle counts them without a message; see `BreakerHandle::record`). Successes never
+    /// move the circuit; while it is not closed they belong to no window and are dropped.
+    pub fn record_successes(&mut self, n: u32, now: Instant) {
+        if n == 0 || self.state != CircuitState::Closed {
+            return;
+        }
+        self.push(now, 0, n);
+        self.prune(now);
     }
 
     /// An operator forces the circuit open (stays open until released) or closed.
@@ -291,7 +306,7 @@ impl Breaker {
         Transition { from, to, reason }
     }
 
-    fn push(&mut self, now: Instant, failure: bool) {
+    fn push(&mut self, now: Instant, failures: u32, successes: u32) {
         let width = (self.config.window / BUCKETS).max(std::time::Duration::from_millis(1));
         let fresh = match self.window.back() {
             Some(b) => now.saturating_duration_since(b.start) >= width,
@@ -305,11 +320,8 @@ impl Breaker {
             });
         }
         if let Some(b) = self.window.back_mut() {
-            if failure {
-                b.failures += 1;
-            } else {
-                b.successes += 1;
-            }
+            b.failures = b.failures.saturating_add(failures);
+            b.successes = b.successes.saturating_add(successes);
         }
     }
 
@@ -334,6 +346,33 @@ mod tests {
             open_for: Duration::from_secs(5),
             half_open_probes: 2,
         }
+    }
+
+    /// Successes counted by callers and taken in at once weigh as the same successes
+    /// recorded one by one; while the circuit is not closed they are dropped.
+    #[test]
+    fn successes_taken_in_at_once_weigh_as_many_recorded_one_by_one() {
+        let t0 = Instant::now();
+        let mut b = Breaker::new(cfg(), t0);
+        b.record_successes(3, t0);
+        assert_eq!(b.counts(t0), (0, 3));
+        assert_eq!(
+            b.record(Admission::Allowed, true, t0),
+            None,
+            "1 of 4 failed"
+        );
+        assert_eq!(
+            b.record(Admission::Allowed, true, t0),
+            None,
+            "2 of 5 failed"
+        );
+        assert!(
+            b.record(Admission::Allowed, true, t0).is_some(),
+            "3 of 6 failed"
+        );
+        assert_eq!(b.state(), CircuitState::Open);
+        b.record_successes(5, t0);
+        assert_eq!(b.counts(t0), (3, 3), "successes while open are dropped");
     }
 
     #[test]
