@@ -57,7 +57,7 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 /// Successes of calls admitted while closed, counted by callers and not yet in the actor's
 /// window. Outlives the actor, so a restarted one settles what its predecessor had not.
 #[derive(Debug, Default)]
-pub(crate) struct Unsettled(AtomicU32);
+struct Unsettled(AtomicU32);
 
 impl Unsettled {
     fn add(&self) {
@@ -65,7 +65,7 @@ impl Unsettled {
     }
 
     /// The successes counted since the last take.
-    pub(crate) fn take(&self) -> u32 {
+    fn take(&self) -> u32 {
         self.0.swap(0, Ordering::AcqRel)
     }
 }
