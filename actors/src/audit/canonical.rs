@@ -8,14 +8,14 @@
 
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use super::record::AuditRecord;
 
-/// Feeds the canonical JSON of `record` to `hasher`.
+/// Feeds the canonical JSON of `record` to `hasher` (sha2's hashers are `io::Write`).
 pub fn hash_into(hasher: &mut Sha256, record: &AuditRecord) {
     // Cannot fail: every map written has string keys, and the hasher takes every byte.
-    let _ = write(Hashing(hasher), record);
+    let _ = write(hasher, record);
 }
 
 /// Writes the canonical JSON of `record` to `w`.
@@ -102,20 +102,6 @@ where
         }
     }
     m.end()
-}
-
-/// The hasher as somewhere to write bytes.
-struct Hashing<'a>(&'a mut Sha256);
-
-impl std::io::Write for Hashing<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]
