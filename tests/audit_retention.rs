@@ -424,6 +424,19 @@ async fn inserts_by_table(pool: &interlock::control::ControlPool) -> Vec<(String
         .collect()
 }
 
+/// The name of the partition that holds the log's head (the sequence's last value).
+async fn head_partition(client: &tokio_postgres::Client) -> String {
+    client
+        .query_one(
+            "SELECT name FROM audit_partitions, (SELECT last_value AS head FROM audit_records_seq) s
+              WHERE lower <= s.head AND upper > s.head",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
 /// The writer inserts straight into the partition that holds its batch (PostgreSQL routes
 /// nothing), through the parent only for a batch that straddles two partitions or runs
 /// past the last, and when the partition it addressed is gone.
@@ -463,18 +476,7 @@ async fn the_writer_inserts_into_the_partition_that_holds_its_batch() {
 
     // The partition it addressed is gone (renamed here; the log keeps routing to it): the
     // next batch goes through the parent and lands.
-    let head: String = pool
-        .get()
-        .await
-        .unwrap()
-        .query_one(
-            "SELECT name FROM audit_partitions, (SELECT last_value AS head FROM audit_records_seq) s
-              WHERE lower <= s.head AND upper > s.head",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get(0);
+    let head = head_partition(&pool.get().await.unwrap()).await;
     let before = inserts_by_table(&pool).await;
     pool.get()
         .await
@@ -508,6 +510,46 @@ async fn the_writer_inserts_into_the_partition_that_holds_its_batch() {
     assert_eq!(landed, 1);
     let report = interlock::control::audit::verify(&pool).await.unwrap();
     assert!(report.ok, "{report:?}");
+}
+
+/// A writer that moves on to the next partition closes the inserts it prepared for the one
+/// it left: a connection keeps prepared only what the current partition takes, however
+/// many partitions the log has filled (each insert of rows is a few hundred kB of the
+/// control backend's memory).
+#[actix_rt::test]
+async fn a_connection_keeps_prepared_only_the_inserts_of_the_partition_in_use() {
+    let db = common::fresh_control_db().await;
+    let mut control = common::settings_for(&db).control;
+    control.pool_size = 1;
+    let pool = interlock::control::connect_pool(&control).unwrap();
+    let w = writer(&pool, 10);
+    // Batches of one and of many (rows and arrays alike) through seven partitions.
+    for round in 0..7 {
+        w.append(record(100_000 + round, Utc::now())).await.unwrap();
+        let burst =
+            (0..[3, 9, 40][round % 3]).map(|i| w.append(record(1000 * round + i, Utc::now())));
+        for seq in futures_util::future::join_all(burst).await {
+            seq.unwrap();
+        }
+    }
+    let client = pool.get().await.unwrap();
+    let head = head_partition(&client).await;
+    let prepared: Vec<String> = client
+        .query(
+            "SELECT substring(statement FROM '^INSERT INTO \"(audit_records_[0-9]+)\"')
+               FROM pg_prepared_statements WHERE statement LIKE 'INSERT INTO \"audit_records_%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(!prepared.is_empty());
+    assert!(
+        prepared.iter().all(|p| *p == head),
+        "only {head}'s inserts: {prepared:?}"
+    );
 }
 
 #[actix_rt::test]

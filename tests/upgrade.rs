@@ -90,6 +90,25 @@ fn a_release_is_served_only_while_every_later_migration_says_it_keeps_it_working
     }
 }
 
+#[test]
+fn a_batch_bound_as_rows_has_one_shape_whatever_its_rows() {
+    let rows = |n: usize| {
+        let row = |r: usize| format!("($1::uuid, ${}::bigint, ${}::text)", 2 * r + 2, 2 * r + 3);
+        let values: Vec<String> = (0..n).map(row).collect();
+        format!(
+            "INSERT INTO \"audit_records_1\" (chain, seq, x) SELECT v.* FROM (VALUES {}) AS v (chain, seq, x) WHERE v.seq IS NOT NULL",
+            values.join(", ")
+        )
+    };
+    let one = shape(&rows(1));
+    for n in [2, 4, 32] {
+        assert_eq!(shape(&rows(n)), one, "{n} rows");
+    }
+    // Rows that differ, and parenthesized lists that are not rows alike, keep their shape.
+    let unlike = "INSERT INTO t (a, b) VALUES ($1::uuid, $2::text), ($3::text, $4::uuid)";
+    assert_eq!(shape(unlike).matches("), (").count(), 1);
+}
+
 /// A statement's failure that says the schema no longer fits it: a name it uses is gone or
 /// changed (class 42: undefined table, column, function; wrong type), or what it does is
 /// no longer supported there (0A). Constraint, data and lock errors of a run with NULL
@@ -322,11 +341,31 @@ fn squash(sql: &str) -> String {
 /// A statement's shape, for telling whether it was recorded: besides whitespace, quoted
 /// literals and digit runs (which PostgreSQL 15 keeps in utility statements, e.g. the month
 /// in a partition's name and bounds) are placeholders, and a list of them is one (a
-/// statement built with as many parameters as it has values).
+/// statement built with as many parameters as it has values), and so is a list of rows
+/// alike (the audit writer binds a batch as rows, a few sizes of them).
 fn shape(sql: &str) -> String {
-    let flat = flatten(sql);
+    let flat = one_row_each(&flatten(sql));
     let list = regex::Regex::new(r"(\$9|'\?'|9)(, (\$9|'\?'|9))+").expect("regex");
     list.replace_all(&flat, "$1, …").into_owned()
+}
+
+/// `sql` with each run of identical parenthesized rows (`(…), (…)`) as its first row.
+fn one_row_each(sql: &str) -> String {
+    let row = regex::Regex::new(r"\([^()]*\)").expect("regex");
+    let mut out = String::with_capacity(sql.len());
+    let (mut end, mut previous) = (0, None);
+    for m in row.find_iter(sql) {
+        let between = &sql[end..m.start()];
+        end = m.end();
+        if between == ", " && previous == Some(m.as_str()) {
+            continue;
+        }
+        out.push_str(between);
+        out.push_str(m.as_str());
+        previous = Some(m.as_str());
+    }
+    out.push_str(&sql[end..]);
+    out
 }
 
 fn flatten(sql: &str) -> String {

@@ -53,7 +53,46 @@ macro_rules! one_fresh {
     };
 }
 
-/// A batch of many is one statement whatever its size: one array per column, unnested into
+/// The types every row binds after the chain (`$1`, one for the whole batch), in the
+/// order of [`columns!`].
+const ROW_TYPES: [&str; 22] = [
+    "bigint",
+    "bigint",
+    "timestamptz",
+    "text",
+    "uuid",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "jsonb",
+    "text",
+    "bigint",
+    "bigint",
+    "boolean",
+    "uuid",
+    "bytea",
+    "bytea",
+    "text",
+];
+
+/// The sizes a batch of two to [`ROWS_UP_TO`] records is bound as: plain rows, one
+/// statement per size, the rows past the batch's records bound as NULLs and left out by the
+/// statement. A few sizes keep what each control connection holds prepared small (a
+/// 32-row insert is about 300 kB of the backend's memory).
+const ROW_SIZES: [usize; 5] = [2, 4, 8, 16, ROWS_UP_TO];
+
+/// The largest batch bound as rows. Measured against one array per column for a batch of
+/// 6 (`unnest` into rows: the arrays parsed, the rows materialized): 43–48 against 70–79 µs
+/// of the control backend per record; for 17 records in 32 rows, 35 against 40
+/// (BENCHMARKS.md, "The audit commit, seventh step").
+pub(super) const ROWS_UP_TO: usize = 32;
+
+/// A batch of more is one statement whatever its size: one array per column, unnested into
 /// rows, so the server binds and executes once per batch.
 macro_rules! many {
     () => {
@@ -68,6 +107,41 @@ macro_rules! many {
     };
 }
 
+/// What follows the table in the insert of `rows` rows: the chain `$1` in each, the rest of
+/// row `r` from `$2 + 22 r`; a row whose seq is NULL (padding) is left out.
+fn rows_tail(rows: usize) -> String {
+    use std::fmt::Write;
+    let mut values = String::with_capacity(rows * 300);
+    for r in 0..rows {
+        values.push_str(if r == 0 { "($1::uuid" } else { ", ($1::uuid" });
+        for (i, ty) in ROW_TYPES.iter().enumerate() {
+            let _ = write!(values, ", ${}::{ty}", 2 + ROW_TYPES.len() * r + i);
+        }
+        values.push(')');
+    }
+    format!(
+        " ({cols}) SELECT v.* FROM (VALUES {values}) AS v ({cols}) WHERE v.seq IS NOT NULL",
+        cols = columns!()
+    )
+}
+
+/// The inserts of every size in [`ROW_SIZES`] into `table`.
+fn rows_inserts(table: &str) -> Vec<String> {
+    ROW_SIZES
+        .iter()
+        .map(|&n| format!("INSERT INTO {table}{}", rows_tail(n)))
+        .collect()
+}
+
+/// The inserts of every row size through the partitioned parent.
+static PARENT_ROWS: std::sync::LazyLock<Vec<String>> =
+    std::sync::LazyLock::new(|| rows_inserts("audit_records"));
+
+/// A place in [`ROW_SIZES`], and in the lists of inserts built from it: made only by
+/// [`Insert::of`], so always one of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RowSize(usize);
+
 /// Which insert a batch needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Insert {
@@ -75,7 +149,10 @@ pub(super) enum Insert {
     One,
     /// A batch of one that takes its own seq.
     OneFresh,
-    /// A batch of many at seqs taken first.
+    /// A batch of two to [`ROWS_UP_TO`] at seqs taken first, bound as rows: as many as the
+    /// size of [`ROW_SIZES`] at this place (the batch's records, then NULLs).
+    Rows(RowSize),
+    /// A larger batch at seqs taken first, bound as one array per column.
     Many,
 }
 
@@ -83,9 +160,19 @@ impl Insert {
     /// The insert for a batch of `records` at seqs taken first.
     pub(super) fn of(records: usize) -> Self {
         if records == 1 {
-            Insert::One
-        } else {
-            Insert::Many
+            return Insert::One;
+        }
+        match ROW_SIZES.iter().position(|&n| records <= n) {
+            Some(at) => Insert::Rows(RowSize(at)),
+            None => Insert::Many,
+        }
+    }
+
+    /// The rows a batch is bound as, for an insert of rows.
+    pub(super) fn rows(self) -> Option<usize> {
+        match self {
+            Insert::Rows(RowSize(at)) => Some(ROW_SIZES[at]),
+            _ => None,
         }
     }
 
@@ -94,6 +181,7 @@ impl Insert {
         match self {
             Insert::One => concat!("INSERT INTO audit_records", one!()),
             Insert::OneFresh => concat!("INSERT INTO audit_records", one_fresh!()),
+            Insert::Rows(RowSize(at)) => &PARENT_ROWS[at],
             Insert::Many => concat!("INSERT INTO audit_records", many!()),
         }
     }
@@ -103,6 +191,7 @@ impl Insert {
         partition.map_or(self.parent(), |p| match self {
             Insert::One => &p.insert_one,
             Insert::OneFresh => &p.insert_one_fresh,
+            Insert::Rows(RowSize(at)) => &p.insert_rows[at],
             Insert::Many => &p.insert_many,
         })
     }
@@ -115,6 +204,7 @@ pub(super) struct Partition {
     upper: i64,
     insert_one: String,
     insert_one_fresh: String,
+    insert_rows: Vec<String>,
     insert_many: String,
 }
 
@@ -126,8 +216,17 @@ impl Partition {
             upper,
             insert_one: format!("INSERT INTO {table}{}", one!()),
             insert_one_fresh: format!("INSERT INTO {table}{}", one_fresh!()),
+            insert_rows: rows_inserts(&table),
             insert_many: format!("INSERT INTO {table}{}", many!()),
         }
+    }
+
+    /// Every insert into this partition: what a connection may hold prepared for it.
+    pub(super) fn inserts(&self) -> impl Iterator<Item = &str> {
+        [&self.insert_one, &self.insert_one_fresh, &self.insert_many]
+            .into_iter()
+            .chain(&self.insert_rows)
+            .map(String::as_str)
     }
 
     pub(super) fn holds(&self, seqs: &[i64]) -> bool {
@@ -135,20 +234,6 @@ impl Partition {
             (Some(first), Some(last)) => self.lower <= *first && *last < self.upper,
             _ => false,
         }
-    }
-}
-
-/// The partition a batch at `seqs` goes to (none: through the parent). `known` is the
-/// partition the writer's last batch went to; another is looked up (one round trip) only
-/// when it does not hold the seqs.
-pub(super) async fn partition_for(
-    client: &deadpool_postgres::Client,
-    known: Option<Partition>,
-    seqs: &[i64],
-) -> Result<Option<Partition>, tokio_postgres::Error> {
-    match known.filter(|p| p.holds(seqs)) {
-        Some(p) => Ok(Some(p)),
-        None => lookup(client, seqs).await,
     }
 }
 
@@ -203,7 +288,10 @@ mod tests {
         assert!(p
             .insert_one
             .starts_with("INSERT INTO \"audit_records_1000001\" (chain, seq,"));
-        for kind in [Insert::One, Insert::OneFresh, Insert::Many] {
+        let kinds = [Insert::One, Insert::OneFresh, Insert::Many]
+            .into_iter()
+            .chain((2..=ROWS_UP_TO).map(Insert::of));
+        for kind in kinds {
             assert_eq!(
                 kind.parent()
                     .replacen("audit_records", "\"audit_records_1000001\"", 1),
@@ -217,7 +305,46 @@ mod tests {
             bound(Insert::OneFresh.parent()),
             bound(Insert::One.parent()) - 1
         );
+        assert_eq!(p.inserts().count(), 3 + ROW_SIZES.len());
+    }
+
+    #[test]
+    fn a_batch_is_bound_as_the_fewest_rows_that_hold_it_up_to_the_largest_size() {
         assert_eq!(Insert::of(1), Insert::One);
-        assert_eq!(Insert::of(2), Insert::Many);
+        let rows = |n| Insert::of(n).rows();
+        let cases = [
+            (2, 2),
+            (3, 4),
+            (4, 4),
+            (5, 8),
+            (9, 16),
+            (16, 16),
+            (17, 32),
+            (32, 32),
+        ];
+        for (records, bound) in cases {
+            assert_eq!(rows(records), Some(bound), "{records} records");
+        }
+        assert_eq!(Insert::of(ROWS_UP_TO + 1), Insert::Many);
+        assert_eq!(Insert::of(256), Insert::Many);
+    }
+
+    #[test]
+    fn every_row_binds_what_a_batch_of_one_binds() {
+        let one = Insert::One.parent();
+        let values = |sql: &str| sql[sql.find("VALUES (").map_or(0, |i| i + 8)..].to_string();
+        for n in ROW_SIZES {
+            let sql = Insert::of(n).parent();
+            // The first row is a batch of one's, parameter for parameter.
+            let first = values(sql);
+            let row_end = first.find(')').unwrap_or(first.len());
+            assert_eq!(&first[..row_end], &values(one)[..values(one).len() - 1]);
+            // Every row binds the chain, then 22 parameters of its own, none twice.
+            assert_eq!(sql.matches("$1::uuid").count(), n, "{sql}");
+            let last = 1 + ROW_TYPES.len() * n;
+            assert!(sql.contains(&format!("${last}::text)")), "{sql}");
+            assert!(!sql.contains(&format!("${}::", last + 1)), "{sql}");
+            assert!(sql.ends_with("WHERE v.seq IS NOT NULL"), "{sql}");
+        }
     }
 }

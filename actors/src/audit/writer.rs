@@ -441,21 +441,24 @@ async fn write_batch(
     let client = pool.get().await?;
     step("checkout", asked.elapsed());
     register(&client, &mut at.chain).await?;
-    at.partition = target::partition_for(&client, at.partition.take(), seqs).await?;
+    if !at.partition.as_ref().is_some_and(|p| p.holds(seqs)) {
+        let next = target::lookup(&client, seqs).await?;
+        move_to(pool, at, next);
+    }
     let kind = Insert::of(records.len());
     let mut insert = match client
         .prepare_cached(kind.sql_for(at.partition.as_ref()))
         .await
     {
         Err(e) if at.partition.is_some() && target::partition_gone(&e) => {
-            forget_partition(at);
+            forget_partition(pool, at);
             client.prepare_cached(kind.parent()).await?
         }
         prepared => prepared?,
     };
     let started = std::time::Instant::now();
     loop {
-        match append(&client, &insert, records, seqs, &at.chain).await {
+        match append(&client, &insert, kind, records, seqs, &at.chain).await {
             Err(BatchError::SeqTaken) if started.elapsed() < RETRY_BUDGET => {
                 tracing::warn!(
                     "an audit batch's seqs were voided meanwhile; appending it at new ones"
@@ -476,7 +479,7 @@ async fn write_batch(
                 );
             }
             Err(BatchError::PartitionGone) if at.partition.is_some() => {
-                forget_partition(at);
+                forget_partition(pool, at);
                 insert = client.prepare_cached(kind.parent()).await?;
             }
             Ok(end) => {
@@ -552,7 +555,7 @@ async fn append_fresh(
     {
         Ok(insert) => insert,
         Err(e) if at.partition.is_some() && target::partition_gone(&e) => {
-            forget_partition(at);
+            forget_partition(pool, at);
             return Fresh::TakeFirst;
         }
         Err(e) => return Fresh::Failed(e.into()),
@@ -578,7 +581,8 @@ async fn append_fresh(
             at.chain.hash = l.hash.clone();
             if !at.partition.as_ref().is_some_and(|p| p.holds(&[seq])) {
                 // The next batch's partition (after the answer is durable; once per partition).
-                at.partition = target::lookup(&client, &[seq]).await.ok().flatten();
+                let next = target::lookup(&client, &[seq]).await.ok().flatten();
+                move_to(pool, at, next);
             }
             Fresh::Stored(seq)
         }
@@ -591,7 +595,7 @@ async fn append_fresh(
                 .and_then(|r| r.try_get::<_, i64>(0).ok());
             let elsewhere = seq_taken(&e) || no_partition(&e) || target::partition_gone(&e);
             if elsewhere {
-                forget_partition(at);
+                forget_partition(pool, at);
             }
             match (elsewhere, taken) {
                 (true, Some(seq)) => Fresh::Retry(seq),
@@ -604,11 +608,26 @@ async fn append_fresh(
 
 /// The partition `at` addressed is gone (dropped, renamed): the batch goes through the
 /// parent.
-fn forget_partition(at: &mut Place) {
+fn forget_partition(pool: &deadpool_postgres::Pool, at: &mut Place) {
     tracing::warn!(
         "the audit partition this writer addressed is gone; appending through the parent"
     );
-    at.partition = None;
+    move_to(pool, at, None);
+}
+
+/// Moves `at` to the partition `next` (none: the parent). The inserts prepared for the
+/// partition it leaves are closed on every connection of the pool: the log fills one
+/// partition after another, and each one's statements would otherwise stay prepared on
+/// every control connection for as long as it lives. (Another writer still in that
+/// partition prepares them again; a batch running one keeps it until it ends.)
+fn move_to(pool: &deadpool_postgres::Pool, at: &mut Place, next: Option<Partition>) {
+    if let Some(left) = at.partition.take().filter(|p| Some(p) != next.as_ref()) {
+        let caches = &pool.manager().statement_caches;
+        for insert in left.inserts() {
+            caches.remove(insert, &[]);
+        }
+    }
+    at.partition = next;
 }
 
 /// Appends `records` at `seqs` after the end of `chain` as one statement in its own
@@ -618,14 +637,15 @@ fn forget_partition(at: &mut Place) {
 async fn append(
     client: &deadpool_postgres::Client,
     insert: &tokio_postgres::Statement,
+    kind: Insert,
     records: &[AuditRecord],
     seqs: &[i64],
     chain: &Chain,
 ) -> Result<(i64, Vec<u8>), BatchError> {
     let started = Instant::now();
     let chained = link(records, chain);
-    let (inserted, started) = match (records, seqs, chained.as_slice()) {
-        ([record], [seq], [l]) => {
+    let (inserted, started) = match (records, seqs, chained.as_slice(), kind.rows()) {
+        ([record], [seq], [l], _) => {
             step("encode", started.elapsed());
             let started = Instant::now();
             (
@@ -633,7 +653,14 @@ async fn append(
                 started,
             )
         }
-        _ => {
+        (_, _, _, Some(bound)) => {
+            let outcomes: Vec<&'static str> = records.iter().map(|r| r.outcome.as_str()).collect();
+            let params = rows(&chain.id, records, seqs, &chained, &outcomes, bound);
+            step("encode", started.elapsed());
+            let started = Instant::now();
+            (client.execute(insert, &params).await, started)
+        }
+        (_, _, _, None) => {
             let columns = Columns::of(records, seqs, &chained);
             step("encode", started.elapsed());
             let started = Instant::now();
@@ -670,6 +697,8 @@ async fn insert_one(
         .await
 }
 
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
 /// The parameters of a batch of one, in the insert's column order; without `seq` for the
 /// insert that takes its own.
 fn one_row<'a>(
@@ -678,13 +707,73 @@ fn one_row<'a>(
     r: &'a AuditRecord,
     l: &'a Link,
     outcome: &'a &'static str,
-) -> Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)> {
-    let mut params: Vec<&'a (dyn tokio_postgres::types::ToSql + Sync)> = vec![chain];
+) -> Vec<Param<'a>> {
+    let mut params: Vec<Param<'a>> = vec![chain];
+    push_row(&mut params, seq, r, l, outcome);
+    params
+}
+
+/// The parameters of a batch bound as `bound` rows: the chain, then each record's row, then
+/// rows of NULLs (whose NULL seq the insert leaves out) up to `bound`.
+fn rows<'a>(
+    chain: &'a uuid::Uuid,
+    records: &'a [AuditRecord],
+    seqs: &'a [i64],
+    chained: &'a [Link],
+    outcomes: &'a [&'static str],
+    bound: usize,
+) -> Vec<Param<'a>> {
+    let mut params: Vec<Param<'a>> = Vec::with_capacity(1 + PADDING.len() * bound);
+    params.push(chain);
+    for (((r, seq), l), outcome) in records.iter().zip(seqs).zip(chained).zip(outcomes) {
+        push_row(&mut params, Some(seq), r, l, outcome);
+    }
+    for _ in records.len()..bound {
+        params.extend(PADDING);
+    }
+    params
+}
+
+/// A row that holds no record, typed as the insert binds its columns.
+const PADDING: [Param<'static>; 22] = [
+    &None::<i64>,
+    &None::<i64>,
+    &None::<chrono::DateTime<chrono::Utc>>,
+    &None::<&str>,
+    &None::<uuid::Uuid>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&str>,
+    &None::<&serde_json::Value>,
+    &None::<&str>,
+    &None::<i64>,
+    &None::<i64>,
+    &None::<bool>,
+    &None::<uuid::Uuid>,
+    &None::<&[u8]>,
+    &None::<&[u8]>,
+    &None::<&str>,
+];
+
+/// One record's parameters after the chain, in the insert's column order; without `seq`
+/// for the insert that takes its own.
+fn push_row<'a>(
+    params: &mut Vec<Param<'a>>,
+    seq: Option<&'a i64>,
+    r: &'a AuditRecord,
+    l: &'a Link,
+    outcome: &'a &'static str,
+) {
     if let Some(seq) = seq {
         params.push(seq);
     }
     params.extend([
-        &l.seq as &(dyn tokio_postgres::types::ToSql + Sync),
+        &l.seq as Param<'a>,
         &r.at,
         &r.request_id,
         &r.identity_id,
@@ -706,7 +795,6 @@ fn one_row<'a>(
         &l.hash,
         &r.statement_sha256,
     ]);
-    params
 }
 
 /// Whether a void took one of the batch's seqs (the primary key of a partition of
