@@ -414,3 +414,46 @@ async fn batches_of_every_size_store_every_record_as_it_came() {
     assert!(ran("%FROM (VALUES%").await > 0, "no batch went as rows");
     assert!(ran("%FROM unnest(%").await > 0, "no batch went as arrays");
 }
+
+/// The audit writer's own connections plan its statements once: the seqs of a batch of
+/// many (whose estimate depends on the batch's size, so PostgreSQL would otherwise plan
+/// them again at every batch) are planned at most once per connection however many
+/// batches take them (pg_stat_statements counts plans here).
+#[actix_rt::test]
+async fn the_audit_connections_plan_each_statement_once() {
+    let db = common::fresh_control_db().await;
+    let admin = common::admin(&db).await;
+    admin
+        .batch_execute(&format!(
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements;
+             ALTER DATABASE \"{db}\" SET pg_stat_statements.track_planning = on"
+        ))
+        .await
+        .expect("track planning");
+    let settings = common::settings_for(&db);
+    let pool = interlock::control::pool::audit_pool(&settings.control).expect("audit pool");
+    let supervision = Supervision::new(SupervisionConfig::default(), EventBus::default());
+    let audit = AuditHandle::start(pool, AuditConfig::default(), &supervision);
+    for burst in 0..12 {
+        let appends =
+            (0..9).map(|i| audit.append(record(&format!("plan-{burst}-{i}"), "SELECT 1")));
+        for seq in futures_util::future::join_all(appends).await {
+            seq.expect("append");
+        }
+    }
+    let (plans, calls): (i64, i64) = {
+        let row = admin
+            .query_one(
+                "SELECT coalesce(sum(plans), 0)::bigint, coalesce(sum(calls), 0)::bigint
+                   FROM pg_stat_statements
+                  WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND query LIKE '%nextval%generate_series%'",
+                &[],
+            )
+            .await
+            .expect("statements");
+        (row.get(0), row.get(1))
+    };
+    assert!(calls >= 6, "batches of many took their seqs: {calls}");
+    assert!(plans <= 2, "planned {plans} times for {calls} batches");
+}

@@ -22,22 +22,30 @@ pub enum PoolSetupError {
 
 /// Builds the pool. No connection is made until the first checkout.
 pub fn connect_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
-    build(settings, settings.pool_size, "interlock-control")
+    build(settings, settings.pool_size, "interlock-control", "")
 }
+
+/// How every audit writer's session runs besides what the control pool's do: with generic
+/// plans only. The writer sends a few fixed statements whose plans do not depend on their
+/// parameters, but PostgreSQL's choice goes by estimates that do: the seqs of a batch of
+/// many (`generate_series(1, $1)`, 1,000 rows estimated generically, the batch's size once
+/// bound) were planned anew at every batch, 3 % of the control database's CPU at 32
+/// connections (BENCHMARKS.md, "The audit commit, seventh step").
+const AUDIT_SESSION: &str = "-c plan_cache_mode=force_generic_plan";
 
 /// Connections of the audit writer alone (one commits, one probes while the control
 /// database is unreachable). Only the writer's thread checks them out, so each one's
 /// connection task runs on that thread and a commit is one flight without a cross-thread
 /// wake-up on either side (see `sources::postgres::affinity` for what one costs).
 pub fn audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
-    build(settings, 2, "interlock-audit")
+    build(settings, 2, "interlock-audit", AUDIT_SESSION)
 }
 
 /// Connections of an audit writer seated on an HTTP worker (`audit.writer_per_worker`),
 /// its own as the supervised writer's are; named apart so that `audit_chains.writer` and
 /// `pg_stat_activity` tell its chains and sessions from the supervised writer's.
 pub fn worker_audit_pool(settings: &ControlSettings) -> Result<ControlPool, PoolSetupError> {
-    build(settings, 2, "interlock-audit-worker")
+    build(settings, 2, "interlock-audit-worker", AUDIT_SESSION)
 }
 
 /// A connection of its own to the control database, outside any pool (the fleet channel's
@@ -138,12 +146,19 @@ impl Probes {
     }
 }
 
+/// A pool of `size` connections as `application_name`, their sessions started with
+/// `session` (server options, `-c name=value …`) besides the control pool's.
 fn build(
     settings: &ControlSettings,
     size: usize,
     application_name: &str,
+    session: &str,
 ) -> Result<ControlPool, PoolSetupError> {
-    let pg = connection_config(settings, application_name)?;
+    let mut pg = connection_config(settings, application_name)?;
+    if !session.is_empty() {
+        let options = format!("{} {session}", pg.get_options().unwrap_or_default());
+        pg.options(options);
+    }
     let config = || ManagerConfig {
         recycling_method: RecyclingMethod::Fast,
     };
