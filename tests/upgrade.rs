@@ -104,7 +104,7 @@ fn a_batch_bound_as_rows_has_one_shape_whatever_its_rows() {
     for n in [2, 4, 32] {
         assert_eq!(shape(&rows(n)), one, "{n} rows");
     }
-    // Rows that differ, and parenthesized lists that are not rows alike, keep their shape.
+    // Rows that differ are each kept.
     let unlike = "INSERT INTO t (a, b) VALUES ($1::uuid, $2::text), ($3::text, $4::uuid)";
     assert_eq!(shape(unlike).matches("), (").count(), 1);
 }
