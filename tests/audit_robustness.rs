@@ -43,6 +43,17 @@ async fn writer(db: &str) -> (AuditHandle, interlock::control::ControlPool, Supe
     (handle, pool, supervision)
 }
 
+/// The log verified, and found whole.
+async fn verified(
+    pool: &interlock::control::ControlPool,
+) -> interlock::control::audit::VerifyReport {
+    let report = interlock::control::audit::verify(pool)
+        .await
+        .expect("verify");
+    assert!(report.ok, "{:?}", report.first_break);
+    report
+}
+
 #[actix_rt::test]
 async fn text_with_nul_is_stored_escaped_and_verifiable() {
     let db = common::fresh_control_db().await;
@@ -80,10 +91,7 @@ async fn text_with_nul_is_stored_escaped_and_verifiable() {
             assert_eq!(hash, None);
         }
     }
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!(report.records, cases.len() as u64);
 }
 
@@ -124,10 +132,7 @@ async fn a_record_the_database_refuses_fails_alone() {
         audit.is_healthy(),
         "a refused record does not make audit unavailable"
     );
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!(
         (report.records, report.voids, report.pending),
         (40, 4, 0),
@@ -141,10 +146,7 @@ async fn a_record_the_database_refuses_fails_alone() {
         let stored = audit.append(record(id, "SELECT 3")).await;
         assert_eq!(stored.is_ok(), id.starts_with("good"), "{id}: {stored:?}");
     }
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!((report.records, report.voids, report.pending), (45, 6, 0));
 }
 
@@ -167,10 +169,7 @@ async fn two_writers_append_in_chains_of_their_own_with_gap_free_seqs() {
         .collect();
     seqs.sort_unstable();
     assert_eq!(seqs, (1..=400).collect::<Vec<i64>>(), "each seq once");
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!((report.records, report.chains, report.voids), (400, 2, 0));
     let stored: i64 = pool
         .get()
@@ -247,18 +246,12 @@ async fn a_seq_no_batch_used_is_voided_and_the_tree_goes_past_it() {
     assert_eq!(after, 3);
 
     assert_eq!(interlock::control::ledger::extend(&pool).await.unwrap(), 1);
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!((report.records, report.pending, report.voids), (2, 1, 0));
 
     tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
     assert_eq!(interlock::control::ledger::extend(&pool).await.unwrap(), 3);
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!((report.records, report.pending, report.voids), (3, 0, 1));
     // A void is not a call: the listing leaves it out.
     let listed = interlock::control::audit::list(
@@ -332,10 +325,7 @@ async fn batches_of_every_size_store_every_record_as_it_came() {
         }
         given.extend(records);
     }
-    let report = interlock::control::audit::verify(&pool)
-        .await
-        .expect("verify");
-    assert!(report.ok, "{:?}", report.first_break);
+    let report = verified(&pool).await;
     assert_eq!(
         (report.records, report.voids, report.pending),
         (given.len() as u64, 0, 0)
