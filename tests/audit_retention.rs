@@ -523,7 +523,7 @@ async fn a_connection_keeps_prepared_only_the_inserts_of_the_partition_in_use() 
     control.pool_size = 1;
     let pool = interlock::control::connect_pool(&control).unwrap();
     let w = writer(&pool, 10);
-    // Batches of one and of many (rows and arrays alike) through seven partitions.
+    // Batches of one and of many (rows and arrays alike): 114 records, a dozen partitions.
     for round in 0..7 {
         w.append(record(100_000 + round, Utc::now())).await.unwrap();
         let burst =
