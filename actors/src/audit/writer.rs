@@ -734,31 +734,28 @@ fn rows<'a>(
     params
 }
 
-/// A row that holds no record, typed as the insert binds its columns.
-const PADDING: [Param<'static>; 22] = [
-    &None::<i64>,
-    &None::<i64>,
-    &None::<chrono::DateTime<chrono::Utc>>,
-    &None::<&str>,
-    &None::<uuid::Uuid>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&str>,
-    &None::<&serde_json::Value>,
-    &None::<&str>,
-    &None::<i64>,
-    &None::<i64>,
-    &None::<bool>,
-    &None::<uuid::Uuid>,
-    &None::<&[u8]>,
-    &None::<&[u8]>,
-    &None::<&str>,
-];
+/// A row that holds no record: NULL in every column, its NULL seq left out by the insert.
+const PADDING: [Param<'static>; 22] = [&Null; 22];
+
+/// SQL NULL as a parameter of any type.
+#[derive(Debug)]
+struct Null;
+
+impl tokio_postgres::types::ToSql for Null {
+    fn to_sql(
+        &self,
+        _: &tokio_postgres::types::Type,
+        _: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(tokio_postgres::types::IsNull::Yes)
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
 
 /// One record's parameters after the chain, in the insert's column order; without `seq`
 /// for the insert that takes its own.
