@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use actix::{Actor, ActorFutureExt, AsyncContext, Context, Handler, Message, WrapFuture};
 use tokio::sync::oneshot;
 
-use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, GENESIS};
+use super::record::{chain_genesis, chain_hash, void_hash, AuditRecord, RecordOutcome, GENESIS};
 use super::target::{self, Insert, Partition};
 use super::AuditError;
 use crate::supervise::supervisable;
@@ -409,7 +409,7 @@ async fn void_own(pool: &deadpool_postgres::Pool, seq: i64, why: &BatchError) {
                     &record.adapter,
                     &record.tool,
                     &record.decision,
-                    &record.outcome.as_str(),
+                    &record.outcome,
                     &GENESIS.to_vec(),
                     &hash,
                 ],
@@ -567,9 +567,8 @@ async fn append_fresh(
     };
     step("encode", encoding.elapsed());
     let inserting = Instant::now();
-    let outcome = record.outcome.as_str();
     let stored = client
-        .query(&insert, &one_row(&at.chain.id, None, record, l, &outcome))
+        .query(&insert, &one_row(&at.chain.id, None, record, l))
         .await;
     step("insert", inserting.elapsed());
     match stored {
@@ -654,8 +653,7 @@ async fn append(
             )
         }
         (_, _, _, Some(bound)) => {
-            let outcomes: Vec<&'static str> = records.iter().map(|r| r.outcome.as_str()).collect();
-            let params = rows(&chain.id, records, seqs, &chained, &outcomes, bound);
+            let params = rows(&chain.id, records, seqs, &chained, bound);
             step("encode", started.elapsed());
             let started = Instant::now();
             (client.execute(insert, &params).await, started)
@@ -691,9 +689,8 @@ async fn insert_one(
     l: &Link,
     chain: uuid::Uuid,
 ) -> Result<u64, tokio_postgres::Error> {
-    let outcome = r.outcome.as_str();
     client
-        .execute(insert, &one_row(&chain, Some(&seq), r, l, &outcome))
+        .execute(insert, &one_row(&chain, Some(&seq), r, l))
         .await
 }
 
@@ -706,10 +703,9 @@ fn one_row<'a>(
     seq: Option<&'a i64>,
     r: &'a AuditRecord,
     l: &'a Link,
-    outcome: &'a &'static str,
 ) -> Vec<Param<'a>> {
     let mut params: Vec<Param<'a>> = vec![chain];
-    push_row(&mut params, seq, r, l, outcome);
+    push_row(&mut params, seq, r, l);
     params
 }
 
@@ -720,13 +716,12 @@ fn rows<'a>(
     records: &'a [AuditRecord],
     seqs: &'a [i64],
     chained: &'a [Link],
-    outcomes: &'a [&'static str],
     bound: usize,
 ) -> Vec<Param<'a>> {
     let mut params: Vec<Param<'a>> = Vec::with_capacity(1 + PADDING.len() * bound);
     params.push(chain);
-    for (((r, seq), l), outcome) in records.iter().zip(seqs).zip(chained).zip(outcomes) {
-        push_row(&mut params, Some(seq), r, l, outcome);
+    for ((r, seq), l) in records.iter().zip(seqs).zip(chained) {
+        push_row(&mut params, Some(seq), r, l);
     }
     for _ in records.len()..bound {
         params.extend(PADDING);
@@ -757,6 +752,23 @@ impl tokio_postgres::types::ToSql for Null {
     tokio_postgres::types::to_sql_checked!();
 }
 
+/// A call's outcome, stored as its name (`text`).
+impl tokio_postgres::types::ToSql for RecordOutcome {
+    fn to_sql(
+        &self,
+        ty: &tokio_postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        self.as_str().to_sql(ty, out)
+    }
+
+    fn accepts(ty: &tokio_postgres::types::Type) -> bool {
+        <&str as tokio_postgres::types::ToSql>::accepts(ty)
+    }
+
+    tokio_postgres::types::to_sql_checked!();
+}
+
 /// One record's parameters after the chain, in the insert's column order; without `seq`
 /// for the insert that takes its own.
 fn push_row<'a>(
@@ -764,7 +776,6 @@ fn push_row<'a>(
     seq: Option<&'a i64>,
     r: &'a AuditRecord,
     l: &'a Link,
-    outcome: &'a &'static str,
 ) {
     if let Some(seq) = seq {
         params.push(seq);
@@ -783,7 +794,7 @@ fn push_row<'a>(
         &r.statement,
         &r.fingerprint,
         &r.decision,
-        outcome,
+        &r.outcome,
         &r.row_count,
         &r.duration_us,
         &r.cache_hit,
@@ -853,7 +864,7 @@ struct Columns<'a> {
     statement: Vec<Option<&'a str>>,
     fingerprint: Vec<Option<&'a str>>,
     decision: Vec<&'a serde_json::Value>,
-    outcome: Vec<&'static str>,
+    outcome: Vec<RecordOutcome>,
     row_count: Vec<Option<i64>>,
     duration_us: Vec<i64>,
     cache_hit: Vec<bool>,
@@ -880,7 +891,7 @@ impl<'a> Columns<'a> {
             statement: records.iter().map(|r| r.statement.as_deref()).collect(),
             fingerprint: records.iter().map(|r| r.fingerprint.as_deref()).collect(),
             decision: records.iter().map(|r| &r.decision).collect(),
-            outcome: records.iter().map(|r| r.outcome.as_str()).collect(),
+            outcome: records.iter().map(|r| r.outcome).collect(),
             row_count: records.iter().map(|r| r.row_count).collect(),
             duration_us: records.iter().map(|r| r.duration_us).collect(),
             cache_hit: records.iter().map(|r| r.cache_hit).collect(),
