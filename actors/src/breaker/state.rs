@@ -240,11 +240,7 @@ impl Breaker {
         if self.state != CircuitState::Closed {
             return None;
         }
-        if failure {
-            self.push(now, 1, 0);
-        } else {
-            self.push(now, 0, 1);
-        }
+        self.push(now, u32::from(failure), u32::from(!failure));
         self.prune(now);
         let (f, s) = self.counts(now);
         let total = f + s;
