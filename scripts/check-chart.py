@@ -410,6 +410,7 @@ def smoke(args):
     import os
     import signal
     import subprocess
+    import shutil
     import tempfile
     import time
     import urllib.error
@@ -515,6 +516,7 @@ def smoke(args):
             proc.kill()
             proc.wait()
         log.close()
+        shutil.rmtree(work, ignore_errors=True)
     for f in fail.items:
         print(f"    FAIL: {f}")
     return 1 if fail.items else 0

@@ -238,7 +238,7 @@ async fn requests_beyond_the_in_flight_bound_wait_outside_and_slow_heads_time_ou
     assert_eq!(status_of(&ping().await.expect("join")), 200);
     // Two long reads hold both slots while they stream.
     let long = serde_json::json!({"source_id": "shop",
-        "sql": "SELECT count(*) FROM generate_series(1, 2000000001) AS g"});
+        "sql": "SELECT count(*) FROM (SELECT generate_series(1, 2000000001) AS g) AS s"});
     let first = common::mcp::start_query(addr, &env.agent_key, long.clone()).await;
     let second = common::mcp::start_query(addr, &env.agent_key, long).await;
     let busy = ping().await.expect("join");

@@ -11,7 +11,9 @@ use common::env::{demo_env, demo_env_with};
 use common::mcp::{call, MODERN};
 use serde_json::{json, Value};
 
-const LONG: &str = "SELECT count(*) FROM generate_series(1, 2000000000)";
+/// Long and CPU-bound. The set-returning function sits in the select list, where it streams;
+/// in `FROM`, PostgreSQL would first write all of its rows to temporary files.
+const LONG: &str = "SELECT count(*) FROM (SELECT generate_series(1, 2000000000) AS g) AS s";
 
 async fn long_query_running(db: &str) -> bool {
     common::mcp::statement_running(db, "generate_series(1, 2000000000)").await

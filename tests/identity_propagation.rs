@@ -640,7 +640,7 @@ async fn one_connection_never_carries_a_callers_identity_to_the_next() {
     );
 
     // A read abandoned by its client: cancelled on the server, the connection drained.
-    let long = "SELECT count(*) FROM generate_series(1, 2000000001) AS g";
+    let long = "SELECT count(*) FROM (SELECT generate_series(1, 2000000001) AS g) AS s";
     let socket = common::mcp::start_query(
         env.gateway.addr,
         &env.agent_key,

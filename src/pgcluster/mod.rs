@@ -339,7 +339,10 @@ fn init(
     let _ = std::fs::remove_file(&pwfile);
     check(out?, "initdb")?;
 
-    let mut conf = String::from("\n# added by InterLock\nmax_connections = 200\n");
+    // A runaway statement (a sort or a set-returning function in FROM, which PostgreSQL
+    // materializes) stops at 1 GB of temporary files instead of filling the disk.
+    let mut conf =
+        String::from("\n# added by InterLock\nmax_connections = 200\ntemp_file_limit = 1GB\n");
     if fast {
         conf.push_str("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n");
     }
