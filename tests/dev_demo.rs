@@ -159,6 +159,13 @@ async fn dev_demo_runs_stops_cleanly_and_recovers_from_a_crash() {
             .get(0);
         assert!(n >= at_least, "{table} has {n} rows");
     }
+    // A runaway statement stops at 1 GB of temporary files instead of filling the disk.
+    let limit: String = client
+        .query_one("SHOW temp_file_limit", &[])
+        .await
+        .expect("show")
+        .get(0);
+    assert_eq!(limit, "1GB");
     drop(client);
 
     // The CLI works against the running demo's control database.
