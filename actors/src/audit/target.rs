@@ -13,72 +13,36 @@
 
 use tokio_postgres::error::SqlState;
 
-/// The columns every insert names, in its order.
-macro_rules! columns {
-    () => {
-        "chain, seq, chain_seq, at, request_id, identity_id, identity, adapter, dialect, tool, \
-         source_id, action, statement, fingerprint, decision, outcome, row_count, duration_us, \
-         cache_hit, approval_id, prev_hash, hash, statement_sha256"
-    };
-}
-
-/// A batch of one — every batch at low load — binds plain values: the server parses no
-/// arrays and runs no function scan (BENCHMARKS.md, "The audit commit against its floor":
-/// 278–339 µs as arrays, 137–181 µs as values).
-macro_rules! one {
-    () => {
-        concat!(
-            " (",
-            columns!(),
-            ") VALUES ($1::uuid, $2::bigint, $3::bigint, $4::timestamptz, $5::text, $6::uuid, \
-     $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, \
-     $15::jsonb, $16::text, $17::bigint, $18::bigint, $19::boolean, $20::uuid, $21::bytea, \
-     $22::bytea, $23::text)"
-        )
-    };
-}
-
-/// A batch of one whose seq the insert takes itself (`nextval` inside the statement,
-/// returned): one round trip for the whole append.
-macro_rules! one_fresh {
-    () => {
-        concat!(
-            " (",
-            columns!(),
-            ") VALUES ($1::uuid, nextval('audit_records_seq'), $2::bigint, $3::timestamptz, $4::text, \
-     $5::uuid, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text, $12::text, \
-     $13::text, $14::jsonb, $15::text, $16::bigint, $17::bigint, $18::boolean, $19::uuid, \
-     $20::bytea, $21::bytea, $22::text) RETURNING seq"
-        )
-    };
-}
-
-/// The types every row binds after the chain (`$1`, one for the whole batch), in the
-/// order of [`columns!`].
-const ROW_TYPES: [&str; 22] = [
-    "bigint",
-    "bigint",
-    "timestamptz",
-    "text",
-    "uuid",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "jsonb",
-    "text",
-    "bigint",
-    "bigint",
-    "boolean",
-    "uuid",
-    "bytea",
-    "bytea",
-    "text",
+/// Every column an insert names after `chain` (bound once per batch as `$1::uuid`), with
+/// the type its parameters are bound as, in the order of the insert. Every insert below
+/// is spelled from this list.
+const ROW: [(&str, &str); 22] = [
+    ("seq", "bigint"),
+    ("chain_seq", "bigint"),
+    ("at", "timestamptz"),
+    ("request_id", "text"),
+    ("identity_id", "uuid"),
+    ("identity", "text"),
+    ("adapter", "text"),
+    ("dialect", "text"),
+    ("tool", "text"),
+    ("source_id", "text"),
+    ("action", "text"),
+    ("statement", "text"),
+    ("fingerprint", "text"),
+    ("decision", "jsonb"),
+    ("outcome", "text"),
+    ("row_count", "bigint"),
+    ("duration_us", "bigint"),
+    ("cache_hit", "boolean"),
+    ("approval_id", "uuid"),
+    ("prev_hash", "bytea"),
+    ("hash", "bytea"),
+    ("statement_sha256", "text"),
 ];
+
+/// The parameters of one record's row, after the chain.
+pub(super) const ROW_WIDTH: usize = ROW.len();
 
 /// The sizes a batch of two to [`ROWS_UP_TO`] records is bound as: plain rows, one
 /// statement per size, the rows past the batch's records bound as NULLs and left out by the
@@ -92,50 +56,86 @@ const ROW_SIZES: [usize; 5] = [2, 4, 8, 16, ROWS_UP_TO];
 /// (BENCHMARKS.md, "The audit commit, seventh step").
 pub(super) const ROWS_UP_TO: usize = 32;
 
-/// A batch of more is one statement whatever its size: one array per column, unnested into
-/// rows, so the server binds and executes once per batch.
-macro_rules! many {
-    () => {
-        concat!(
-            " (",
-            columns!(),
-            ") SELECT $1::uuid, u.* FROM unnest($2::bigint[], $3::bigint[], $4::timestamptz[], \
-     $5::text[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], \
-     $12::text[], $13::text[], $14::text[], $15::jsonb[], $16::text[], $17::bigint[], \
-     $18::bigint[], $19::boolean[], $20::uuid[], $21::bytea[], $22::bytea[], $23::text[]) AS u"
-        )
-    };
+/// The column list every insert names.
+fn columns() -> String {
+    std::iter::once("chain")
+        .chain(ROW.iter().map(|(name, _)| *name))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-/// What follows the table in the insert of `rows` rows: the chain `$1` in each, the rest of
-/// row `r` from `$2 + 22 r`; a row whose seq is NULL (padding) is left out.
-fn rows_tail(rows: usize) -> String {
-    use std::fmt::Write;
-    let mut values = String::with_capacity(rows * 300);
-    for r in 0..rows {
-        values.push_str(if r == 0 { "($1::uuid" } else { ", ($1::uuid" });
-        for (i, ty) in ROW_TYPES.iter().enumerate() {
-            let _ = write!(values, ", ${}::{ty}", 2 + ROW_TYPES.len() * r + i);
-        }
-        values.push(')');
-    }
-    format!(
-        " ({cols}) SELECT v.* FROM (VALUES {values}) AS v ({cols}) WHERE v.seq IS NOT NULL",
-        cols = columns!()
-    )
-}
-
-/// The inserts of every size in [`ROW_SIZES`] into `table`.
-fn rows_inserts(table: &str) -> Vec<String> {
-    ROW_SIZES
+/// `columns` of [`ROW`] bound as parameters from `$first` on, each cast as `cast` spells
+/// its type, joined by commas.
+fn params(columns: &[(&str, &str)], first: usize, cast: impl Fn(&str) -> String) -> String {
+    columns
         .iter()
-        .map(|&n| format!("INSERT INTO {table}{}", rows_tail(n)))
-        .collect()
+        .enumerate()
+        .map(|(i, (_, ty))| format!("${}::{}", first + i, cast(ty)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-/// The inserts of every row size through the partitioned parent.
-static PARENT_ROWS: std::sync::LazyLock<Vec<String>> =
-    std::sync::LazyLock::new(|| rows_inserts("audit_records"));
+/// The inserts into one table (a partition, or the partitioned parent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Inserts {
+    /// A batch of one — every batch at low load — binds plain values: the server parses no
+    /// arrays and runs no function scan (BENCHMARKS.md, "The audit commit against its
+    /// floor": 278–339 µs as arrays, 137–181 µs as values).
+    one: String,
+    /// A batch of one whose seq the insert takes itself (`nextval` inside the statement,
+    /// returned): one round trip for the whole append.
+    one_fresh: String,
+    /// Batches of two to [`ROWS_UP_TO`], one insert per size in [`ROW_SIZES`]: the chain
+    /// `$1` in each row, the rest of row `r` from `$2 + 22 r`; a row whose seq is NULL
+    /// (padding) is left out.
+    rows: Vec<String>,
+    /// A batch of more is one statement whatever its size: one array per column, unnested
+    /// into rows, so the server binds and executes once per batch.
+    many: String,
+}
+
+impl Inserts {
+    fn for_table(table: &str) -> Self {
+        let cols = columns();
+        let plain = |ty: &str| ty.to_string();
+        let row = |r: usize| format!("($1::uuid, {})", params(&ROW, 2 + ROW_WIDTH * r, plain));
+        let rows = ROW_SIZES
+            .iter()
+            .map(|&n| {
+                let values = (0..n).map(row).collect::<Vec<_>>().join(", ");
+                format!(
+                    "INSERT INTO {table} ({cols}) SELECT v.* FROM (VALUES {values}) AS v ({cols}) \
+                     WHERE v.seq IS NOT NULL"
+                )
+            })
+            .collect();
+        Inserts {
+            one: format!("INSERT INTO {table} ({cols}) VALUES {}", row(0)),
+            one_fresh: format!(
+                "INSERT INTO {table} ({cols}) VALUES ($1::uuid, nextval('audit_records_seq'), {}) \
+                 RETURNING seq",
+                params(&ROW[1..], 2, plain)
+            ),
+            rows,
+            many: format!(
+                "INSERT INTO {table} ({cols}) SELECT $1::uuid, u.* FROM unnest({}) AS u",
+                params(&ROW, 2, |ty| format!("{ty}[]"))
+            ),
+        }
+    }
+
+    /// Every one of them.
+    fn all(&self) -> impl Iterator<Item = &str> {
+        [&self.one, &self.one_fresh, &self.many]
+            .into_iter()
+            .chain(&self.rows)
+            .map(String::as_str)
+    }
+}
+
+/// The inserts through the partitioned parent.
+static PARENT: std::sync::LazyLock<Inserts> =
+    std::sync::LazyLock::new(|| Inserts::for_table("audit_records"));
 
 /// A place in [`ROW_SIZES`], and in the lists of inserts built from it: made only by
 /// [`Insert::of`], so always one of them.
@@ -178,22 +178,21 @@ impl Insert {
 
     /// The insert through the partitioned parent.
     pub(super) fn parent(self) -> &'static str {
-        match self {
-            Insert::One => concat!("INSERT INTO audit_records", one!()),
-            Insert::OneFresh => concat!("INSERT INTO audit_records", one_fresh!()),
-            Insert::Rows(RowSize(at)) => &PARENT_ROWS[at],
-            Insert::Many => concat!("INSERT INTO audit_records", many!()),
-        }
+        self.among(&PARENT)
     }
 
     /// The insert into `partition` if there is one, else through the parent.
     pub(super) fn sql_for(self, partition: Option<&Partition>) -> &str {
-        partition.map_or(self.parent(), |p| match self {
-            Insert::One => &p.insert_one,
-            Insert::OneFresh => &p.insert_one_fresh,
-            Insert::Rows(RowSize(at)) => &p.insert_rows[at],
-            Insert::Many => &p.insert_many,
-        })
+        partition.map_or(self.parent(), |p| self.among(&p.inserts))
+    }
+
+    fn among(self, inserts: &Inserts) -> &str {
+        match self {
+            Insert::One => &inserts.one,
+            Insert::OneFresh => &inserts.one_fresh,
+            Insert::Rows(RowSize(at)) => &inserts.rows[at],
+            Insert::Many => &inserts.many,
+        }
     }
 }
 
@@ -202,10 +201,7 @@ impl Insert {
 pub(super) struct Partition {
     lower: i64,
     upper: i64,
-    insert_one: String,
-    insert_one_fresh: String,
-    insert_rows: Vec<String>,
-    insert_many: String,
+    inserts: Inserts,
 }
 
 impl Partition {
@@ -214,19 +210,13 @@ impl Partition {
         Partition {
             lower,
             upper,
-            insert_one: format!("INSERT INTO {table}{}", one!()),
-            insert_one_fresh: format!("INSERT INTO {table}{}", one_fresh!()),
-            insert_rows: rows_inserts(&table),
-            insert_many: format!("INSERT INTO {table}{}", many!()),
+            inserts: Inserts::for_table(&table),
         }
     }
 
     /// Every insert into this partition: what a connection may hold prepared for it.
     pub(super) fn inserts(&self) -> impl Iterator<Item = &str> {
-        [&self.insert_one, &self.insert_one_fresh, &self.insert_many]
-            .into_iter()
-            .chain(&self.insert_rows)
-            .map(String::as_str)
+        self.inserts.all()
     }
 
     pub(super) fn holds(&self, seqs: &[i64]) -> bool {
@@ -286,7 +276,8 @@ mod tests {
         assert!(!p.holds(&[2_000_000, 2_000_001]));
         assert!(!p.holds(&[]));
         assert!(p
-            .insert_one
+            .inserts
+            .one
             .starts_with("INSERT INTO \"audit_records_1000001\" (chain, seq,"));
         let kinds = [Insert::One, Insert::OneFresh, Insert::Many]
             .into_iter()
@@ -341,7 +332,7 @@ mod tests {
             assert_eq!(&first[..row_end], &values(one)[..values(one).len() - 1]);
             // Every row binds the chain, then 22 parameters of its own, none twice.
             assert_eq!(sql.matches("$1::uuid").count(), n, "{sql}");
-            let last = 1 + ROW_TYPES.len() * n;
+            let last = 1 + ROW_WIDTH * n;
             assert!(sql.contains(&format!("${last}::text)")), "{sql}");
             assert!(!sql.contains(&format!("${}::", last + 1)), "{sql}");
             assert!(sql.ends_with("WHERE v.seq IS NOT NULL"), "{sql}");

@@ -730,7 +730,7 @@ fn rows<'a>(
 }
 
 /// A row that holds no record: NULL in every column, its NULL seq left out by the insert.
-const PADDING: [Param<'static>; 22] = [&Null; 22];
+const PADDING: [Param<'static>; target::ROW_WIDTH] = [&Null; target::ROW_WIDTH];
 
 /// SQL NULL as a parameter of any type.
 #[derive(Debug)]
